@@ -1,0 +1,74 @@
+#pragma once
+// The backend interface. compile() turns a model into an Executable: a fixed
+// schedule of kernels over memory planned once, with all parameters, their
+// gradients and the optimizer state each in one contiguous buffer. Nothing is
+// allocated inside a step. Host data goes in and out through plain spans in
+// the model's canonical layouts (NCHW, PyTorch's parameter order), so the
+// trainer, checkpoints and tests never see a backend's internal layouts.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "convoy/nn/sequential.h"
+#include "convoy/optim/sgd.h"
+
+namespace convoy {
+
+enum class Loss {
+  nll,                    // model outputs log-probabilities (e.g. ends in LogSoftmax)
+  softmax_cross_entropy,  // model outputs logits
+};
+
+struct CompileOptions {
+  int64_t batch_size = 128;
+  Loss loss = Loss::nll;
+  optim::SgdOptions sgd;
+  bool input_gradient = false;  // also compute d loss / d input (gradient checks)
+};
+
+// Sums over the steps since the last take_metrics().
+struct Metrics {
+  double loss_sum = 0;  // sum of per-example losses
+  int64_t correct = 0;  // examples whose arg-max output equals the label
+  int64_t count = 0;
+  double mean_loss() const { return count ? loss_sum / count : 0.0; }
+  double accuracy() const { return count ? static_cast<double>(correct) / count : 0.0; }
+};
+
+class Executable {
+ public:
+  virtual ~Executable() = default;
+
+  virtual int64_t batch_size() const = 0;
+  virtual std::string device() const = 0;
+
+  // x: [batch, input_shape...] floats, y: [batch] class indices.
+  // Forward in training mode, loss, backward, optimizer update; adds to metrics.
+  virtual void train_step(const float* x, const int32_t* y) = 0;
+  // Forward in inference mode on the first `count` (<= batch) examples; adds to
+  // metrics. Rows past `count` are ignored (inference is per-example).
+  virtual void eval_step(const float* x, const int32_t* y, int64_t count) = 0;
+  // Forward in training mode, loss and backward with no update and no metrics;
+  // returns the mean loss. For gradient checks and parity tests.
+  virtual double loss_and_gradients(const float* x, const int32_t* y) = 0;
+  virtual Metrics take_metrics() = 0;
+
+  virtual void set_learning_rate(float lr) = 0;
+
+  // Copies in and out of the flat buffers, in the model's parameter order.
+  virtual void set_parameters(std::span<const float> params) = 0;
+  virtual void get_parameters(std::span<float> params) const = 0;
+  virtual void get_gradients(std::span<float> grads) const = 0;
+  virtual void set_state(std::span<const float> state) = 0;
+  virtual void get_state(std::span<float> state) const = 0;
+  // Model outputs [batch, classes] and d loss/d input of the last step.
+  virtual void get_output(std::span<float> out) const = 0;
+  virtual void get_input_gradient(std::span<float> grad) const = 0;
+};
+
+// Compiles for the CPU (oneDNN). Parameters start from model.initial_parameters(seed).
+std::unique_ptr<Executable> compile_cpu(const nn::Sequential& model, const CompileOptions& options,
+                                        uint64_t seed);
+
+}  // namespace convoy

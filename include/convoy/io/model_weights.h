@@ -1,0 +1,21 @@
+#pragma once
+// Maps a model's flat parameter and state buffers to named tensors
+// ("conv2d_0.weight", "batch_norm_0.running_mean", ...) and back, for weight
+// files and fixtures.
+#include <span>
+#include <vector>
+
+#include "convoy/io/safetensors.h"
+#include "convoy/nn/sequential.h"
+
+namespace convoy::io {
+
+NamedTensors to_named(const nn::Sequential& model, std::span<const float> params, std::span<const float> state);
+
+struct FlatWeights {
+  std::vector<float> params, state;
+};
+// Throws UserError naming `what` and the first missing or mis-shaped tensor.
+FlatWeights from_named(const nn::Sequential& model, const NamedTensors& named, const std::string& what);
+
+}  // namespace convoy::io

@@ -1,0 +1,23 @@
+#pragma once
+// summary.json: what a run did and measured, for people and for scripts
+// (benchmarks, CI) to read.
+#include <string>
+
+#include "convoy/train/fit.h"
+
+namespace convoy::io {
+
+struct RunInfo {
+  std::string model;
+  std::string dataset;
+  std::string device;
+  int threads = 0;
+  int64_t epochs = 0;
+  int64_t batch_size = 0;
+  double lr = 0, momentum = 0;
+  uint64_t seed = 0;
+};
+
+std::string run_summary_json(const RunInfo& info, const train::History& history);
+
+}  // namespace convoy::io

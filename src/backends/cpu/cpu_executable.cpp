@@ -1,0 +1,165 @@
+// The CPU Executable: a fixed schedule of CpuOps over one activation arena.
+// Memory is planned once here; a step only runs primitives and small loops.
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "backends/cpu/cpu_op.h"
+#include "backends/cpu/softmax_kernels.h"
+#include "convoy/backends/executable.h"
+#include "convoy/core/error.h"
+#include "convoy/core/threads.h"
+
+namespace convoy {
+namespace {
+
+using cpu::CpuOp;
+
+int64_t aligned(int64_t floats) { return (floats + 15) / 16 * 16; }
+
+void copy_checked(std::span<const float> from, std::span<float> to, const char* what) {
+  require(from.size() == to.size(), std::string(what) + ": expected " + std::to_string(to.size()) +
+                                        " values, got " + std::to_string(from.size()));
+  std::copy(from.begin(), from.end(), to.begin());
+}
+
+class CpuExecutable final : public Executable {
+ public:
+  CpuExecutable(const nn::Sequential& model, const CompileOptions& options, uint64_t seed)
+      : options_(options),
+        example_size_(numel(model.input_shape())),
+        classes_(model.output_shape().at(0)),
+        params_(model.num_parameters()),
+        grads_(model.num_parameters()),
+        velocity_(model.num_parameters()),
+        state_(model.num_state()) {
+    const int64_t n = options.batch_size;
+    require(n >= 1, "batch size must be at least 1, got " + std::to_string(n));
+    require(model.output_shape().size() == 1,
+            "model: the last layer must output [classes] for a classification loss, got " +
+                to_string(model.output_shape()));
+    set_parameters(model.initial_parameters(seed));
+    set_state(model.initial_state());
+
+    const auto& layers = model.layers();
+    for (const auto& plan : layers) ops_.push_back(cpu::make_cpu_op(env_, plan, n));
+
+    // Plan: activation i is layer i's input (0 = the model input); views share
+    // their input's memory. Offsets first, pointers once the arena exists.
+    const std::size_t count = layers.size() + 1;
+    std::vector<int64_t> act(count), diff(count, -1);
+    int64_t cursor = 0;
+    act[0] = cursor;
+    cursor += aligned(n * example_size_);
+    if (options.input_gradient) {
+      diff[0] = cursor;
+      cursor += aligned(n * example_size_);
+    }
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      if (ops_[i]->is_view()) {
+        act[i + 1] = act[i];
+        diff[i + 1] = diff[i];
+        continue;
+      }
+      const int64_t size = aligned(n * numel(layers[i].output_shape));
+      act[i + 1] = cursor;
+      diff[i + 1] = cursor + size;
+      cursor += 2 * size;
+    }
+    std::size_t scratch_bytes = 0;
+    for (const auto& op : ops_) scratch_bytes = std::max(scratch_bytes, op->scratchpad_bytes());
+    arena_ = AlignedBuffer(cursor);
+    scratch_ = AlignedBuffer(scratch_bytes / sizeof(float) + 1);
+
+    auto at = [&](int64_t offset) { return offset < 0 ? nullptr : arena_.data() + offset; };
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      const auto& plan = layers[i];
+      cpu::OpBuffers b;
+      b.src = at(act[i]);
+      b.dst = at(act[i + 1]);
+      b.diff_src = at(diff[i]);
+      b.diff_dst = at(diff[i + 1]);
+      if (!plan.params.empty()) {
+        b.params = params_.data() + plan.params[0].offset;
+        b.grads = grads_.data() + plan.params[0].offset;
+      }
+      if (!plan.state.empty()) b.state = state_.data() + plan.state[0].offset;
+      b.scratchpad = scratch_.data();
+      ops_[i]->bind(env_, b);
+    }
+    input_ = at(act[0]);
+    d_input_ = at(diff[0]);
+    output_ = at(act[count - 1]);
+    d_output_ = at(diff[count - 1]);
+  }
+
+  int64_t batch_size() const override { return options_.batch_size; }
+  std::string device() const override { return "cpu"; }
+
+  void train_step(const float* x, const int32_t* y) override {
+    accumulate(forward_backward(x, y), batch_size());
+    optim::sgd_update(params_.span(), grads_.span(), velocity_.span(), options_.sgd);
+  }
+
+  double loss_and_gradients(const float* x, const int32_t* y) override {
+    return forward_backward(x, y).loss_sum / static_cast<double>(batch_size());
+  }
+
+  void eval_step(const float* x, const int32_t* y, int64_t count) override {
+    const int64_t n = batch_size();
+    require(count >= 0 && count <= n, "eval_step: count " + std::to_string(count) + " exceeds the batch size");
+    std::memcpy(input_, x, sizeof(float) * count * example_size_);
+    // Inference is per-example: pad a short batch with zeros and ignore those rows.
+    std::fill(input_ + count * example_size_, input_ + n * example_size_, 0.0f);
+    for (auto& op : ops_) op->forward(env_, false);
+    accumulate(cpu::loss_forward(options_.loss, output_, y, count, classes_, nullptr, count), count);
+  }
+
+  Metrics take_metrics() override { return std::exchange(metrics_, {}); }
+  void set_learning_rate(float lr) override { options_.sgd.lr = lr; }
+
+  void set_parameters(std::span<const float> p) override { copy_checked(p, params_.span(), "parameters"); }
+  void get_parameters(std::span<float> p) const override { copy_checked(params_.span(), p, "parameters"); }
+  void get_gradients(std::span<float> g) const override { copy_checked(grads_.span(), g, "gradients"); }
+  void set_state(std::span<const float> s) override { copy_checked(s, state_.span(), "state"); }
+  void get_state(std::span<float> s) const override { copy_checked(state_.span(), s, "state"); }
+  void get_output(std::span<float> out) const override {
+    copy_checked({output_, static_cast<std::size_t>(batch_size() * classes_)}, out, "output");
+  }
+  void get_input_gradient(std::span<float> g) const override {
+    require(d_input_ != nullptr, "input gradient: compile with input_gradient = true");
+    copy_checked({d_input_, static_cast<std::size_t>(batch_size() * example_size_)}, g, "input gradient");
+  }
+
+ private:
+  cpu::LossResult forward_backward(const float* x, const int32_t* y) {
+    const int64_t n = batch_size();
+    std::memcpy(input_, x, sizeof(float) * n * example_size_);
+    for (auto& op : ops_) op->forward(env_, true);
+    auto result = cpu::loss_forward(options_.loss, output_, y, n, classes_, d_output_, n);
+    for (auto it = ops_.rbegin(); it != ops_.rend(); ++it) (*it)->backward(env_);
+    return result;
+  }
+
+  void accumulate(const cpu::LossResult& r, int64_t rows) {
+    metrics_.loss_sum += r.loss_sum;
+    metrics_.correct += r.correct;
+    metrics_.count += rows;
+  }
+
+  cpu::DnnlEnv env_;
+  CompileOptions options_;
+  int64_t example_size_, classes_;
+  AlignedBuffer params_, grads_, velocity_, state_, arena_, scratch_;
+  std::vector<std::unique_ptr<CpuOp>> ops_;
+  float *input_ = nullptr, *d_input_ = nullptr, *output_ = nullptr, *d_output_ = nullptr;
+  Metrics metrics_;
+};
+
+}  // namespace
+
+std::unique_ptr<Executable> compile_cpu(const nn::Sequential& model, const CompileOptions& options, uint64_t seed) {
+  return std::make_unique<CpuExecutable>(model, options, seed);
+}
+
+}  // namespace convoy

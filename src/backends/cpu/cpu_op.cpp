@@ -1,0 +1,37 @@
+#include "backends/cpu/cpu_op.h"
+
+#include "backends/cpu/ops.h"
+
+namespace convoy::cpu {
+namespace {
+
+class FlattenOp final : public CpuOp {
+ public:
+  bool is_view() const override { return true; }
+  void bind(DnnlEnv&, const OpBuffers&) override {}
+  void forward(DnnlEnv&, bool) override {}
+  void backward(DnnlEnv&) override {}
+};
+
+}  // namespace
+
+Shape with_batch(int64_t batch, const Shape& shape) {
+  Shape full{batch};
+  full.insert(full.end(), shape.begin(), shape.end());
+  return full;
+}
+
+std::unique_ptr<CpuOp> make_cpu_op(DnnlEnv& env, const nn::LayerPlan& plan, int64_t batch) {
+  const Shape in = with_batch(batch, plan.input_shape), out = with_batch(batch, plan.output_shape);
+  const nn::Layer& layer = plan.layer;
+  if (auto* c = std::get_if<nn::Conv2d>(&layer)) return make_conv2d(env, *c, in, out);
+  if (auto* p = std::get_if<nn::MaxPool2d>(&layer)) return make_max_pool2d(env, *p, in, out);
+  if (std::holds_alternative<nn::ReLU>(layer)) return make_relu(env, in);
+  if (auto* b = std::get_if<nn::BatchNorm>(&layer)) return make_batch_norm(env, *b, in);
+  if (std::holds_alternative<nn::Flatten>(layer)) return std::make_unique<FlattenOp>();
+  if (std::holds_alternative<nn::Dense>(layer)) return make_dense(env, in, out);
+  if (std::holds_alternative<nn::LogSoftmax>(layer)) return make_log_softmax(in);
+  throw std::logic_error(std::string("CPU backend has no kernel for layer ") + plan.name);
+}
+
+}  // namespace convoy::cpu

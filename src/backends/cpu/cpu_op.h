@@ -1,0 +1,41 @@
+#pragma once
+// One layer's kernels on the CPU. An op is built once per compiled model: the
+// constructor describes and creates its primitives for the fixed batch, bind()
+// wires them to planned memory, and forward()/backward() only execute.
+#include <cstddef>
+#include <memory>
+
+#include "backends/cpu/dnnl_env.h"
+#include "convoy/nn/layers.h"
+
+namespace convoy::cpu {
+
+struct OpBuffers {
+  const float* src = nullptr;
+  float* dst = nullptr;
+  const float* diff_dst = nullptr;
+  float* diff_src = nullptr;  // null: the gradient w.r.t. the input is not needed
+  float* params = nullptr;    // this layer's slice of the flat parameter buffer
+  float* grads = nullptr;     // ... of the flat gradient buffer
+  float* state = nullptr;     // ... of the flat state buffer (running statistics)
+  void* scratchpad = nullptr;
+};
+
+class CpuOp {
+ public:
+  virtual ~CpuOp() = default;
+  virtual std::size_t scratchpad_bytes() const { return 0; }
+  // True when the output is the input reinterpreted (Flatten): no memory, no work.
+  virtual bool is_view() const { return false; }
+  virtual void bind(DnnlEnv& env, const OpBuffers& buffers) = 0;
+  virtual void forward(DnnlEnv& env, bool training) = 0;
+  // Writes this layer's parameter gradients and, when bound, diff_src.
+  virtual void backward(DnnlEnv& env) = 0;
+};
+
+std::unique_ptr<CpuOp> make_cpu_op(DnnlEnv& env, const nn::LayerPlan& plan, int64_t batch);
+
+// Input/output shapes of a layer with the batch dimension in front.
+Shape with_batch(int64_t batch, const Shape& shape);
+
+}  // namespace convoy::cpu

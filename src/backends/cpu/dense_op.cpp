@@ -1,0 +1,31 @@
+// Dense (inner product) on oneDNN.
+//   src [N, K], weight [O, K] (PyTorch's Linear layout), bias [O], dst [N, O]
+#include "backends/cpu/ops.h"
+#include "backends/cpu/weighted_op.h"
+
+namespace convoy::cpu {
+namespace {
+
+using namespace dnnl;
+
+class DenseOp final : public WeightedOp {
+ public:
+  DenseOp(DnnlEnv& env, const Shape& in, const Shape& out)
+      : WeightedOp(plain_desc(in), plain_desc(out), plain_desc({out[1], in[1]}), plain_desc({out[1]})) {
+    auto attr = env.attr();
+    inner_product_forward::primitive_desc fwd_pd({prop_kind::forward_training, src_md_, w_md_, b_md_, dst_md_},
+                                                 attr, env.engine);
+    fwd_ = Prim(fwd_pd);
+    bwd_data_ = Prim(inner_product_backward_data::primitive_desc({src_md_, w_md_, dst_md_}, attr, env.engine, fwd_pd));
+    bwd_w_ = Prim(inner_product_backward_weights::primitive_desc({src_md_, w_md_, b_md_, dst_md_}, attr,
+                                                                 env.engine, fwd_pd));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<CpuOp> make_dense(DnnlEnv& env, const Shape& in, const Shape& out) {
+  return std::make_unique<DenseOp>(env, in, out);
+}
+
+}  // namespace convoy::cpu

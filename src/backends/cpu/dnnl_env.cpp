@@ -1,0 +1,35 @@
+#include "backends/cpu/dnnl_env.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace convoy::cpu {
+
+dnnl::memory::desc plain_desc(const Shape& shape) {
+  using tag = dnnl::memory::format_tag;
+  dnnl::memory::dims dims(shape.begin(), shape.end());
+  switch (shape.size()) {
+    case 1: return {dims, dnnl::memory::data_type::f32, tag::x};
+    case 2: return {dims, dnnl::memory::data_type::f32, tag::nc};
+    case 3: return {dims, dnnl::memory::data_type::f32, tag::ncw};
+    case 4: return {dims, dnnl::memory::data_type::f32, tag::nchw};
+  }
+  throw std::logic_error("plain_desc: unsupported rank " + std::to_string(shape.size()));
+}
+
+void Prim::bind(const DnnlEnv& env, int arg, const dnnl::memory::desc& md, const void* ptr) {
+  keep_.emplace_back(md, env.engine, const_cast<void*>(ptr));
+  args_.push_back({arg, keep_.back().get()});
+}
+
+void Prim::bind_scratchpad(const DnnlEnv& env, void* ptr) {
+  if (scratch_desc_.get_size() > 0) bind(env, DNNL_ARG_SCRATCHPAD, scratch_desc_, ptr);
+}
+
+void Prim::run(DnnlEnv& env) const {
+  dnnl_status_t status = dnnl_primitive_execute(prim_.get(), env.stream.get(), static_cast<int>(args_.size()),
+                                                args_.data());
+  if (status != dnnl_success) throw std::runtime_error("oneDNN primitive failed with status " + std::to_string(status));
+}
+
+}  // namespace convoy::cpu

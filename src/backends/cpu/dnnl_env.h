@@ -1,0 +1,49 @@
+#pragma once
+// oneDNN plumbing shared by the CPU ops; private to the backend so no oneDNN
+// type reaches a public header. Primitives are described once, created once,
+// and executed many times with a prebuilt argument array (the C API, so a step
+// builds no argument map).
+#include <cstdint>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "convoy/core/tensor.h"
+
+namespace convoy::cpu {
+
+struct DnnlEnv {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  // Every primitive uses caller-provided scratchpad so none allocates in a step.
+  dnnl::primitive_attr attr() const {
+    dnnl::primitive_attr a;
+    a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    return a;
+  }
+};
+
+// Plain dense layout for a full shape (batch first): nc, ncw, nchw or x.
+dnnl::memory::desc plain_desc(const Shape& shape);
+
+class Prim {
+ public:
+  Prim() = default;
+  template <class PrimitiveDesc>
+  explicit Prim(const PrimitiveDesc& pd) : prim_(pd), scratch_desc_(pd.scratchpad_desc()) {}
+
+  std::size_t scratchpad_bytes() const { return scratch_desc_.get_size(); }
+  // Binds `arg` to `md` over memory the caller owns.
+  void bind(const DnnlEnv& env, int arg, const dnnl::memory::desc& md, const void* ptr);
+  void bind_scratchpad(const DnnlEnv& env, void* ptr);
+  void run(DnnlEnv& env) const;
+  explicit operator bool() const { return static_cast<bool>(prim_); }
+
+ private:
+  dnnl::primitive prim_;
+  dnnl::memory::desc scratch_desc_;
+  std::vector<dnnl::memory> keep_;
+  std::vector<dnnl_exec_arg_t> args_;
+};
+
+}  // namespace convoy::cpu

@@ -1,0 +1,83 @@
+#include "convoy/io/safetensors.h"
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include <nlohmann/json.hpp>
+
+#include "convoy/core/error.h"
+#include "convoy/io/atomic_file.h"
+
+namespace convoy::io {
+namespace {
+
+const char* dtype_tag(DType t) {
+  switch (t) {
+    case DType::f32: return "F32";
+    case DType::i32: return "I32";
+    case DType::u8: return "U8";
+  }
+  return "?";
+}
+
+DType parse_dtype(const std::string& tag, const std::string& where) {
+  if (tag == "F32") return DType::f32;
+  if (tag == "I32") return DType::i32;
+  if (tag == "U8") return DType::u8;
+  throw UserError(where + ": dtype " + tag + " is not supported (F32, I32, U8)");
+}
+
+}  // namespace
+
+NamedTensors read_safetensors(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError(path + ": cannot open; check the path");
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.size() < 8) throw UserError(path + ": truncated safetensors file (no header)");
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | static_cast<unsigned char>(bytes[i]);
+  if (header_len > bytes.size() - 8) throw UserError(path + ": truncated safetensors file (header past the end)");
+  const std::size_t data_start = 8 + header_len;
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + static_cast<std::ptrdiff_t>(data_start));
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(path + ": bad safetensors header (" + e.what() + ")");
+  }
+  NamedTensors out;
+  try {
+    for (auto& [name, entry] : header.items()) {
+      if (name == "__metadata__") continue;
+      const std::string where = path + ": tensor '" + name + "'";
+      Tensor t(parse_dtype(entry.at("dtype").get<std::string>(), where), entry.at("shape").get<Shape>());
+      const auto offsets = entry.at("data_offsets").get<std::vector<uint64_t>>();
+      if (offsets.size() != 2 || offsets[1] < offsets[0] || offsets[1] - offsets[0] != t.nbytes() ||
+          offsets[1] > bytes.size() - data_start)
+        throw UserError(where + ": data_offsets do not match its shape or the file size; the file is corrupt");
+      std::memcpy(t.raw(), bytes.data() + data_start + offsets[0], t.nbytes());
+      out.emplace(name, std::move(t));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(path + ": bad safetensors header entry (" + e.what() + ")");
+  }
+  return out;
+}
+
+void write_safetensors(const std::string& path, const NamedTensors& tensors) {
+  nlohmann::json header = nlohmann::json::object();
+  uint64_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    header[name] = {{"dtype", dtype_tag(t.dtype())}, {"shape", t.shape()}, {"data_offsets", {offset, offset + t.nbytes()}}};
+    offset += t.nbytes();
+  }
+  std::string head = header.dump();
+  head.append((8 - head.size() % 8) % 8, ' ');  // keeps the data 8-byte aligned
+  std::string file(8, '\0');
+  for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((head.size() >> (8 * i)) & 0xff);
+  file += head;
+  for (const auto& [name, t] : tensors) file.append(static_cast<const char*>(t.raw()), t.nbytes());
+  write_file_atomic(path, file);
+}
+
+}  // namespace convoy::io
