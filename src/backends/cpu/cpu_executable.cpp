@@ -87,8 +87,22 @@ class CpuExecutable final : public Executable {
       b.scratchpad = scratch_.data();
       ops_[i]->bind(env_, b);
     }
-    input_ = at(act[0]);
-    d_input_ = at(diff[0]);
+    // The edges: callers pass NCHW; the first layer reads the activation layout.
+    const Shape in_shape = cpu::with_batch(n, model.input_shape());
+    const bool relayout = in_shape.size() == 4 && in_shape[1] > 1;
+    staging_ = AlignedBuffer(relayout ? n * example_size_ : 0);
+    input_ = relayout ? staging_.data() : at(act[0]);
+    if (relayout)
+      input_relayout_ = cpu::Prim::reorder(env_, cpu::plain_desc(in_shape), input_, cpu::activation_desc(in_shape),
+                                           at(act[0]));
+    if (options.input_gradient) {
+      d_input_ = at(diff[0]);
+      if (relayout) {
+        d_input_canonical_ = AlignedBuffer(n * example_size_);
+        d_input_relayout_ = cpu::Prim::reorder(env_, cpu::activation_desc(in_shape), d_input_,
+                                               cpu::plain_desc(in_shape), d_input_canonical_.data());
+      }
+    }
     output_ = at(act[count - 1]);
     d_output_ = at(diff[count - 1]);
   }
@@ -111,6 +125,7 @@ class CpuExecutable final : public Executable {
     std::memcpy(input_, x, sizeof(float) * count * example_size_);
     // Inference is per-example: pad a short batch with zeros and ignore those rows.
     std::fill(input_ + count * example_size_, input_ + n * example_size_, 0.0f);
+    if (input_relayout_) input_relayout_.run(env_);
     for (auto& op : ops_) op->forward(env_, false);
     accumulate(cpu::loss_forward(options_.loss, output_, y, count, classes_, nullptr, count), count);
   }
@@ -128,16 +143,19 @@ class CpuExecutable final : public Executable {
   }
   void get_input_gradient(std::span<float> g) const override {
     require(d_input_ != nullptr, "input gradient: compile with input_gradient = true");
-    copy_checked({d_input_, static_cast<std::size_t>(batch_size() * example_size_)}, g, "input gradient");
+    const float* canonical = d_input_relayout_ ? d_input_canonical_.data() : d_input_;
+    copy_checked({canonical, static_cast<std::size_t>(batch_size() * example_size_)}, g, "input gradient");
   }
 
  private:
   cpu::LossResult forward_backward(const float* x, const int32_t* y) {
     const int64_t n = batch_size();
     std::memcpy(input_, x, sizeof(float) * n * example_size_);
+    if (input_relayout_) input_relayout_.run(env_);
     for (auto& op : ops_) op->forward(env_, true);
     auto result = cpu::loss_forward(options_.loss, output_, y, n, classes_, d_output_, n);
     for (auto it = ops_.rbegin(); it != ops_.rend(); ++it) (*it)->backward(env_);
+    if (d_input_relayout_) d_input_relayout_.run(env_);
     return result;
   }
 
@@ -151,6 +169,8 @@ class CpuExecutable final : public Executable {
   CompileOptions options_;
   int64_t example_size_, classes_;
   AlignedBuffer params_, grads_, velocity_, state_, arena_, scratch_;
+  AlignedBuffer staging_, d_input_canonical_;  // NCHW copies at the edges, when layouts differ
+  cpu::Prim input_relayout_, d_input_relayout_;
   std::vector<std::unique_ptr<CpuOp>> ops_;
   float *input_ = nullptr, *d_input_ = nullptr, *output_ = nullptr, *d_output_ = nullptr;
   Metrics metrics_;

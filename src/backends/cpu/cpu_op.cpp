@@ -5,12 +5,28 @@
 namespace convoy::cpu {
 namespace {
 
+// Flatten of a vector is a view; of an image it is a reorder from the NHWC
+// activation layout to C-major order, so a following Dense sees features in
+// torch.flatten's order.
 class FlattenOp final : public CpuOp {
  public:
-  bool is_view() const override { return true; }
-  void bind(DnnlEnv&, const OpBuffers&) override {}
-  void forward(DnnlEnv&, bool) override {}
-  void backward(DnnlEnv&) override {}
+  explicit FlattenOp(const Shape& in) : in_(in) {}
+  bool is_view() const override { return in_.size() == 2; }
+  void bind(DnnlEnv& env, const OpBuffers& b) override {
+    if (is_view()) return;
+    to_flat_ = Prim::reorder(env, activation_desc(in_), b.src, plain_desc(in_), b.dst);
+    if (b.diff_src) from_flat_ = Prim::reorder(env, plain_desc(in_), b.diff_dst, activation_desc(in_), b.diff_src);
+  }
+  void forward(DnnlEnv& env, bool) override {
+    if (to_flat_) to_flat_.run(env);
+  }
+  void backward(DnnlEnv& env) override {
+    if (from_flat_) from_flat_.run(env);
+  }
+
+ private:
+  Shape in_;
+  Prim to_flat_, from_flat_;
 };
 
 }  // namespace
@@ -28,7 +44,7 @@ std::unique_ptr<CpuOp> make_cpu_op(DnnlEnv& env, const nn::LayerPlan& plan, int6
   if (auto* p = std::get_if<nn::MaxPool2d>(&layer)) return make_max_pool2d(env, *p, in, out);
   if (std::holds_alternative<nn::ReLU>(layer)) return make_relu(env, in);
   if (auto* b = std::get_if<nn::BatchNorm>(&layer)) return make_batch_norm(env, *b, in);
-  if (std::holds_alternative<nn::Flatten>(layer)) return std::make_unique<FlattenOp>();
+  if (std::holds_alternative<nn::Flatten>(layer)) return std::make_unique<FlattenOp>(in);
   if (std::holds_alternative<nn::Dense>(layer)) return make_dense(env, in, out);
   if (std::holds_alternative<nn::LogSoftmax>(layer)) return make_log_softmax(in);
   throw std::logic_error(std::string("CPU backend has no kernel for layer ") + plan.name);

@@ -15,10 +15,9 @@ class DenseOp final : public WeightedOp {
     auto attr = env.attr();
     inner_product_forward::primitive_desc fwd_pd({prop_kind::forward_training, src_md_, w_md_, b_md_, dst_md_},
                                                  attr, env.engine);
-    fwd_ = Prim(fwd_pd);
-    bwd_data_ = Prim(inner_product_backward_data::primitive_desc({src_md_, w_md_, dst_md_}, attr, env.engine, fwd_pd));
-    bwd_w_ = Prim(inner_product_backward_weights::primitive_desc({src_md_, w_md_, b_md_, dst_md_}, attr,
-                                                                 env.engine, fwd_pd));
+    set_primitives(fwd_pd, inner_product_backward_data::primitive_desc({src_md_, w_md_, dst_md_}, attr, env.engine, fwd_pd),
+                   inner_product_backward_weights::primitive_desc({src_md_, w_md_, b_md_, dst_md_}, attr, env.engine,
+                                                                  fwd_pd));
   }
 };
 

@@ -17,6 +17,21 @@ dnnl::memory::desc plain_desc(const Shape& shape) {
   throw std::logic_error("plain_desc: unsupported rank " + std::to_string(shape.size()));
 }
 
+dnnl::memory::desc activation_desc(const Shape& shape) {
+  if (shape.size() != 4) return plain_desc(shape);
+  return {dnnl::memory::dims(shape.begin(), shape.end()), dnnl::memory::data_type::f32,
+          dnnl::memory::format_tag::nhwc};
+}
+
+Prim Prim::reorder(const DnnlEnv& env, const dnnl::memory::desc& from, const void* src,
+                   const dnnl::memory::desc& to, void* dst) {
+  // Plain reorders need no scratchpad, so the default attributes suffice.
+  Prim p(dnnl::reorder::primitive_desc(env.engine, from, env.engine, to));
+  p.bind(env, DNNL_ARG_FROM, from, src);
+  p.bind(env, DNNL_ARG_TO, to, dst);
+  return p;
+}
+
 void Prim::bind(const DnnlEnv& env, int arg, const dnnl::memory::desc& md, const void* ptr) {
   keep_.emplace_back(md, env.engine, const_cast<void*>(ptr));
   args_.push_back({arg, keep_.back().get()});

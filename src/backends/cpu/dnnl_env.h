@@ -23,20 +23,27 @@ struct DnnlEnv {
   }
 };
 
-// Plain dense layout for a full shape (batch first): nc, ncw, nchw or x.
+// Canonical layout for a full shape (batch first): x, nc, ncw or nchw. The
+// layout of parameters and of data crossing the Executable's edges.
 dnnl::memory::desc plain_desc(const Shape& shape);
+// Layout of activations inside the backend: NHWC for images (the layout
+// oneDNN's fast convolutions and our pooling kernels prefer), nc for vectors.
+dnnl::memory::desc activation_desc(const Shape& shape);
 
 class Prim {
  public:
   Prim() = default;
   template <class PrimitiveDesc>
-  explicit Prim(const PrimitiveDesc& pd) : prim_(pd), scratch_desc_(pd.scratchpad_desc()) {}
+  explicit Prim(const PrimitiveDesc& pd) : prim_(pd.get()), scratch_desc_(pd.scratchpad_desc()) {}
 
   std::size_t scratchpad_bytes() const { return scratch_desc_.get_size(); }
   // Binds `arg` to `md` over memory the caller owns.
   void bind(const DnnlEnv& env, int arg, const dnnl::memory::desc& md, const void* ptr);
   void bind_scratchpad(const DnnlEnv& env, void* ptr);
   void run(DnnlEnv& env) const;
+  // A reorder between two layouts of the same tensor.
+  static Prim reorder(const DnnlEnv& env, const dnnl::memory::desc& from, const void* src,
+                      const dnnl::memory::desc& to, void* dst);
   explicit operator bool() const { return static_cast<bool>(prim_); }
 
  private:

@@ -1,4 +1,4 @@
-// ReLU on oneDNN: dst = max(src, 0); diff_src = diff_dst where src > 0.
+// ReLU on oneDNN, in the activation layout: dst = max(src, 0), diff_src = diff_dst where src > 0.
 #include "backends/cpu/ops.h"
 
 namespace convoy::cpu {
@@ -8,7 +8,7 @@ using namespace dnnl;
 
 class ReluOp final : public CpuOp {
  public:
-  ReluOp(DnnlEnv& env, const Shape& shape) : md_(plain_desc(shape)) {
+  ReluOp(DnnlEnv& env, const Shape& shape) : md_(activation_desc(shape)) {
     auto attr = env.attr();
     eltwise_forward::primitive_desc fwd_pd({prop_kind::forward_training, algorithm::eltwise_relu, md_, 0.f, 0.f},
                                            attr, env.engine);

@@ -2,6 +2,11 @@
 // The shared shape of a layer with a weight and a bias on oneDNN (Conv2d,
 // Dense): forward, backward-weights (+bias), and backward-data only when the
 // input gradient is wanted. Subclasses only describe their primitives.
+//
+// Parameters live in the flat buffer in the canonical layout (PyTorch's). When
+// a primitive prefers another weight layout (oneDNN's blocked formats), the
+// weights are reordered into a private buffer before use and the weight
+// gradient back out after the backward pass: a few thousand floats per step.
 #include <algorithm>
 
 #include "backends/cpu/cpu_op.h"
@@ -20,36 +25,80 @@ class WeightedOp : public CpuOp {
   void bind(DnnlEnv& env, const OpBuffers& b) override {
     // The flat buffers hold the weight, then the bias.
     const std::size_t w_floats = w_md_.get_size() / sizeof(float);
+    const float* fwd_w = relayout_in(env, fwd_w_md_, b.params, fwd_weights_);
     fwd_.bind(env, DNNL_ARG_SRC, src_md_, b.src);
-    fwd_.bind(env, DNNL_ARG_WEIGHTS, w_md_, b.params);
+    fwd_.bind(env, DNNL_ARG_WEIGHTS, fwd_w_md_, fwd_w);
     fwd_.bind(env, DNNL_ARG_BIAS, b_md_, b.params + w_floats);
     fwd_.bind(env, DNNL_ARG_DST, dst_md_, b.dst);
     fwd_.bind_scratchpad(env, b.scratchpad);
+
+    float* diff_w = b.grads;
+    if (bwd_w_w_md_ != w_md_) {
+      diff_weights_.buffer = AlignedBuffer(bwd_w_w_md_.get_size() / sizeof(float));
+      diff_w = diff_weights_.buffer.data();
+      diff_weights_.reorder = Prim::reorder(env, bwd_w_w_md_, diff_w, w_md_, b.grads);
+    }
     bwd_w_.bind(env, DNNL_ARG_SRC, src_md_, b.src);
     bwd_w_.bind(env, DNNL_ARG_DIFF_DST, dst_md_, b.diff_dst);
-    bwd_w_.bind(env, DNNL_ARG_DIFF_WEIGHTS, w_md_, b.grads);
+    bwd_w_.bind(env, DNNL_ARG_DIFF_WEIGHTS, bwd_w_w_md_, diff_w);
     bwd_w_.bind(env, DNNL_ARG_DIFF_BIAS, b_md_, b.grads + w_floats);
     bwd_w_.bind_scratchpad(env, b.scratchpad);
+
     want_diff_src_ = b.diff_src != nullptr;
     if (want_diff_src_) {
+      // Backward-data usually wants the forward's layout, already reordered.
+      const float* bwd_w = bwd_data_w_md_ == fwd_w_md_ ? fwd_w
+                                                        : relayout_in(env, bwd_data_w_md_, b.params, bwd_data_weights_);
       bwd_data_.bind(env, DNNL_ARG_DIFF_DST, dst_md_, b.diff_dst);
-      bwd_data_.bind(env, DNNL_ARG_WEIGHTS, w_md_, b.params);
+      bwd_data_.bind(env, DNNL_ARG_WEIGHTS, bwd_data_w_md_, bwd_w);
       bwd_data_.bind(env, DNNL_ARG_DIFF_SRC, src_md_, b.diff_src);
       bwd_data_.bind_scratchpad(env, b.scratchpad);
     }
   }
 
-  void forward(DnnlEnv& env, bool) override { fwd_.run(env); }
+  void forward(DnnlEnv& env, bool) override {
+    if (fwd_weights_.reorder) fwd_weights_.reorder.run(env);
+    fwd_.run(env);
+  }
+
   void backward(DnnlEnv& env) override {
     bwd_w_.run(env);
-    if (want_diff_src_) bwd_data_.run(env);
+    if (diff_weights_.reorder) diff_weights_.reorder.run(env);
+    if (!want_diff_src_) return;
+    if (bwd_data_weights_.reorder) bwd_data_weights_.reorder.run(env);
+    bwd_data_.run(env);
   }
 
  protected:
+  template <class Fwd, class BwdData, class BwdWeights>
+  void set_primitives(const Fwd& fwd, const BwdData& bwd_data, const BwdWeights& bwd_weights) {
+    fwd_ = Prim(fwd);
+    bwd_data_ = Prim(bwd_data);
+    bwd_w_ = Prim(bwd_weights);
+    fwd_w_md_ = fwd.weights_desc();
+    bwd_data_w_md_ = bwd_data.weights_desc();
+    bwd_w_w_md_ = bwd_weights.diff_weights_desc();
+  }
+
   dnnl::memory::desc src_md_, dst_md_, w_md_, b_md_;
-  Prim fwd_, bwd_data_, bwd_w_;
 
  private:
+  struct Relayout {
+    AlignedBuffer buffer;
+    Prim reorder;  // empty when the primitive takes the canonical layout
+  };
+
+  // The weights in layout `md`: the canonical buffer itself, or a reordered copy.
+  const float* relayout_in(DnnlEnv& env, const dnnl::memory::desc& md, const float* canonical, Relayout& r) {
+    if (md == w_md_) return canonical;
+    r.buffer = AlignedBuffer(md.get_size() / sizeof(float));
+    r.reorder = Prim::reorder(env, w_md_, canonical, md, r.buffer.data());
+    return r.buffer.data();
+  }
+
+  Prim fwd_, bwd_data_, bwd_w_;
+  dnnl::memory::desc fwd_w_md_, bwd_data_w_md_, bwd_w_w_md_;
+  Relayout fwd_weights_, bwd_data_weights_, diff_weights_;
   bool want_diff_src_ = false;
 };
 
