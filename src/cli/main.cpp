@@ -96,6 +96,12 @@ int main(int argc, char** argv) {
   train->add_option("--out", flags.out, "Folder for summary.json and model.safetensors");
   train->add_flag("--summary", flags.summary, "Print the model's layers and parameter counts first");
 
+  // CLI11 would call an unknown command a missing one; name it instead.
+  if (argc > 1 && argv[1][0] != '-' && std::string(argv[1]) != "train") {
+    std::cerr << "convoy: error: unknown command '" << argv[1] << "'; commands: train (see 'convoy --help')"
+              << std::endl;
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

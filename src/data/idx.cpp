@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 
 #include "convoy/core/error.h"
@@ -54,13 +55,17 @@ Tensor read_idx_u8(const std::string& path) {
     read_exact(file.get(), be, 4, path, "the IDX dimensions");
     d = (int64_t{be[0]} << 24) | (be[1] << 16) | (be[2] << 8) | be[3];
   }
-  // Guard against a corrupt header asking for an absurd allocation.
-  constexpr int64_t kMaxBytes = int64_t{1} << 36;
+  // A corrupt header must not make us allocate what the file cannot hold: a
+  // raw file holds its size, a deflate stream at most ~1032x its size.
+  std::error_code ec;
+  const auto file_bytes = static_cast<int64_t>(std::filesystem::file_size(path, ec));
+  const int64_t limit = ec ? (int64_t{1} << 40) : (gzdirect(file.get()) ? file_bytes : file_bytes * 1032);
   int64_t total = 1;
   for (int64_t d : shape) {
-    total *= d;
-    if (total > kMaxBytes)
-      throw UserError(path + ": IDX dimensions " + to_string(shape) + " are implausibly large; the file is corrupt");
+    total *= std::max<int64_t>(d, 1);
+    if (total > limit)
+      throw UserError(path + ": truncated or corrupt, its IDX header " + to_string(shape) + " asks for more data (" +
+                      std::to_string(total) + "+ bytes) than the file can hold; replace the file");
   }
   Tensor out(DType::u8, shape);
   read_exact(file.get(), out.raw(), out.nbytes(), path, "the data of shape " + to_string(shape));

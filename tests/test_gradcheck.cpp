@@ -1,0 +1,115 @@
+// Finite-difference gradient checks: for every layer and both losses, the
+// analytic gradients (parameters and input) match central differences of the
+// loss computed by the same Executable.
+#include <algorithm>
+#include <numeric>
+
+#include <gtest/gtest.h>
+
+#include "convoy/backends/executable.h"
+#include "test_helpers.h"
+
+namespace convoy {
+namespace {
+
+using namespace nn;
+
+// Inputs on an evenly spaced, shuffled grid that avoids 0: no two values (and
+// no value and ReLU's kink) closer than the finite-difference step can flip.
+std::vector<float> spaced_inputs(int64_t count, uint64_t seed) {
+  std::vector<int64_t> idx(count);
+  std::iota(idx.begin(), idx.end(), 0);
+  Rng rng(seed);
+  shuffle(idx, rng);
+  std::vector<float> x(count);
+  for (int64_t i = 0; i < count; ++i) {
+    const float v = -1.0f + 2.0f * (static_cast<float>(idx[i]) + 0.5f) / static_cast<float>(count);
+    x[i] = v;
+  }
+  return x;
+}
+
+struct Case {
+  const char* name;
+  Sequential model;
+  Loss loss = Loss::softmax_cross_entropy;
+};
+
+void check_gradients(const Case& c) {
+  SCOPED_TRACE(c.name);
+  const int64_t batch = 3;
+  CompileOptions opt{.batch_size = batch, .loss = c.loss, .sgd = {}, .input_gradient = true};
+  auto exe = compile_cpu(c.model, opt, 11);
+  const int64_t in_size = batch * numel(c.model.input_shape());
+  std::vector<float> x = spaced_inputs(in_size, 5);
+  const int64_t classes = c.model.output_shape()[0];
+  std::vector<int32_t> y(batch);
+  Rng rng(3);
+  for (auto& v : y) v = static_cast<int32_t>(rng.below(classes));
+
+  std::vector<float> params(c.model.num_parameters());
+  exe->get_parameters(params);
+  exe->loss_and_gradients(x.data(), y.data());
+  std::vector<float> grads(params.size()), dx(x.size());
+  exe->get_gradients(grads);
+  exe->get_input_gradient(dx);
+
+  // Sampled coordinates of a vector, perturbed through `set` and `restore`.
+  auto check = [&](const char* what, std::vector<float>& values, const std::vector<float>& analytic, auto apply) {
+    const double eps = 1e-3;
+    std::vector<int64_t> coords(values.size());
+    std::iota(coords.begin(), coords.end(), 0);
+    shuffle(coords, rng);
+    coords.resize(std::min<std::size_t>(coords.size(), 60));
+    double worst = 0, scale = 1e-3;
+    for (float g : analytic) scale = std::max(scale, static_cast<double>(std::abs(g)));
+    for (int64_t i : coords) {
+      const float keep = values[i];
+      values[i] = keep + static_cast<float>(eps);
+      apply();
+      const double up = exe->loss_and_gradients(x.data(), y.data());
+      values[i] = keep - static_cast<float>(eps);
+      apply();
+      const double down = exe->loss_and_gradients(x.data(), y.data());
+      values[i] = keep;
+      apply();
+      const double numeric = (up - down) / (2 * eps);
+      const double err = std::abs(numeric - analytic[i]) / scale;
+      worst = std::max(worst, err);
+      EXPECT_LT(err, 2e-2) << what << "[" << i << "]: numeric " << numeric << " analytic " << analytic[i];
+    }
+    return worst;
+  };
+  if (!params.empty()) check("param", params, grads, [&] { exe->set_parameters(params); });
+  check("input", x, dx, [] {});
+}
+
+}  // namespace
+
+TEST(GradCheck, Conv2d) {
+  check_gradients({"conv2d", Sequential({2, 6, 6}, {Conv2d{.filters = 3, .kernel = 3}, Flatten{}})});
+}
+TEST(GradCheck, Conv2dStridedPadded) {
+  check_gradients(
+      {"conv2d s2 p1", Sequential({3, 7, 7}, {Conv2d{.filters = 4, .kernel = 3, .stride = 2, .padding = 1}, Flatten{}})});
+}
+TEST(GradCheck, MaxPool2d) { check_gradients({"max_pool2d", Sequential({3, 6, 6}, {MaxPool2d{.kernel = 2}, Flatten{}})}); }
+TEST(GradCheck, MaxPool2dOverlapping) {
+  check_gradients({"max_pool2d k3 s2", Sequential({2, 7, 7}, {MaxPool2d{.kernel = 3, .stride = 2}, Flatten{}})});
+}
+TEST(GradCheck, ReLU) { check_gradients({"relu", Sequential({2, 3, 3}, {ReLU{}, Flatten{}})}); }
+TEST(GradCheck, BatchNormImages) {
+  check_gradients({"batch_norm 4d", Sequential({3, 4, 4}, {BatchNorm{}, Flatten{}})});
+}
+TEST(GradCheck, BatchNormVectors) { check_gradients({"batch_norm 2d", Sequential({5}, {BatchNorm{}})}); }
+TEST(GradCheck, Flatten) { check_gradients({"flatten", Sequential({3, 2, 2}, {Flatten{}})}); }
+TEST(GradCheck, Dense) { check_gradients({"dense", Sequential({7}, {Dense{.units = 4}})}); }
+TEST(GradCheck, LogSoftmaxWithNll) {
+  check_gradients({"log_softmax + nll", Sequential({6}, {LogSoftmax{}}), Loss::nll});
+}
+TEST(GradCheck, SoftmaxCrossEntropy) { check_gradients({"softmax ce", Sequential({6}, {Flatten{}})}); }
+TEST(GradCheck, SeedCnnEndToEnd) {
+  check_gradients({"seed cnn", seed_cnn(), Loss::nll});
+}
+
+}  // namespace convoy
