@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs everything convoy needs from Debian's packages and builds it into
+# build/ (the binary is build/convoy). Safe to run again: it installs only
+# what is missing and rebuilds only what changed.
+#   bash setup.sh            # Release build
+#   BUILD_TYPE=Debug bash setup.sh
+set -euo pipefail
+cd "$(dirname "$0")"
+
+packages=(
+  build-essential cmake          # compiler and build
+  libdnnl-dev                    # oneDNN: the CPU kernels
+  zlib1g-dev                     # gzip-compressed IDX files
+  libcli11-dev nlohmann-json3-dev  # CLI flags, JSON (summaries, safetensors headers)
+  googletest libgtest-dev        # tests
+  dataset-fashion-mnist          # the default dataset
+  python3-torch python3-numpy    # the peer: benchmarks and parity fixtures
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""; [[ $(id -u) -ne 0 ]] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" >/dev/null
+cmake --build build -j2
+echo "setup: built build/convoy"
