@@ -23,7 +23,7 @@ struct TrainFlags {
   double lr = 0.01;
   double momentum = 0.5;
   int threads = 0;
-  uint64_t seed = 1;
+  uint64_t seed = 2;  // arbitrary; see docs/benchmarks.md for the spread over seeds
   std::string data = convoy::data::kFashionMnistDir;
   std::string out;
   bool summary = false;
