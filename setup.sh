@@ -12,6 +12,8 @@ packages=(
   libdnnl-dev                    # oneDNN: the CPU kernels
   zlib1g-dev                     # gzip-compressed IDX files
   libcli11-dev nlohmann-json3-dev  # CLI flags, JSON (summaries, safetensors headers)
+  libyaml-cpp-dev                # YAML run configs
+  libcairo2-dev fonts-dejavu-core  # plots
   googletest libgtest-dev        # tests
   dataset-fashion-mnist          # the default dataset
   python3-torch python3-numpy    # the peer: benchmarks and parity fixtures

@@ -42,6 +42,20 @@ expect_error "unknown command" "fly" -- fly
 expect_error "batch too large" "batch size" -- train --batch-size 70000 --epochs 1
 expect_error "unwritable out" "/proc/convoy-out" -- train --out /proc/convoy-out --epochs 1
 
+printf 'optimizer:\n  lrr: 0.1\n' >"$tmp/badkey.yaml"
+printf '{"training": {"epochs": "ten"}}' >"$tmp/badtype.json"
+printf 'model:\n  name: resnet9000\n' >"$tmp/badmodel.yaml"
+expect_error "unknown config key" "optimizer.lrr" -- train --config "$tmp/badkey.yaml"
+expect_error "config key names its file" "badkey.yaml" -- train --config "$tmp/badkey.yaml"
+expect_error "wrong config type" "training.epochs" -- train --config "$tmp/badtype.json"
+expect_error "unknown model" "resnet9000" -- train --config "$tmp/badmodel.yaml"
+expect_error "missing config" "nope.yaml" -- train --config "$tmp/nope.yaml"
+expect_error "resume without checkpoint" "checkpoint.safetensors" -- train --resume "$tmp"
+expect_error "evaluate without checkpoint" "checkpoint.safetensors" -- evaluate --checkpoint "$tmp"
+expect_error "bad progress mode" "progress" -- train --progress sideways
+head -c 300 /dev/urandom >"$tmp/o4-checkpoint.safetensors"; mkdir -p "$tmp/o4"; mv "$tmp/o4-checkpoint.safetensors" "$tmp/o4/checkpoint.safetensors"
+expect_error "corrupt checkpoint" "checkpoint.safetensors" -- evaluate --checkpoint "$tmp/o4"
+
 for d in o1 o2 o3; do
   if [[ -e "$tmp/$d/summary.json" ]]; then
     echo "FAIL: $d/summary.json written by a failed run"

@@ -2,80 +2,62 @@
 // user can cause prints one line and exits 2.
 #include <CLI/CLI.hpp>
 
-#include <filesystem>
+#include <cstdio>
 #include <iostream>
+#include <optional>
 
-#include "convoy/backends/executable.h"
 #include "convoy/core/error.h"
-#include "convoy/core/threads.h"
-#include "convoy/data/fashion_mnist.h"
-#include "convoy/io/atomic_file.h"
-#include "convoy/io/model_weights.h"
-#include "convoy/io/run_summary.h"
-#include "convoy/nn/sequential.h"
-#include "convoy/train/fit.h"
+#include "convoy/train/run.h"
 
 namespace {
 
+using convoy::train::RunConfig;
+
+// Flags given on the command line; each overrides the config file's key.
 struct TrainFlags {
-  int64_t epochs = 50;
-  int64_t batch_size = 128;
-  double lr = 0.01;
-  double momentum = 0.5;
-  int threads = 0;
-  uint64_t seed = 2;  // arbitrary; see docs/benchmarks.md for the spread over seeds
-  std::string data = convoy::data::kFashionMnistDir;
-  std::string out;
-  bool summary = false;
+  std::string config, resume;
+  std::optional<int64_t> epochs, batch_size;
+  std::optional<double> lr, momentum;
+  std::optional<int> threads;
+  std::optional<uint64_t> seed;
+  std::optional<std::string> data, out, progress;
+  bool quiet = false;
 };
 
-void check_flags(const TrainFlags& f) {
-  using convoy::require;
-  require(f.epochs >= 1, "--epochs must be at least 1");
-  require(f.batch_size >= 1, "--batch-size must be at least 1");
-  require(f.lr > 0, "--lr must be positive");
-  require(f.momentum >= 0 && f.momentum < 1, "--momentum must be in [0, 1)");
-  require(f.threads >= 0, "--threads must be 0 (all cores) or positive");
+RunConfig resolve(const TrainFlags& f) {
+  RunConfig c = f.config.empty() ? RunConfig{} : convoy::train::load_run_config(f.config);
+  if (f.epochs) c.epochs = *f.epochs;
+  if (f.batch_size) c.batch_size = *f.batch_size;
+  if (f.lr) c.lr = *f.lr;
+  if (f.momentum) c.momentum = *f.momentum;
+  if (f.threads) c.threads = *f.threads;
+  if (f.seed) c.seed = *f.seed;
+  if (f.data) c.data_dir = *f.data;
+  if (f.out) c.out_dir = *f.out;
+  if (f.progress) c.progress = *f.progress;
+  if (f.quiet) c.progress = "quiet";
+  return c;
 }
 
 int run_train(const TrainFlags& f) {
-  using namespace convoy;
-  check_flags(f);
-  if (!f.out.empty()) io::ensure_writable_dir(f.out);  // fail now, not after training
-  set_num_threads(f.threads);
-  const int threads = num_threads();
-
-  data::TrainTest data = data::load_fashion_mnist(f.data);
-  nn::Sequential model = nn::seed_cnn();
-  if (f.summary) std::cout << model.summary();
-
-  CompileOptions options;
-  options.batch_size = f.batch_size;
-  options.loss = Loss::nll;
-  options.sgd = {.lr = static_cast<float>(f.lr), .momentum = static_cast<float>(f.momentum)};
-  auto exe = compile_cpu(model, options, f.seed);
-
-  std::cout << "convoy: seed CNN on Fashion-MNIST (" << data.train.size() << " train, " << data.test.size()
-            << " test) | " << exe->device() << ", " << threads << " threads | batch " << f.batch_size << ", SGD lr "
-            << f.lr << " momentum " << f.momentum << ", " << f.epochs << " epochs, seed " << f.seed << std::endl;
-  train::History history = train::fit(*exe, data.train, data.test, {.epochs = f.epochs, .seed = f.seed, .log = &std::cout});
-  const auto& last = history.epochs.back();
-  std::printf("total training time %.2f s | test accuracy %.2f%% | %.0f images/s\n", history.total_train_seconds,
-              100.0 * last.test_accuracy, history.images_per_second());
-
-  if (!f.out.empty()) {
-    io::RunInfo info{.model = "seed_cnn", .dataset = f.data, .device = exe->device(), .threads = threads,
-                     .epochs = f.epochs, .batch_size = f.batch_size, .lr = f.lr, .momentum = f.momentum,
-                     .seed = f.seed};
-    std::vector<float> params(model.num_parameters()), state(model.num_state());
-    exe->get_parameters(params);
-    exe->get_state(state);
-    const std::filesystem::path out(f.out);
-    io::write_safetensors((out / "model.safetensors").string(), io::to_named(model, params, state));
-    io::write_file_atomic((out / "summary.json").string(), io::run_summary_json(info, history));
-    std::cout << "wrote " << (out / "summary.json").string() << " and " << (out / "model.safetensors").string()
-              << std::endl;
+  if (!f.resume.empty()) {
+    convoy::require(f.config.empty() && !f.epochs && !f.batch_size && !f.lr && !f.momentum && !f.seed && !f.data &&
+                        !f.out,
+                    "--resume continues a run with its own settings; pass no other training flags");
+    convoy::train::resume_training(f.resume, std::cout);
+    return 0;
   }
+  const RunConfig c = resolve(f);
+  const auto outcome = convoy::train::run_training(c, std::cout);
+  if (c.progress == "quiet" && !outcome.history.epochs.empty())
+    std::printf("test_accuracy %.4f\n", outcome.history.epochs.back().test_accuracy);
+  return 0;
+}
+
+int run_evaluate(const std::string& checkpoint) {
+  const convoy::Metrics m = convoy::train::evaluate_checkpoint(checkpoint);
+  std::printf("test_loss %.4f  test_accuracy %.4f  (%lld images)\n", m.mean_loss(), m.accuracy(),
+              static_cast<long long>(m.count));
   return 0;
 }
 
@@ -84,21 +66,32 @@ int run_train(const TrainFlags& f) {
 int main(int argc, char** argv) {
   CLI::App app{"convoy: train convolutional networks fast, in C++"};
   app.require_subcommand(1);
-  TrainFlags flags;
-  CLI::App* train = app.add_subcommand("train", "Train the seed CNN on Fashion-MNIST (the default job)");
-  train->add_option("--epochs", flags.epochs, "Training epochs")->capture_default_str();
-  train->add_option("--batch-size", flags.batch_size, "Examples per step")->capture_default_str();
-  train->add_option("--lr", flags.lr, "SGD learning rate")->capture_default_str();
-  train->add_option("--momentum", flags.momentum, "SGD momentum")->capture_default_str();
-  train->add_option("--threads", flags.threads, "Worker threads (0 = all cores)")->capture_default_str();
-  train->add_option("--seed", flags.seed, "Seed for initialisation and shuffling")->capture_default_str();
-  train->add_option("--data", flags.data, "Folder with the Fashion-MNIST IDX files")->capture_default_str();
-  train->add_option("--out", flags.out, "Folder for summary.json and model.safetensors");
-  train->add_flag("--summary", flags.summary, "Print the model's layers and parameter counts first");
+  TrainFlags f;
+  CLI::App* train = app.add_subcommand("train", "Train a model (default: the seed CNN on Fashion-MNIST)");
+  train->add_option("--config", f.config, "Run config (.json, .yaml); flags override its keys");
+  train->add_option("--resume", f.resume, "Continue the run saved in this --out folder");
+  train->add_option("--epochs", f.epochs, "Training epochs [50]");
+  train->add_option("--batch-size", f.batch_size, "Examples per step [128]");
+  train->add_option("--lr", f.lr, "SGD learning rate [0.01]");
+  train->add_option("--momentum", f.momentum, "SGD momentum [0.5]");
+  train->add_option("--threads", f.threads, "Worker threads, 0 = all cores [0]");
+  train->add_option("--seed", f.seed, "Seed for initialisation and shuffling [2]");
+  train->add_option("--data", f.data, "Folder with the Fashion-MNIST IDX files");
+  train->add_option("--out", f.out, "Folder for checkpoint, history.csv, summary.json, model.safetensors");
+  train->add_option("--progress", f.progress, "auto, bar, lines or quiet [auto]");
+  train->add_flag("--quiet", f.quiet, "Print only the final test accuracy");
+  std::string checkpoint;
+  CLI::App* evaluate = app.add_subcommand("evaluate", "Evaluate a checkpoint on its test data");
+  evaluate->add_option("--checkpoint", checkpoint, "The --out folder of a train run")->required();
 
   // CLI11 would call an unknown command a missing one; name it instead.
-  if (argc > 1 && argv[1][0] != '-' && std::string(argv[1]) != "train") {
-    std::cerr << "convoy: error: unknown command '" << argv[1] << "'; commands: train (see 'convoy --help')"
+  const auto known = [&](const std::string& name) {
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+      if (sub->get_name() == name) return true;
+    return false;
+  };
+  if (argc > 1 && argv[1][0] != '-' && !known(argv[1])) {
+    std::cerr << "convoy: error: unknown command '" << argv[1] << "'; commands: train, evaluate (see 'convoy --help')"
               << std::endl;
     return 2;
   }
@@ -111,7 +104,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    if (train->parsed()) return run_train(flags);
+    if (train->parsed()) return run_train(f);
+    if (evaluate->parsed()) return run_evaluate(checkpoint);
   } catch (const convoy::UserError& e) {
     std::cerr << "convoy: error: " << e.what() << std::endl;
     return 2;

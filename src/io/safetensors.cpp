@@ -30,7 +30,7 @@ DType parse_dtype(const std::string& tag, const std::string& where) {
 
 }  // namespace
 
-NamedTensors read_safetensors(const std::string& path) {
+NamedTensors read_safetensors(const std::string& path, Metadata* metadata) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError(path + ": cannot open; check the path");
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -48,7 +48,10 @@ NamedTensors read_safetensors(const std::string& path) {
   NamedTensors out;
   try {
     for (auto& [name, entry] : header.items()) {
-      if (name == "__metadata__") continue;
+      if (name == "__metadata__") {
+        if (metadata) *metadata = entry.get<Metadata>();
+        continue;
+      }
       const std::string where = path + ": tensor '" + name + "'";
       Tensor t(parse_dtype(entry.at("dtype").get<std::string>(), where), entry.at("shape").get<Shape>());
       const auto offsets = entry.at("data_offsets").get<std::vector<uint64_t>>();
@@ -64,8 +67,9 @@ NamedTensors read_safetensors(const std::string& path) {
   return out;
 }
 
-void write_safetensors(const std::string& path, const NamedTensors& tensors) {
+void write_safetensors(const std::string& path, const NamedTensors& tensors, const Metadata& metadata) {
   nlohmann::json header = nlohmann::json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
   uint64_t offset = 0;
   for (const auto& [name, t] : tensors) {
     header[name] = {{"dtype", dtype_tag(t.dtype())}, {"shape", t.shape()}, {"data_offsets", {offset, offset + t.nbytes()}}};

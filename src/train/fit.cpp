@@ -1,7 +1,6 @@
 #include "convoy/train/fit.h"
 
 #include <chrono>
-#include <cstdio>
 
 #include "convoy/core/error.h"
 
@@ -39,25 +38,35 @@ Metrics evaluate(Executable& exe, const data::LabeledImages& data) {
 }
 
 History fit(Executable& exe, const data::LabeledImages& train, const data::LabeledImages& test,
-            const FitOptions& options) {
+            const FitOptions& options, History history) {
   const int64_t batch = exe.batch_size();
   require(options.epochs >= 1, "epochs must be at least 1, got " + std::to_string(options.epochs));
   require(train.size() >= batch, "batch size " + std::to_string(batch) + " exceeds the " +
                                      std::to_string(train.size()) + " training examples; use a smaller --batch-size");
-  History history;
   BatchBuffers buf(train, batch);
+  FitState state{.exe = exe, .history = history, .epoch = options.initial_epoch, .epochs = options.epochs,
+                 .steps_per_epoch = train.size() / batch, .batch_size = batch};
   const auto fit_start = Clock::now();
-  for (int64_t epoch = 1; epoch <= options.epochs; ++epoch) {
+  const double seconds_before = history.total_train_seconds;
+  for (auto& cb : options.callbacks) cb->on_train_begin(state);
+  for (int64_t epoch = options.initial_epoch + 1; epoch <= options.epochs && !state.stop_training; ++epoch) {
+    state.epoch = epoch;
+    for (auto& cb : options.callbacks) cb->on_epoch_begin(state);
     const auto start = Clock::now();
     data::EpochBatches batches(train, batch, /*shuffle=*/true, /*drop_remainder=*/true, options.seed, epoch);
     exe.take_metrics();
-    for (int64_t b = 0; b < batches.size(); ++b) {
+    for (int64_t b = 0; b < batches.size() && !state.stop_training; ++b) {
       batches.gather(b, buf.x.data(), buf.y.data());
       exe.train_step(buf.x.data(), buf.y.data());
+      if (!options.callbacks.empty()) {
+        const Metrics running = exe.peek_metrics();
+        for (auto& cb : options.callbacks) cb->on_batch_end(state, b + 1, running);
+      }
     }
     const Metrics train_metrics = exe.take_metrics();
     EpochRecord rec;
     rec.epoch = epoch;
+    rec.lr = exe.learning_rate();
     rec.train_seconds = seconds_since(start);
     rec.train_loss = train_metrics.mean_loss();
     rec.train_accuracy = train_metrics.accuracy();
@@ -67,16 +76,11 @@ History fit(Executable& exe, const data::LabeledImages& train, const data::Label
     rec.test_loss = test_metrics.mean_loss();
     rec.test_accuracy = test_metrics.accuracy();
     history.epochs.push_back(rec);
-    if (options.log) {
-      char line[256];
-      std::snprintf(line, sizeof line,
-                    "epoch %3lld/%lld  train_loss %.4f  test_loss %.4f  test_acc %6.2f%%  %6.2f s  %8.0f img/s\n",
-                    static_cast<long long>(epoch), static_cast<long long>(options.epochs), rec.train_loss,
-                    rec.test_loss, 100.0 * rec.test_accuracy, rec.train_seconds, rec.images_per_second);
-      *options.log << line << std::flush;
-    }
+    history.total_train_seconds = seconds_before + seconds_since(fit_start);
+    for (auto& cb : options.callbacks) cb->on_epoch_end(state, rec);
   }
-  history.total_train_seconds = seconds_since(fit_start);
+  history.total_train_seconds = seconds_before + seconds_since(fit_start);
+  for (auto& cb : options.callbacks) cb->on_train_end(state);
   return history;
 }
 

@@ -53,15 +53,24 @@ class Executable {
   // returns the mean loss. For gradient checks and parity tests.
   virtual double loss_and_gradients(const float* x, const int32_t* y) = 0;
   virtual Metrics take_metrics() = 0;
+  // The running sums without resetting them (progress bars, NaN checks).
+  virtual Metrics peek_metrics() const = 0;
 
   virtual void set_learning_rate(float lr) = 0;
 
+  virtual int64_t parameter_count() const = 0;
+  virtual int64_t state_count() const = 0;
   // Copies in and out of the flat buffers, in the model's parameter order.
   virtual void set_parameters(std::span<const float> params) = 0;
   virtual void get_parameters(std::span<float> params) const = 0;
   virtual void get_gradients(std::span<float> grads) const = 0;
   virtual void set_state(std::span<const float> state) = 0;
   virtual void get_state(std::span<float> state) const = 0;
+  // The optimizer's own state (SGD: the velocity), for checkpoints.
+  virtual int64_t optimizer_state_size() const = 0;
+  virtual void set_optimizer_state(std::span<const float> s) = 0;
+  virtual void get_optimizer_state(std::span<float> s) const = 0;
+  virtual float learning_rate() const = 0;
   // Model outputs [batch, classes] and d loss/d input of the last step.
   virtual void get_output(std::span<float> out) const = 0;
   virtual void get_input_gradient(std::span<float> grad) const = 0;

@@ -20,4 +20,9 @@ struct RunInfo {
 
 std::string run_summary_json(const RunInfo& info, const train::History& history);
 
+// The per-epoch history alone, as stored in checkpoints; parse throws
+// UserError naming `where` when the text is not such a history.
+std::string history_json(const train::History& history);
+train::History parse_history_json(const std::string& text, const std::string& where);
+
 }  // namespace convoy::io

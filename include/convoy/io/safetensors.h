@@ -10,12 +10,13 @@
 namespace convoy::io {
 
 using NamedTensors = std::map<std::string, Tensor>;
+using Metadata = std::map<std::string, std::string>;  // the header's "__metadata__"
 
 // Reads F32, I32 and U8 tensors. Throws UserError naming the file and the
 // problem when it is missing, truncated or malformed.
-NamedTensors read_safetensors(const std::string& path);
+NamedTensors read_safetensors(const std::string& path, Metadata* metadata = nullptr);
 
 // Writes atomically (see atomic_file.h).
-void write_safetensors(const std::string& path, const NamedTensors& tensors);
+void write_safetensors(const std::string& path, const NamedTensors& tensors, const Metadata& metadata = {});
 
 }  // namespace convoy::io

@@ -131,7 +131,14 @@ class CpuExecutable final : public Executable {
   }
 
   Metrics take_metrics() override { return std::exchange(metrics_, {}); }
+  Metrics peek_metrics() const override { return metrics_; }
   void set_learning_rate(float lr) override { options_.sgd.lr = lr; }
+  float learning_rate() const override { return options_.sgd.lr; }
+  int64_t parameter_count() const override { return static_cast<int64_t>(params_.size()); }
+  int64_t state_count() const override { return static_cast<int64_t>(state_.size()); }
+  int64_t optimizer_state_size() const override { return static_cast<int64_t>(velocity_.size()); }
+  void set_optimizer_state(std::span<const float> s) override { copy_checked(s, velocity_.span(), "optimizer state"); }
+  void get_optimizer_state(std::span<float> s) const override { copy_checked(velocity_.span(), s, "optimizer state"); }
 
   void set_parameters(std::span<const float> p) override { copy_checked(p, params_.span(), "parameters"); }
   void get_parameters(std::span<float> p) const override { copy_checked(params_.span(), p, "parameters"); }

@@ -1,0 +1,12 @@
+#pragma once
+// Models by name, for configs and checkpoints.
+#include <string>
+
+#include "convoy/nn/sequential.h"
+
+namespace convoy::nn {
+
+// Throws UserError listing the known names for an unknown one.
+Sequential model_by_name(const std::string& name);
+
+}  // namespace convoy::nn

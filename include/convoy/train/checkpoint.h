@@ -1,0 +1,47 @@
+#pragma once
+// Checkpoints: everything needed to continue a run where it stopped, in one
+// safetensors file written atomically — the weights under the model's tensor
+// names (so any safetensors reader loads them), BN statistics, the optimizer's
+// state, and as metadata the run config, the epochs done and the history.
+// The data order needs no state of its own: epoch e's shuffle depends only on
+// (seed, e).
+#include <string>
+
+#include "convoy/backends/executable.h"
+#include "convoy/nn/sequential.h"
+#include "convoy/train/callbacks.h"
+#include "convoy/train/run_config.h"
+
+namespace convoy::train {
+
+inline constexpr const char* kCheckpointFile = "checkpoint.safetensors";
+
+struct Checkpoint {
+  RunConfig config;
+  int64_t epoch = 0;  // epochs completed
+  History history;
+  std::vector<float> params, state, optimizer_state;
+};
+
+void save_checkpoint(const std::string& path, const nn::Sequential& model, const Executable& exe,
+                     const RunConfig& config, const History& history);
+// Throws UserError naming the file when it is missing, corrupt, or not a
+// checkpoint of `model`'s shape.
+Checkpoint load_checkpoint(const std::string& path);
+
+// Saves a checkpoint after every epoch.
+class CheckpointSaver : public Callback {
+ public:
+  CheckpointSaver(std::string path, const nn::Sequential& model, RunConfig config)
+      : path_(std::move(path)), model_(model), config_(std::move(config)) {}
+  void on_epoch_end(FitState& s, const EpochRecord&) override {
+    save_checkpoint(path_, model_, s.exe, config_, s.history);
+  }
+
+ private:
+  std::string path_;
+  const nn::Sequential& model_;
+  RunConfig config_;
+};
+
+}  // namespace convoy::train

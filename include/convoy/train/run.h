@@ -1,0 +1,30 @@
+#pragma once
+// A whole run from a RunConfig: data, model, compile, callbacks, fit, outputs.
+// The CLI is a thin layer over these.
+#include <ostream>
+#include <string>
+
+#include "convoy/train/run_config.h"
+
+namespace convoy::train {
+
+struct RunOutcome {
+  History history;
+  std::string device;
+  int threads = 0;
+};
+
+// Trains as configured, printing progress on `log`. With config.out_dir set:
+// checkpoint.safetensors and history.csv after every epoch, and at the end
+// summary.json and model.safetensors.
+RunOutcome run_training(const RunConfig& config, std::ostream& log);
+
+// Continues the run whose checkpoint is in `dir` (its own config; outputs go
+// back to `dir`). Same seed and thread count: the same weights as a run that
+// was never interrupted.
+RunOutcome resume_training(const std::string& dir, std::ostream& log);
+
+// Inference-mode loss and accuracy of the checkpoint in `dir` on its test data.
+Metrics evaluate_checkpoint(const std::string& dir);
+
+}  // namespace convoy::train

@@ -1,0 +1,12 @@
+#include "convoy/nn/zoo.h"
+
+#include "convoy/core/error.h"
+
+namespace convoy::nn {
+
+Sequential model_by_name(const std::string& name) {
+  if (name == "seed_cnn") return seed_cnn();
+  throw UserError("unknown model '" + name + "'; available: seed_cnn");
+}
+
+}  // namespace convoy::nn

@@ -1,0 +1,131 @@
+#include "convoy/train/callbacks.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "convoy/core/error.h"
+#include "convoy/io/atomic_file.h"
+
+namespace convoy::train {
+namespace {
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+double metric_value(const EpochRecord& r, const std::string& name) {
+  if (name == "loss") return r.train_loss;
+  if (name == "accuracy") return r.train_accuracy;
+  if (name == "val_loss") return r.test_loss;
+  if (name == "val_accuracy") return r.test_accuracy;
+  throw UserError("unknown metric '" + name + "'; use loss, accuracy, val_loss or val_accuracy");
+}
+
+void check_metric_name(const std::string& name, const std::string& where) {
+  try {
+    metric_value({}, name);
+  } catch (const UserError& e) {
+    throw UserError(where + ": " + e.what());
+  }
+}
+
+EarlyStopping::EarlyStopping(EarlyStoppingOptions options) : options_(std::move(options)) {
+  check_metric_name(options_.monitor, "early_stopping.monitor");
+  const std::string& mode = options_.mode;
+  require(mode == "min" || mode == "max" || mode == "auto",
+          "early_stopping.mode: '" + mode + "' is not min, max or auto");
+  require(options_.patience >= 0, "early_stopping.patience must be 0 or more");
+  maximize_ = mode == "max" || (mode == "auto" && options_.monitor.find("acc") != std::string::npos);
+}
+
+void EarlyStopping::on_train_begin(FitState&) {
+  best_ = maximize_ ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+  best_epoch_ = stopped_epoch_ = wait_ = 0;
+}
+
+bool EarlyStopping::improved(double v) const {
+  const double delta = std::abs(options_.min_delta);
+  return maximize_ ? v > best_ + delta : v < best_ - delta;
+}
+
+void EarlyStopping::on_epoch_end(FitState& s, const EpochRecord& r) {
+  const double v = metric_value(r, options_.monitor);
+  if (improved(v)) {
+    best_ = v;
+    best_epoch_ = r.epoch;
+    wait_ = 0;
+    if (options_.restore_best_weights) {
+      best_params_.resize(static_cast<std::size_t>(s.exe.parameter_count()));
+      best_state_.resize(static_cast<std::size_t>(s.exe.state_count()));
+      s.exe.get_parameters(best_params_);
+      s.exe.get_state(best_state_);
+    }
+    return;
+  }
+  if (++wait_ < options_.patience && options_.patience > 0) return;
+  s.stop_training = true;
+  stopped_epoch_ = r.epoch;
+  if (options_.restore_best_weights && best_epoch_ > 0) {
+    s.exe.set_parameters(best_params_);
+    s.exe.set_state(best_state_);
+  }
+}
+
+void TerminateOnNaN::on_batch_end(FitState& s, int64_t step, const Metrics& running) {
+  if (std::isfinite(running.loss_sum)) return;
+  triggered_ = true;
+  s.stop_training = true;
+  std::fprintf(stderr, "convoy: loss became %s at epoch %lld step %lld; stopping (TerminateOnNaN)\n",
+               std::isnan(running.loss_sum) ? "NaN" : "infinite", static_cast<long long>(s.epoch),
+               static_cast<long long>(step));
+}
+
+void CsvLogger::on_epoch_end(FitState& s, const EpochRecord&) {
+  std::string csv = "epoch,loss,accuracy,val_loss,val_accuracy,lr,train_seconds,images_per_second\n";
+  char row[256];
+  for (const auto& e : s.history.epochs) {
+    std::snprintf(row, sizeof row, "%lld,%.6f,%.6f,%.6f,%.6f,%.6g,%.4f,%.1f\n", static_cast<long long>(e.epoch),
+                  e.train_loss, e.train_accuracy, e.test_loss, e.test_accuracy, e.lr, e.train_seconds,
+                  e.images_per_second);
+    csv += row;
+  }
+  io::write_file_atomic(path_, csv);
+}
+
+ProgressLogger::ProgressLogger(std::ostream& out, bool live_bar) : out_(out), live_(live_bar) {}
+
+void ProgressLogger::on_epoch_begin(FitState&) { epoch_start_ = last_draw_ = now_seconds(); }
+
+void ProgressLogger::on_batch_end(FitState& s, int64_t step, const Metrics& running) {
+  if (!live_) return;
+  const double now = now_seconds();
+  if (now - last_draw_ < 0.1 && step != s.steps_per_epoch) return;  // ~10 redraws a second
+  last_draw_ = now;
+  const double elapsed = now - epoch_start_;
+  const double eta = elapsed / static_cast<double>(step) * static_cast<double>(s.steps_per_epoch - step);
+  constexpr int kWidth = 30;
+  const int done = static_cast<int>(kWidth * step / std::max<int64_t>(s.steps_per_epoch, 1));
+  std::string bar(static_cast<std::size_t>(done), '=');
+  if (done < kWidth) bar += '>' + std::string(static_cast<std::size_t>(kWidth - done - 1), '.');
+  char line[256];
+  std::snprintf(line, sizeof line, "\r%4lld/%lld [%s] - ETA %3.0fs - loss %.4f - acc %.4f - %6.0f img/s   ",
+                static_cast<long long>(step), static_cast<long long>(s.steps_per_epoch), bar.c_str(), eta,
+                running.mean_loss(), running.accuracy(), static_cast<double>(running.count) / elapsed);
+  out_ << line << std::flush;
+}
+
+void ProgressLogger::on_epoch_end(FitState& s, const EpochRecord& r) {
+  if (live_) out_ << "\r\033[K";  // clear the bar
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "epoch %3lld/%lld  train_loss %.4f  test_loss %.4f  test_acc %6.2f%%  %6.2f s  %8.0f img/s\n",
+                static_cast<long long>(r.epoch), static_cast<long long>(s.epochs), r.train_loss, r.test_loss,
+                100.0 * r.test_accuracy, r.train_seconds, r.images_per_second);
+  out_ << line << std::flush;
+}
+
+}  // namespace convoy::train

@@ -1,0 +1,133 @@
+#include "convoy/train/run.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+
+#include "convoy/core/error.h"
+#include "convoy/core/threads.h"
+#include "convoy/data/fashion_mnist.h"
+#include "convoy/io/atomic_file.h"
+#include "convoy/io/model_weights.h"
+#include "convoy/io/run_summary.h"
+#include "convoy/nn/zoo.h"
+#include "convoy/train/checkpoint.h"
+#include "convoy/train/fit.h"
+
+namespace convoy::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::unique_ptr<Executable> compile_for(const nn::Sequential& model, const RunConfig& c) {
+  CompileOptions options;
+  options.batch_size = c.batch_size;
+  options.loss = Loss::nll;
+  options.sgd = {.lr = static_cast<float>(c.lr),
+                 .momentum = static_cast<float>(c.momentum),
+                 .weight_decay = static_cast<float>(c.weight_decay),
+                 .nesterov = c.nesterov};
+  return compile_cpu(model, options, c.seed);
+}
+
+Callbacks make_callbacks(const RunConfig& c, const nn::Sequential& model, std::ostream& log) {
+  Callbacks cbs;
+  if (c.progress != "quiet") {
+    const bool bar = c.progress == "bar" || (c.progress == "auto" && ::isatty(STDOUT_FILENO));
+    cbs.push_back(std::make_shared<ProgressLogger>(log, bar));
+  }
+  if (c.terminate_on_nan) cbs.push_back(std::make_shared<TerminateOnNaN>());
+  if (c.early_stopping) cbs.push_back(std::make_shared<EarlyStopping>(*c.early_stopping));
+  if (!c.out_dir.empty()) {
+    cbs.push_back(std::make_shared<CsvLogger>((fs::path(c.out_dir) / "history.csv").string()));
+    cbs.push_back(std::make_shared<CheckpointSaver>((fs::path(c.out_dir) / kCheckpointFile).string(), model, c));
+  }
+  return cbs;
+}
+
+// The shared body of a fresh and a resumed run.
+RunOutcome run(const RunConfig& c, const std::optional<Checkpoint>& resume, std::ostream& log) {
+  validate(c);
+  if (!c.out_dir.empty()) io::ensure_writable_dir(c.out_dir);  // fail now, not after training
+  set_num_threads(c.threads);
+  const nn::Sequential model = nn::model_by_name(c.model);
+  const data::TrainTest data = data::load_fashion_mnist(c.data_dir);
+  auto exe = compile_for(model, c);
+  History history;
+  int64_t done = 0;
+  if (resume) {
+    exe->set_parameters(resume->params);
+    exe->set_state(resume->state);
+    exe->set_optimizer_state(resume->optimizer_state);
+    history = resume->history;
+    done = resume->epoch;
+  }
+  RunOutcome out{.history = {}, .device = exe->device(), .threads = num_threads()};
+  if (c.progress != "quiet") {
+    char line[320];
+    std::snprintf(line, sizeof line,
+                  "convoy: %s on Fashion-MNIST (%lld train, %lld test) | %s, %d threads | batch %lld, SGD lr %g "
+                  "momentum %g, %lld epochs, seed %llu%s\n",
+                  c.model.c_str(), static_cast<long long>(data.train.size()), static_cast<long long>(data.test.size()),
+                  out.device.c_str(), out.threads, static_cast<long long>(c.batch_size), c.lr, c.momentum,
+                  static_cast<long long>(c.epochs), static_cast<unsigned long long>(c.seed),
+                  resume ? (", resuming after epoch " + std::to_string(done)).c_str() : "");
+    log << line << std::flush;
+  }
+  FitOptions fit_options{.epochs = c.epochs, .seed = c.seed, .initial_epoch = done,
+                         .callbacks = make_callbacks(c, model, log)};
+  out.history = fit(*exe, data.train, data.test, fit_options, std::move(history));
+  const auto& h = out.history;
+  if (h.epochs.empty()) return out;
+  if (c.progress != "quiet") {
+    char line[200];
+    std::snprintf(line, sizeof line, "total training time %.2f s | test accuracy %.2f%% | %.0f images/s\n",
+                  h.total_train_seconds, 100.0 * h.epochs.back().test_accuracy, h.images_per_second());
+    log << line << std::flush;
+  }
+  if (!c.out_dir.empty()) {
+    const fs::path dir(c.out_dir);
+    io::RunInfo info{.model = c.model, .dataset = c.data_dir, .device = out.device, .threads = out.threads,
+                     .epochs = c.epochs, .batch_size = c.batch_size, .lr = c.lr, .momentum = c.momentum,
+                     .seed = c.seed};
+    std::vector<float> params(model.num_parameters()), state(model.num_state());
+    exe->get_parameters(params);
+    exe->get_state(state);
+    io::write_safetensors((dir / "model.safetensors").string(), io::to_named(model, params, state));
+    io::write_file_atomic((dir / "summary.json").string(), io::run_summary_json(info, h));
+    if (c.progress != "quiet") log << "wrote " << c.out_dir << "/{summary.json,history.csv,model.safetensors,"
+                                   << kCheckpointFile << "}" << std::endl;
+  }
+  return out;
+}
+
+std::string checkpoint_path(const std::string& dir) {
+  const std::string path = (fs::path(dir) / kCheckpointFile).string();
+  require(fs::exists(path), dir + ": no " + kCheckpointFile + " here; pass the --out folder of a convoy train run");
+  return path;
+}
+
+}  // namespace
+
+RunOutcome run_training(const RunConfig& config, std::ostream& log) { return run(config, std::nullopt, log); }
+
+RunOutcome resume_training(const std::string& dir, std::ostream& log) {
+  Checkpoint ck = load_checkpoint(checkpoint_path(dir));
+  ck.config.out_dir = dir;
+  return run(ck.config, ck, log);
+}
+
+Metrics evaluate_checkpoint(const std::string& dir) {
+  const Checkpoint ck = load_checkpoint(checkpoint_path(dir));
+  set_num_threads(ck.config.threads);
+  const nn::Sequential model = nn::model_by_name(ck.config.model);
+  const data::TrainTest data = data::load_fashion_mnist(ck.config.data_dir);
+  auto exe = compile_for(model, ck.config);
+  exe->set_parameters(ck.params);
+  exe->set_state(ck.state);
+  return evaluate(*exe, data.test);
+}
+
+}  // namespace convoy::train

@@ -1,0 +1,231 @@
+#include "convoy/train/run_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "convoy/core/error.h"
+
+namespace convoy::train {
+namespace {
+
+using nlohmann::json;
+
+// A YAML scalar becomes the JSON type it reads as: bool, integer, number, or string.
+json scalar_to_json(const std::string& s) {
+  if (s == "true" || s == "True") return true;
+  if (s == "false" || s == "False") return false;
+  if (s == "null" || s == "~") return nullptr;
+  int64_t i = 0;
+  if (auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), i); ec == std::errc() && p == s.data() + s.size())
+    return i;
+  double d = 0;
+  if (auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), d); ec == std::errc() && p == s.data() + s.size())
+    return d;
+  return s;
+}
+
+json yaml_to_json(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Map: {
+      json out = json::object();
+      for (const auto& kv : n) out[kv.first.as<std::string>()] = yaml_to_json(kv.second);
+      return out;
+    }
+    case YAML::NodeType::Sequence: {
+      json out = json::array();
+      for (const auto& v : n) out.push_back(yaml_to_json(v));
+      return out;
+    }
+    case YAML::NodeType::Scalar: return n.Tag() == "!" ? json(n.Scalar()) : scalar_to_json(n.Scalar());
+    default: return nullptr;
+  }
+}
+
+// Reads one JSON object's keys into typed fields; anything not read is an
+// unknown key. Messages name the file and the dotted key.
+class Section {
+ public:
+  Section(const json& j, std::string where, std::string prefix)
+      : j_(j), where_(std::move(where)), prefix_(std::move(prefix)) {
+    require(j.is_object(), where_ + ": '" + (prefix_.empty() ? "(top level)" : prefix_) + "' must be a mapping");
+  }
+
+  template <class T> void get(const char* key, T& out) {
+    known_.insert(key);
+    auto it = j_.find(key);
+    if (it == j_.end()) return;
+    const bool ok = [&] {
+      if constexpr (std::is_same_v<T, bool>) return it->is_boolean();
+      else if constexpr (std::is_integral_v<T>) return it->is_number_integer() && (std::is_signed_v<T> || *it >= 0);
+      else if constexpr (std::is_floating_point_v<T>) return it->is_number();
+      else return it->is_string();
+    }();
+    require(ok, where_ + ": '" + dotted(key) + "' must be " + type_name<T>() + ", got " + it->dump());
+    out = it->template get<T>();
+  }
+
+  Section sub(const char* key) {
+    known_.insert(key);
+    static const json empty = json::object();
+    auto it = j_.find(key);
+    return Section(it == j_.end() ? empty : *it, where_, dotted(key));
+  }
+  bool has(const char* key) const { return j_.contains(key); }
+
+  // Throws for the first key nobody read.
+  void finish() const {
+    for (auto& [k, v] : j_.items()) {
+      if (known_.count(k)) continue;
+      std::string list;
+      for (const auto& n : known_) list += (list.empty() ? "" : ", ") + n;
+      throw UserError(where_ + ": unknown key '" + dotted(k) + "' (known here: " + list + ")");
+    }
+  }
+
+ private:
+  std::string dotted(const std::string& key) const { return prefix_.empty() ? key : prefix_ + "." + key; }
+  template <class T> static const char* type_name() {
+    if constexpr (std::is_same_v<T, bool>) return "true or false";
+    else if constexpr (std::is_integral_v<T>) return "a whole number";
+    else if constexpr (std::is_floating_point_v<T>) return "a number";
+    else return "a string";
+  }
+  const json& j_;
+  std::string where_, prefix_;
+  std::set<std::string> known_;
+};
+
+RunConfig from_json(const json& root, const std::string& where) {
+  RunConfig c;
+  Section top(root, where, "");
+  {
+    Section s = top.sub("data");
+    s.get("dir", c.data_dir);
+    s.finish();
+  }
+  {
+    Section s = top.sub("model");
+    s.get("name", c.model);
+    s.finish();
+  }
+  {
+    Section s = top.sub("optimizer");
+    s.get("name", c.optimizer);
+    s.get("lr", c.lr);
+    s.get("momentum", c.momentum);
+    s.get("weight_decay", c.weight_decay);
+    s.get("nesterov", c.nesterov);
+    s.finish();
+  }
+  {
+    Section s = top.sub("training");
+    s.get("epochs", c.epochs);
+    s.get("batch_size", c.batch_size);
+    s.get("seed", c.seed);
+    s.get("threads", c.threads);
+    s.finish();
+  }
+  {
+    Section s = top.sub("callbacks");
+    s.get("terminate_on_nan", c.terminate_on_nan);
+    if (s.has("early_stopping")) {
+      EarlyStoppingOptions e;
+      Section es = s.sub("early_stopping");
+      es.get("monitor", e.monitor);
+      es.get("mode", e.mode);
+      es.get("patience", e.patience);
+      es.get("min_delta", e.min_delta);
+      es.get("restore_best_weights", e.restore_best_weights);
+      es.finish();
+      c.early_stopping = e;
+    } else {
+      s.sub("early_stopping");  // known, absent
+    }
+    s.finish();
+  }
+  {
+    Section s = top.sub("output");
+    s.get("dir", c.out_dir);
+    s.get("progress", c.progress);
+    s.finish();
+  }
+  top.finish();
+  try {
+    validate(c);
+  } catch (const UserError& e) {
+    throw UserError(where + ": " + e.what());
+  }
+  return c;
+}
+
+}  // namespace
+
+void validate(const RunConfig& c) {
+  require(c.model == "seed_cnn", "model.name: unknown model '" + c.model + "'; available: seed_cnn");
+  require(c.optimizer == "sgd", "optimizer.name: unknown optimizer '" + c.optimizer + "'; available: sgd");
+  require(c.epochs >= 1, "training.epochs (--epochs) must be at least 1");
+  require(c.batch_size >= 1, "training.batch_size (--batch-size) must be at least 1");
+  require(c.lr > 0, "optimizer.lr (--lr) must be positive");
+  require(c.momentum >= 0 && c.momentum < 1, "optimizer.momentum (--momentum) must be in [0, 1)");
+  require(c.weight_decay >= 0, "optimizer.weight_decay must be 0 or more");
+  require(c.threads >= 0, "training.threads (--threads) must be 0 (all cores) or positive");
+  require(c.progress == "auto" || c.progress == "bar" || c.progress == "lines" || c.progress == "quiet",
+          "output.progress (--progress): '" + c.progress + "' is not auto, bar, lines or quiet");
+  if (c.early_stopping) EarlyStopping check(*c.early_stopping);  // validates monitor, mode, patience
+}
+
+RunConfig parse_run_config(const std::string& text, const std::string& where, bool yaml) {
+  json root;
+  if (yaml) {
+    try {
+      root = yaml_to_json(YAML::Load(text));
+    } catch (const YAML::Exception& e) {
+      throw UserError(where + ": not valid YAML (" + e.what() + ")");
+    }
+  } else {
+    try {
+      root = json::parse(text);
+    } catch (const json::exception& e) {
+      throw UserError(where + ": not valid JSON (" + e.what() + ")");
+    }
+  }
+  if (root.is_null()) root = json::object();  // an empty file: all defaults
+  return from_json(root, where);
+}
+
+RunConfig load_run_config(const std::string& path) {
+  std::ifstream in(path);
+  require(static_cast<bool>(in), path + ": cannot open the config file; check the path");
+  std::stringstream text;
+  text << in.rdbuf();
+  const bool yaml = path.ends_with(".yaml") || path.ends_with(".yml");
+  return parse_run_config(text.str(), path, yaml);
+}
+
+std::string run_config_json(const RunConfig& c) {
+  json j = {{"data", {{"dir", c.data_dir}}},
+            {"model", {{"name", c.model}}},
+            {"optimizer",
+             {{"name", c.optimizer}, {"lr", c.lr}, {"momentum", c.momentum}, {"weight_decay", c.weight_decay},
+              {"nesterov", c.nesterov}}},
+            {"training", {{"epochs", c.epochs}, {"batch_size", c.batch_size}, {"seed", c.seed}, {"threads", c.threads}}},
+            {"callbacks", {{"terminate_on_nan", c.terminate_on_nan}}},
+            {"output", {{"dir", c.out_dir}, {"progress", c.progress}}}};
+  if (c.early_stopping) {
+    const auto& e = *c.early_stopping;
+    j["callbacks"]["early_stopping"] = {{"monitor", e.monitor},
+                                        {"mode", e.mode},
+                                        {"patience", e.patience},
+                                        {"min_delta", e.min_delta},
+                                        {"restore_best_weights", e.restore_best_weights}};
+  }
+  return j.dump(2);
+}
+
+}  // namespace convoy::train

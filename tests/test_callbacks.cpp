@@ -1,0 +1,111 @@
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "convoy/core/error.h"
+#include "convoy/train/callbacks.h"
+#include "test_helpers.h"
+
+namespace convoy::train {
+namespace {
+
+// A small compiled model whose parameters the tests set by hand, standing in
+// for the weights a real epoch would leave behind.
+struct Harness {
+  nn::Sequential model{{4}, {nn::Dense{.units = 3}}};
+  std::unique_ptr<Executable> exe = compile_cpu(model, {.batch_size = 2}, 1);
+  History history;
+  FitState state{.exe = *exe, .history = history, .epoch = 0, .epochs = 10, .steps_per_epoch = 5, .batch_size = 2};
+
+  std::vector<float> params_filled(float v) const { return std::vector<float>(model.num_parameters(), v); }
+  // Runs one "epoch": weights set to v, the given validation loss recorded.
+  void epoch(Callback& cb, float v, double val_loss, double val_acc = 0.5) {
+    exe->set_parameters(params_filled(v));
+    state.epoch++;
+    EpochRecord r{.epoch = state.epoch, .train_loss = 1.0, .train_accuracy = 0.5, .test_loss = val_loss,
+                  .test_accuracy = val_acc};
+    history.epochs.push_back(r);
+    cb.on_epoch_end(state, r);
+  }
+  std::vector<float> params() const {
+    std::vector<float> p(model.num_parameters());
+    exe->get_parameters(p);
+    return p;
+  }
+};
+
+}  // namespace
+
+TEST(EarlyStopping, StopsAfterPatienceAndRestoresTheBestEpochsWeights) {
+  Harness h;
+  EarlyStopping es({.monitor = "val_loss", .patience = 2, .restore_best_weights = true});
+  es.on_train_begin(h.state);
+  h.epoch(es, 1.0f, 1.00);
+  h.epoch(es, 2.0f, 0.80);  // best
+  h.epoch(es, 3.0f, 0.90);
+  EXPECT_FALSE(h.state.stop_training);
+  h.epoch(es, 4.0f, 1.10);  // second epoch without improvement
+  EXPECT_TRUE(h.state.stop_training);
+  EXPECT_EQ(es.best_epoch(), 2);
+  EXPECT_EQ(es.stopped_epoch(), 4);
+  EXPECT_EQ(h.params(), h.params_filled(2.0f));
+}
+
+TEST(EarlyStopping, MaximisesAccuracyMinDeltaAndNoRestore) {
+  Harness h;
+  EarlyStopping es({.monitor = "val_accuracy", .patience = 1, .min_delta = 0.01});
+  es.on_train_begin(h.state);
+  h.epoch(es, 1.0f, 9.0, 0.80);
+  h.epoch(es, 2.0f, 9.0, 0.805);  // better, but by less than min_delta
+  EXPECT_TRUE(h.state.stop_training);
+  EXPECT_EQ(h.params(), h.params_filled(2.0f));  // weights left as they are
+  EXPECT_THROW(EarlyStopping({.monitor = "val_f1"}), UserError);
+  EXPECT_THROW(EarlyStopping({.mode = "sideways"}), UserError);
+}
+
+TEST(TerminateOnNaN, StopsOnANonFiniteLoss) {
+  Harness h;
+  TerminateOnNaN t;
+  t.on_batch_end(h.state, 1, {.loss_sum = 3.0, .correct = 1, .count = 2});
+  EXPECT_FALSE(h.state.stop_training);
+  t.on_batch_end(h.state, 2, {.loss_sum = std::numeric_limits<double>::quiet_NaN(), .correct = 1, .count = 4});
+  EXPECT_TRUE(h.state.stop_training);
+  EXPECT_TRUE(t.triggered());
+}
+
+TEST(CsvLogger, WritesARowPerEpochWithAHeader) {
+  testing::TempDir dir;
+  Harness h;
+  CsvLogger csv(dir.file("history.csv"));
+  h.epoch(csv, 1.0f, 0.5);
+  h.epoch(csv, 1.0f, 0.25);
+  std::ifstream in(dir.file("history.csv"));
+  std::string header, row1, row2, extra;
+  std::getline(in, header);
+  std::getline(in, row1);
+  std::getline(in, row2);
+  EXPECT_EQ(header, "epoch,loss,accuracy,val_loss,val_accuracy,lr,train_seconds,images_per_second");
+  EXPECT_EQ(row1.substr(0, 2), "1,");
+  EXPECT_NE(row2.find(",0.250000,"), std::string::npos);
+  EXPECT_FALSE(std::getline(in, extra));
+}
+
+TEST(ProgressLogger, PlainModePrintsOneLinePerEpochAndNoBar) {
+  Harness h;
+  std::ostringstream out;
+  ProgressLogger p(out, /*live_bar=*/false);
+  p.on_epoch_begin(h.state);
+  p.on_batch_end(h.state, 1, {.loss_sum = 1, .correct = 1, .count = 2});
+  h.epoch(p, 1.0f, 0.5);
+  EXPECT_EQ(out.str().find('\r'), std::string::npos);
+  EXPECT_NE(out.str().find("epoch   1/10"), std::string::npos);
+  std::ostringstream live;
+  ProgressLogger bar(live, /*live_bar=*/true);
+  bar.on_epoch_begin(h.state);
+  bar.on_batch_end(h.state, 5, {.loss_sum = 1, .correct = 1, .count = 10});  // last step always drawn
+  EXPECT_NE(live.str().find("5/5 [=============================="), std::string::npos);
+}
+
+}  // namespace convoy::train

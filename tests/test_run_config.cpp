@@ -1,0 +1,62 @@
+#include <gtest/gtest.h>
+
+#include "convoy/core/error.h"
+#include "convoy/train/run_config.h"
+
+namespace convoy::train {
+namespace {
+
+std::string error_of(const std::string& text, bool yaml) {
+  try {
+    parse_run_config(text, "cfg", yaml);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(RunConfig, YamlAndJsonGiveTheSameConfig) {
+  const RunConfig y = parse_run_config(
+      "optimizer: {lr: 0.05, momentum: 0.9}\ntraining: {epochs: 3, seed: 7}\n"
+      "callbacks:\n  early_stopping: {patience: 2, restore_best_weights: true}\n",
+      "y", true);
+  const RunConfig j = parse_run_config(
+      R"({"optimizer": {"lr": 0.05, "momentum": 0.9}, "training": {"epochs": 3, "seed": 7},
+          "callbacks": {"early_stopping": {"patience": 2, "restore_best_weights": true}}})",
+      "j", false);
+  EXPECT_EQ(run_config_json(y), run_config_json(j));
+  EXPECT_DOUBLE_EQ(y.lr, 0.05);
+  EXPECT_EQ(y.epochs, 3);
+  EXPECT_EQ(y.batch_size, 128);  // default kept
+  ASSERT_TRUE(y.early_stopping.has_value());
+  EXPECT_EQ(y.early_stopping->monitor, "val_loss");
+  EXPECT_EQ(y.early_stopping->patience, 2);
+  // The JSON form round-trips (checkpoints store it).
+  EXPECT_EQ(run_config_json(parse_run_config(run_config_json(y), "again", false)), run_config_json(y));
+}
+
+TEST(RunConfig, TheShippedConfigLoads) {
+  const RunConfig c = load_run_config(std::string(CONVOY_SOURCE_DIR) + "/configs/fashion_mnist.yaml");
+  EXPECT_EQ(c.model, "seed_cnn");
+  EXPECT_EQ(c.epochs, 50);
+  EXPECT_DOUBLE_EQ(c.momentum, 0.5);
+  EXPECT_EQ(c.early_stopping->patience, 20);
+}
+
+TEST(RunConfig, BadKeysTypesAndValuesNameTheKeyAndFile) {
+  EXPECT_NE(error_of("optimizer: {lrr: 0.1}", true).find("unknown key 'optimizer.lrr'"), std::string::npos);
+  EXPECT_NE(error_of("optimizer: {lrr: 0.1}", true).find("cfg"), std::string::npos);
+  EXPECT_NE(error_of("training: {epochs: ten}", true).find("'training.epochs' must be a whole number"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"training": {"seed": -1}})", false).find("training.seed"), std::string::npos);
+  EXPECT_NE(error_of("model: {name: resnet9000}", true).find("resnet9000"), std::string::npos);
+  EXPECT_NE(error_of("callbacks: {early_stopping: {monitor: val_f1}}", true).find("val_f1"), std::string::npos);
+  EXPECT_NE(error_of("wat: 1", true).find("unknown key 'wat'"), std::string::npos);
+  EXPECT_NE(error_of("{not json", false).find("not valid JSON"), std::string::npos);
+  EXPECT_NE(error_of("a: [1, 2", true).find("not valid YAML"), std::string::npos);
+  EXPECT_NE(error_of("training: {epochs: 0}", true).find("epochs"), std::string::npos);
+}
+
+}  // namespace convoy::train
