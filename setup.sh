@@ -16,6 +16,7 @@ packages=(
   libcairo2-dev fonts-dejavu-core  # plots
   googletest libgtest-dev        # tests
   dataset-fashion-mnist          # the default dataset
+  pkg-config
   python3-torch python3-numpy    # the peer: benchmarks and parity fixtures
 )
 missing=()

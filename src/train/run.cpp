@@ -11,6 +11,7 @@
 #include "convoy/data/fashion_mnist.h"
 #include "convoy/io/atomic_file.h"
 #include "convoy/io/model_weights.h"
+#include "convoy/io/plots.h"
 #include "convoy/io/run_summary.h"
 #include "convoy/nn/zoo.h"
 #include "convoy/train/checkpoint.h"
@@ -20,6 +21,32 @@ namespace convoy::train {
 namespace {
 
 namespace fs = std::filesystem;
+
+const std::vector<std::string> kFashionMnistClasses = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                                       "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+
+// The pictures and the report of a finished run.
+void write_reports(const fs::path& dir, const RunConfig& c, const RunOutcome& out, Executable& exe,
+                   const data::LabeledImages& test) {
+  const History& h = out.history;
+  io::write_curves_png((dir / "curves.png").string(), h);
+  const std::vector<int32_t> predicted = predict_classes(exe, test);
+  const auto labels = test.labels.data<int32_t>();
+  const auto k = static_cast<int64_t>(kFashionMnistClasses.size());
+  std::vector<int64_t> confusion(static_cast<std::size_t>(k * k));
+  for (std::size_t i = 0; i < predicted.size(); ++i) confusion[labels[i] * k + predicted[i]]++;
+  io::write_confusion_png((dir / "confusion.png").string(), confusion, kFashionMnistClasses);
+  io::write_predictions_png((dir / "predictions.png").string(),
+                            {.images = test.images.data<float>().data(), .count = test.size(),
+                             .height = test.images.dim(2), .width = test.images.dim(3), .labels = labels.data(),
+                             .predicted = predicted.data(), .mean = data::kSeedMean, .std = data::kSeedStd,
+                             .class_names = kFashionMnistClasses});
+  io::write_report_html((dir / "report.html").string(),
+                        {.title = "convoy: " + c.model + " on Fashion-MNIST", .device = out.device,
+                         .config_json = run_config_json(c), .threads = out.threads,
+                         .images = {"curves.png", "predictions.png", "confusion.png"}},
+                        h);
+}
 
 std::unique_ptr<Executable> compile_for(const nn::Sequential& model, const RunConfig& c) {
   CompileOptions options;
@@ -97,8 +124,10 @@ RunOutcome run(const RunConfig& c, const std::optional<Checkpoint>& resume, std:
     exe->get_state(state);
     io::write_safetensors((dir / "model.safetensors").string(), io::to_named(model, params, state));
     io::write_file_atomic((dir / "summary.json").string(), io::run_summary_json(info, h));
-    if (c.progress != "quiet") log << "wrote " << c.out_dir << "/{summary.json,history.csv,model.safetensors,"
-                                   << kCheckpointFile << "}" << std::endl;
+    write_reports(dir, c, out, *exe, data.test);
+    if (c.progress != "quiet")
+      log << "wrote " << c.out_dir << "/{summary.json,history.csv,model.safetensors," << kCheckpointFile
+          << ",curves.png,predictions.png,confusion.png,report.html}" << std::endl;
   }
   return out;
 }

@@ -41,6 +41,7 @@ class Executable {
   virtual ~Executable() = default;
 
   virtual int64_t batch_size() const = 0;
+  virtual int64_t output_size() const = 0;  // per example: the number of classes
   virtual std::string device() const = 0;
 
   // x: [batch, input_shape...] floats, y: [batch] class indices.

@@ -26,4 +26,7 @@ History fit(Executable& exe, const data::LabeledImages& train, const data::Label
 // Inference-mode loss and accuracy over every example of `data`.
 Metrics evaluate(Executable& exe, const data::LabeledImages& data);
 
+// Inference-mode arg-max class of every example of `data`, in order.
+std::vector<int32_t> predict_classes(Executable& exe, const data::LabeledImages& data);
+
 }  // namespace convoy::train

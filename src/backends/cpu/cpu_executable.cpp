@@ -108,6 +108,7 @@ class CpuExecutable final : public Executable {
   }
 
   int64_t batch_size() const override { return options_.batch_size; }
+  int64_t output_size() const override { return classes_; }
   std::string device() const override { return "cpu"; }
 
   void train_step(const float* x, const int32_t* y) override {

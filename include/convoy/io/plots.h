@@ -1,0 +1,41 @@
+#pragma once
+// What people look at after a run: PNG charts drawn with cairo, and an HTML
+// report that shows them. Every file is written atomically.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "convoy/train/callbacks.h"
+
+namespace convoy::io {
+
+// Two panels: loss and accuracy per epoch, training and validation.
+void write_curves_png(const std::string& path, const train::History& history);
+
+// The seed's picture: a grid of images, each titled with its actual and
+// predicted class, blue when right and red when wrong. `images` are
+// normalised [n, 1, h, w] floats; pixel = x * std + mean, clamped to [0, 1].
+struct PredictionGrid {
+  const float* images = nullptr;
+  int64_t count = 0, height = 0, width = 0;
+  const int32_t* labels = nullptr;
+  const int32_t* predicted = nullptr;
+  float mean = 0, std = 1;
+  std::vector<std::string> class_names;
+  int rows = 5, cols = 5;
+};
+void write_predictions_png(const std::string& path, const PredictionGrid& grid);
+
+// A k x k confusion matrix (row = actual, column = predicted), counts shown,
+// shaded by each row's share.
+void write_confusion_png(const std::string& path, const std::vector<int64_t>& matrix,
+                         const std::vector<std::string>& class_names);
+
+struct ReportInfo {
+  std::string title, device, config_json;
+  int threads = 0;
+  std::vector<std::string> images;  // file names beside the report
+};
+void write_report_html(const std::string& path, const ReportInfo& info, const train::History& history);
+
+}  // namespace convoy::io

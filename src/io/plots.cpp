@@ -1,0 +1,266 @@
+#include "convoy/io/plots.h"
+
+#include <cairo.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <memory>
+
+#include "convoy/core/error.h"
+#include "convoy/io/atomic_file.h"
+
+namespace convoy::io {
+namespace {
+
+struct Rgb {
+  double r, g, b;
+};
+constexpr Rgb kBlack{0, 0, 0}, kGrey{0.85, 0.85, 0.85}, kBlue{0.12, 0.35, 0.80}, kOrange{0.90, 0.45, 0.10},
+    kRed{0.85, 0.10, 0.10};
+
+// A white canvas with the few drawing verbs the charts need.
+class Canvas {
+ public:
+  Canvas(int width, int height)
+      : surface_(cairo_image_surface_create(CAIRO_FORMAT_ARGB32, width, height), cairo_surface_destroy),
+        cr_(cairo_create(surface_.get()), cairo_destroy) {
+    cairo_set_source_rgb(cr(), 1, 1, 1);
+    cairo_paint(cr());
+    cairo_select_font_face(cr(), "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+  }
+  cairo_t* cr() { return cr_.get(); }
+  cairo_surface_t* surface() { return surface_.get(); }
+
+  void color(Rgb c) { cairo_set_source_rgb(cr(), c.r, c.g, c.b); }
+  void line(double x0, double y0, double x1, double y1, Rgb c, double width = 1) {
+    color(c);
+    cairo_set_line_width(cr(), width);
+    cairo_move_to(cr(), x0, y0);
+    cairo_line_to(cr(), x1, y1);
+    cairo_stroke(cr());
+  }
+  // align: 0 left, 0.5 centre, 1 right; y is the baseline.
+  void text(double x, double y, const std::string& s, double size, Rgb c, double align = 0, bool bold = false) {
+    cairo_select_font_face(cr(), "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL,
+                           bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
+    cairo_set_font_size(cr(), size);
+    cairo_text_extents_t ext;
+    cairo_text_extents(cr(), s.c_str(), &ext);
+    color(c);
+    cairo_move_to(cr(), x - align * ext.x_advance, y);
+    cairo_show_text(cr(), s.c_str());
+  }
+
+  void save(const std::string& path) {
+    cairo_surface_flush(surface());
+    std::string bytes;
+    const auto status = cairo_surface_write_to_png_stream(
+        surface(),
+        [](void* closure, const unsigned char* data, unsigned int length) {
+          static_cast<std::string*>(closure)->append(reinterpret_cast<const char*>(data), length);
+          return CAIRO_STATUS_SUCCESS;
+        },
+        &bytes);
+    if (status != CAIRO_STATUS_SUCCESS) throw UserError(path + ": cannot encode PNG (" + cairo_status_to_string(status) + ")");
+    write_file_atomic(path, bytes);
+  }
+
+ private:
+  std::unique_ptr<cairo_surface_t, void (*)(cairo_surface_t*)> surface_;
+  std::unique_ptr<cairo_t, void (*)(cairo_t*)> cr_;
+};
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+struct Series {
+  std::string name;
+  std::vector<double> y;
+  Rgb color;
+};
+
+// One line chart in the box (x, y, w, h): axes, ticks, series, legend.
+void line_panel(Canvas& c, double x, double y, double w, double h, const std::string& title,
+                const std::vector<Series>& series, const std::vector<double>& xs, bool percent) {
+  double lo = 1e300, hi = -1e300;
+  for (const auto& s : series)
+    for (double v : s.y)
+      if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+  if (lo > hi) lo = 0, hi = 1;
+  if (hi - lo < 1e-9) lo -= 0.5, hi += 0.5;
+  const double pad = 0.05 * (hi - lo);
+  lo -= pad;
+  hi += pad;
+  const double x0 = x + 60, x1 = x + w - 15, y0 = y + h - 45, y1 = y + 30;
+  const double xmin = xs.front(), xmax = std::max(xs.back(), xs.front() + 1);
+  auto px = [&](double v) { return x0 + (v - xmin) / (xmax - xmin) * (x1 - x0); };
+  auto py = [&](double v) { return y0 - (v - lo) / (hi - lo) * (y0 - y1); };
+  c.text((x0 + x1) / 2, y + 18, title, 15, kBlack, 0.5, true);
+  for (int i = 0; i <= 5; ++i) {
+    const double v = lo + (hi - lo) * i / 5;
+    c.line(x0, py(v), x1, py(v), kGrey);
+    c.text(x0 - 6, py(v) + 4, percent ? fmt("%.1f%%", 100 * v) : fmt("%.3f", v), 11, kBlack, 1);
+  }
+  const int64_t n = static_cast<int64_t>(xs.size());
+  const int64_t step = std::max<int64_t>(1, (n + 9) / 10);
+  for (int64_t i = 0; i < n; i += step) c.text(px(xs[i]), y0 + 16, fmt("%.0f", xs[i]), 11, kBlack, 0.5);
+  c.text((x0 + x1) / 2, y0 + 34, "epoch", 12, kBlack, 0.5);
+  c.line(x0, y0, x1, y0, kBlack);
+  c.line(x0, y0, x0, y1, kBlack);
+  for (std::size_t k = 0; k < series.size(); ++k) {
+    const auto& s = series[k];
+    c.color(s.color);
+    cairo_set_line_width(c.cr(), 2);
+    for (std::size_t i = 0; i < s.y.size(); ++i) {
+      if (i == 0) cairo_move_to(c.cr(), px(xs[i]), py(s.y[i]));
+      else cairo_line_to(c.cr(), px(xs[i]), py(s.y[i]));
+    }
+    cairo_stroke(c.cr());
+    for (std::size_t i = 0; i < s.y.size(); ++i) {
+      cairo_arc(c.cr(), px(xs[i]), py(s.y[i]), 3, 0, 2 * M_PI);
+      cairo_fill(c.cr());
+    }
+    const double ly = y1 + 14 + 18 * static_cast<double>(k);
+    c.line(x1 - 120, ly - 4, x1 - 100, ly - 4, s.color, 2);
+    c.text(x1 - 94, ly, s.name, 12, kBlack);
+  }
+}
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    switch (ch) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += ch;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void write_curves_png(const std::string& path, const train::History& h) {
+  require(!h.epochs.empty(), "curves: no epochs to plot");
+  std::vector<double> xs, tl, vl, ta, va;
+  for (const auto& e : h.epochs) {
+    xs.push_back(static_cast<double>(e.epoch));
+    tl.push_back(e.train_loss);
+    vl.push_back(e.test_loss);
+    ta.push_back(e.train_accuracy);
+    va.push_back(e.test_accuracy);
+  }
+  Canvas c(1100, 420);
+  line_panel(c, 0, 0, 550, 420, "Loss", {{"train", tl, kBlue}, {"validation", vl, kOrange}}, xs, false);
+  line_panel(c, 550, 0, 550, 420, "Accuracy", {{"train", ta, kBlue}, {"validation", va, kOrange}}, xs, true);
+  c.save(path);
+}
+
+void write_predictions_png(const std::string& path, const PredictionGrid& g) {
+  const int cell_w = 190, cell_h = 190, scale = 5;
+  const int n = static_cast<int>(std::min<int64_t>(g.count, g.rows * g.cols));
+  Canvas c(g.cols * cell_w, g.rows * cell_h + 40);
+  c.text(g.cols * cell_w / 2.0, 28, "Predicted labels (blue: right, red: wrong)", 18, kBlack, 0.5, true);
+  auto name = [&](int32_t k) {
+    return k >= 0 && k < static_cast<int32_t>(g.class_names.size()) ? g.class_names[k] : std::to_string(k);
+  };
+  const int w = static_cast<int>(g.width), h = static_cast<int>(g.height);
+  for (int i = 0; i < n; ++i) {
+    const double ox = (i % g.cols) * cell_w, oy = 40 + (i / g.cols) * cell_h;
+    const bool right = g.labels[i] == g.predicted[i];
+    c.text(ox + cell_w / 2.0, oy + 16, "Actual " + name(g.labels[i]), 12, right ? kBlue : kRed, 0.5);
+    c.text(ox + cell_w / 2.0, oy + 31, "Predicted " + name(g.predicted[i]), 12, right ? kBlue : kRed, 0.5);
+    cairo_surface_t* img = cairo_image_surface_create(CAIRO_FORMAT_RGB24, w, h);
+    unsigned char* px = cairo_image_surface_get_data(img);
+    const int stride = cairo_image_surface_get_stride(img);
+    const float* src = g.images + static_cast<int64_t>(i) * w * h;
+    for (int yy = 0; yy < h; ++yy)
+      for (int xx = 0; xx < w; ++xx) {
+        const float v = std::clamp(src[yy * w + xx] * g.std + g.mean, 0.0f, 1.0f);
+        const auto b = static_cast<uint32_t>(std::lround(v * 255));
+        reinterpret_cast<uint32_t*>(px + yy * stride)[xx] = (b << 16) | (b << 8) | b;
+      }
+    cairo_surface_mark_dirty(img);
+    cairo_save(c.cr());
+    cairo_translate(c.cr(), ox + (cell_w - w * scale) / 2.0, oy + 40);
+    cairo_scale(c.cr(), scale, scale);
+    cairo_set_source_surface(c.cr(), img, 0, 0);
+    cairo_pattern_set_filter(cairo_get_source(c.cr()), CAIRO_FILTER_NEAREST);
+    cairo_paint(c.cr());
+    cairo_restore(c.cr());
+    cairo_surface_destroy(img);
+  }
+  c.save(path);
+}
+
+void write_confusion_png(const std::string& path, const std::vector<int64_t>& m,
+                         const std::vector<std::string>& names) {
+  const int k = static_cast<int>(names.size());
+  require(static_cast<int>(m.size()) == k * k, "confusion: matrix size does not match the class count");
+  const int cell = 56, left = 130, top = 70;
+  Canvas c(left + k * cell + 30, top + k * cell + 110);
+  c.text((left + left + k * cell) / 2.0, 24, "Confusion matrix (rows: actual, columns: predicted)", 16, kBlack, 0.5, true);
+  for (int r = 0; r < k; ++r) {
+    int64_t row_total = 0;
+    for (int col = 0; col < k; ++col) row_total += m[r * k + col];
+    for (int col = 0; col < k; ++col) {
+      const int64_t v = m[r * k + col];
+      const double share = row_total ? static_cast<double>(v) / row_total : 0.0;
+      const double x = left + col * cell, y = top + r * cell;
+      // Diagonal in blue, mistakes in red, intensity by the row's share.
+      const Rgb base = r == col ? kBlue : kRed;
+      const double t = r == col ? share : std::min(1.0, 4 * share);
+      cairo_set_source_rgb(c.cr(), 1 - t * (1 - base.r), 1 - t * (1 - base.g), 1 - t * (1 - base.b));
+      cairo_rectangle(c.cr(), x, y, cell, cell);
+      cairo_fill(c.cr());
+      c.text(x + cell / 2.0, y + cell / 2.0 + 5, std::to_string(v), 12, t > 0.55 ? Rgb{1, 1, 1} : kBlack, 0.5);
+    }
+    c.text(left - 8, top + r * cell + cell / 2.0 + 5, names[r], 12, kBlack, 1);
+  }
+  for (int col = 0; col < k; ++col) {
+    cairo_save(c.cr());
+    cairo_translate(c.cr(), left + col * cell + cell / 2.0 + 4, top + k * cell + 10);
+    cairo_rotate(c.cr(), M_PI / 4);
+    c.text(0, 0, names[col], 12, kBlack);
+    cairo_restore(c.cr());
+  }
+  c.save(path);
+}
+
+void write_report_html(const std::string& path, const ReportInfo& info, const train::History& h) {
+  std::string html = "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>" + html_escape(info.title) +
+                     "</title>\n<style>body{font-family:sans-serif;margin:2em;max-width:1150px}"
+                     "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 10px;text-align:right}"
+                     "img{max-width:100%;margin:1em 0;border:1px solid #eee}pre{background:#f6f6f6;padding:1em}"
+                     "</style></head><body>\n<h1>" +
+                     html_escape(info.title) + "</h1>\n";
+  const auto& last = h.epochs.back();
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "<p>Device: %s, %d threads. %zu epochs in %.1f s (%.0f images/s in training). "
+                "Final test accuracy <b>%.2f%%</b>, test loss %.4f.</p>\n",
+                html_escape(info.device).c_str(), info.threads, h.epochs.size(), h.total_train_seconds,
+                h.images_per_second(), 100 * last.test_accuracy, last.test_loss);
+  html += buf;
+  for (const auto& img : info.images) html += "<img src=\"" + html_escape(img) + "\" alt=\"" + html_escape(img) + "\">\n";
+  html += "<h2>History</h2>\n<table><tr><th>epoch</th><th>loss</th><th>accuracy</th><th>val_loss</th>"
+          "<th>val_accuracy</th><th>seconds</th><th>images/s</th></tr>\n";
+  for (const auto& e : h.epochs) {
+    std::snprintf(buf, sizeof buf,
+                  "<tr><td>%lld</td><td>%.4f</td><td>%.2f%%</td><td>%.4f</td><td>%.2f%%</td><td>%.2f</td><td>%.0f</td></tr>\n",
+                  static_cast<long long>(e.epoch), e.train_loss, 100 * e.train_accuracy, e.test_loss,
+                  100 * e.test_accuracy, e.train_seconds, e.images_per_second);
+    html += buf;
+  }
+  html += "</table>\n<h2>Config</h2>\n<pre>" + html_escape(info.config_json) + "</pre>\n</body></html>\n";
+  write_file_atomic(path, html);
+}
+
+}  // namespace convoy::io
