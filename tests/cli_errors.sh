@@ -54,6 +54,8 @@ expect_error "resume without checkpoint" "checkpoint.safetensors" -- train --res
 expect_error "evaluate without checkpoint" "checkpoint.safetensors" -- evaluate --checkpoint "$tmp"
 expect_error "bad progress mode" "progress" -- train --progress sideways
 head -c 300 /dev/urandom >"$tmp/o4-checkpoint.safetensors"; mkdir -p "$tmp/o4"; mv "$tmp/o4-checkpoint.safetensors" "$tmp/o4/checkpoint.safetensors"
+expect_error "predict without checkpoint" "checkpoint.safetensors" -- predict --checkpoint "$tmp" --input x --output y
+expect_error "predict missing input" "--input" -- predict --checkpoint "$tmp"
 expect_error "corrupt checkpoint" "checkpoint.safetensors" -- evaluate --checkpoint "$tmp/o4"
 
 for d in o1 o2 o3; do

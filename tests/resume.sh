@@ -26,4 +26,16 @@ cmp "$tmp/full/model.safetensors" "$tmp/cut/model.safetensors" || { echo "FAIL: 
 reported=$(python3 -c "import json,sys; print('%.4f' % json.load(open(sys.argv[1]))['test_accuracy'])" "$tmp/cut/summary.json")
 evaluated=$("$convoy" evaluate --checkpoint "$tmp/cut" | sed -E 's/.*test_accuracy ([0-9.]+).*/\1/')
 [[ "$reported" == "$evaluated" ]] || { echo "FAIL: evaluate gives $evaluated, the run reported $reported"; exit 1; }
-echo "1 passed, 0 failed: resume is bit-identical; evaluate reproduces $reported"
+
+# predict: a submission CSV with a header, one row per image, probabilities summing to 1.
+"$convoy" predict --checkpoint "$tmp/cut" --input /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz \
+  --output "$tmp/submission.csv" >/dev/null
+python3 - "$tmp/submission.csv" <<'PY' || { echo "FAIL: bad submission.csv"; exit 1; }
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+assert rows[0][0] == "id" and len(rows[0]) == 11, rows[0]
+assert len(rows) == 10001, len(rows)
+for r in rows[1:]:
+    assert abs(sum(map(float, r[1:])) - 1) < 1e-3, r
+PY
+echo "1 passed, 0 failed: resume is bit-identical; evaluate reproduces $reported; predict writes a submission"

@@ -6,7 +6,9 @@
 #include <iostream>
 #include <optional>
 
+#include "convoy/core/cpu_info.h"
 #include "convoy/core/error.h"
+#include "convoy/nn/zoo.h"
 #include "convoy/train/run.h"
 
 namespace {
@@ -54,6 +56,22 @@ int run_train(const TrainFlags& f) {
   return 0;
 }
 
+int run_devices() {
+  const convoy::CpuInfo cpu = convoy::cpu_info();
+  std::string isa;
+  for (const auto& f : cpu.isa) isa += (isa.empty() ? "" : " ") + f;
+  std::printf("cpu   %s | %d threads | %s\n", cpu.model.c_str(), cpu.threads, isa.c_str());
+  std::printf("cuda  not built into this binary (the CUDA backend is a later issue)\n");
+  std::printf("auto  picks: cpu\n");
+  return 0;
+}
+
+int run_summary(const TrainFlags& f) {
+  const RunConfig c = resolve(f);
+  std::cout << convoy::nn::model_by_name(c.model).summary();
+  return 0;
+}
+
 int run_evaluate(const std::string& checkpoint) {
   const convoy::Metrics m = convoy::train::evaluate_checkpoint(checkpoint);
   std::printf("test_loss %.4f  test_accuracy %.4f  (%lld images)\n", m.mean_loss(), m.accuracy(),
@@ -80,9 +98,16 @@ int main(int argc, char** argv) {
   train->add_option("--out", f.out, "Folder for checkpoint, history.csv, summary.json, model.safetensors");
   train->add_option("--progress", f.progress, "auto, bar, lines or quiet [auto]");
   train->add_flag("--quiet", f.quiet, "Print only the final test accuracy");
-  std::string checkpoint;
+  std::string checkpoint, input, output;
   CLI::App* evaluate = app.add_subcommand("evaluate", "Evaluate a checkpoint on its test data");
   evaluate->add_option("--checkpoint", checkpoint, "The --out folder of a train run")->required();
+  CLI::App* predict = app.add_subcommand("predict", "Class probabilities for images, as a submission CSV");
+  predict->add_option("--checkpoint", checkpoint, "The --out folder of a train run")->required();
+  predict->add_option("--input", input, "IDX file of uint8 images [N, H, W] (raw or .gz)")->required();
+  predict->add_option("--output", output, "CSV to write: id and one probability column per class")->required();
+  CLI::App* summary = app.add_subcommand("summary", "Print a model's layers, output shapes and parameter counts");
+  summary->add_option("--config", f.config, "Run config naming the model");
+  app.add_subcommand("devices", "List the devices convoy can train on");
 
   // CLI11 would call an unknown command a missing one; name it instead.
   const auto known = [&](const std::string& name) {
@@ -91,7 +116,7 @@ int main(int argc, char** argv) {
     return false;
   };
   if (argc > 1 && argv[1][0] != '-' && !known(argv[1])) {
-    std::cerr << "convoy: error: unknown command '" << argv[1] << "'; commands: train, evaluate (see 'convoy --help')"
+    std::cerr << "convoy: error: unknown command '" << argv[1] << "'; commands: train, evaluate, predict, summary, devices (see 'convoy --help')"
               << std::endl;
     return 2;
   }
@@ -106,6 +131,13 @@ int main(int argc, char** argv) {
   try {
     if (train->parsed()) return run_train(f);
     if (evaluate->parsed()) return run_evaluate(checkpoint);
+    if (predict->parsed()) {
+      const int64_t rows = convoy::train::predict_to_csv(checkpoint, input, output);
+      std::printf("wrote %s (%lld rows)\n", output.c_str(), static_cast<long long>(rows));
+      return 0;
+    }
+    if (summary->parsed()) return run_summary(f);
+    if (app.got_subcommand("devices")) return run_devices();
   } catch (const convoy::UserError& e) {
     std::cerr << "convoy: error: " << e.what() << std::endl;
     return 2;

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -9,6 +10,7 @@
 #include "convoy/core/error.h"
 #include "convoy/core/threads.h"
 #include "convoy/data/fashion_mnist.h"
+#include "convoy/data/idx.h"
 #include "convoy/io/atomic_file.h"
 #include "convoy/io/model_weights.h"
 #include "convoy/io/plots.h"
@@ -148,15 +150,57 @@ RunOutcome resume_training(const std::string& dir, std::ostream& log) {
   return run(ck.config, ck, log);
 }
 
-Metrics evaluate_checkpoint(const std::string& dir) {
-  const Checkpoint ck = load_checkpoint(checkpoint_path(dir));
+// A checkpoint's model compiled with its weights, ready for inference.
+std::unique_ptr<Executable> restore(const Checkpoint& ck) {
   set_num_threads(ck.config.threads);
-  const nn::Sequential model = nn::model_by_name(ck.config.model);
-  const data::TrainTest data = data::load_fashion_mnist(ck.config.data_dir);
-  auto exe = compile_for(model, ck.config);
+  auto exe = compile_for(nn::model_by_name(ck.config.model), ck.config);
   exe->set_parameters(ck.params);
   exe->set_state(ck.state);
-  return evaluate(*exe, data.test);
+  return exe;
+}
+
+Metrics evaluate_checkpoint(const std::string& dir) {
+  const Checkpoint ck = load_checkpoint(checkpoint_path(dir));
+  const data::TrainTest data = data::load_fashion_mnist(ck.config.data_dir);
+  return evaluate(*restore(ck), data.test);
+}
+
+int64_t predict_to_csv(const std::string& dir, const std::string& images_idx, const std::string& output_csv) {
+  const Checkpoint ck = load_checkpoint(checkpoint_path(dir));
+  const Tensor raw = data::read_idx_u8(images_idx);
+  const nn::Sequential model = nn::model_by_name(ck.config.model);
+  const Shape& want = model.input_shape();
+  require(raw.shape().size() == 3 && raw.dim(1) == want[1] && raw.dim(2) == want[2],
+          images_idx + ": images are " + to_string(raw.shape()) + ", the model takes [N, " + std::to_string(want[1]) +
+              ", " + std::to_string(want[2]) + "]");
+  // Labels are unknown; zeros keep the batch machinery unchanged.
+  const data::LabeledImages images =
+      data::from_u8(raw, Tensor(DType::u8, {raw.dim(0)}), data::kSeedMean, data::kSeedStd, images_idx);
+  auto exe = restore(ck);
+  const int64_t batch = exe->batch_size(), classes = exe->output_size();
+  std::vector<float> x(static_cast<std::size_t>(batch * numel(want))), out(static_cast<std::size_t>(batch * classes));
+  std::vector<int32_t> y(static_cast<std::size_t>(batch));
+  std::string csv = "id";
+  for (const auto& name : kFashionMnistClasses) csv += "," + name;
+  csv += "\n";
+  data::EpochBatches batches(images, batch, false, false, 0, 0);
+  int64_t id = 0;
+  char cell[32];
+  for (int64_t b = 0; b < batches.size(); ++b) {
+    const int64_t count = batches.gather(b, x.data(), y.data());
+    exe->eval_step(x.data(), y.data(), count);
+    exe->get_output(out);
+    for (int64_t i = 0; i < count; ++i, ++id) {
+      csv += std::to_string(id);
+      for (int64_t k = 0; k < classes; ++k) {
+        std::snprintf(cell, sizeof cell, ",%.6f", std::exp(out[i * classes + k]));  // log-probabilities in
+        csv += cell;
+      }
+      csv += "\n";
+    }
+  }
+  io::write_file_atomic(output_csv, csv);
+  return id;
 }
 
 }  // namespace convoy::train
