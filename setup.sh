@@ -30,6 +30,12 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# The benchmarks' Python peers that Debian does not package (tf.data for
+# bench/pipeline_vs_peers.py). Optional: the build and the tests never need them.
+if ! python3 -c "import tensorflow" 2>/dev/null; then
+  python3 -m pip install -q tensorflow-cpu || echo "setup: could not install tensorflow-cpu; the tf.data benchmark will be skipped"
+fi
+
 cmake -S . -B build -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" >/dev/null
 cmake --build build -j2
 echo "setup: built build/convoy"

@@ -32,6 +32,15 @@ LabeledImages load_split(const std::string& dir, const std::string& prefix, floa
 
 }  // namespace
 
+IdxFiles fashion_mnist_files(const std::string& dir, const std::string& split) {
+  require(split == "train" || split == "t10k",
+          "Fashion-MNIST split '" + split + "' does not exist; use \"train\" or \"t10k\"");
+  require(std::filesystem::is_directory(dir),
+          dir + ": no such data directory; pass the folder with the Fashion-MNIST IDX files or run "
+                "'apt-get install dataset-fashion-mnist'");
+  return {find_idx(dir, split + "-images-idx3-ubyte"), find_idx(dir, split + "-labels-idx1-ubyte")};
+}
+
 TrainTest load_fashion_mnist(const std::string& dir, float mean, float std) {
   require(std::filesystem::is_directory(dir),
           dir + ": no such data directory; pass --data DIR with the Fashion-MNIST IDX files or run "

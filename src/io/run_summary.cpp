@@ -17,7 +17,8 @@ nlohmann::json epochs_json(const train::History& h) {
                          {"test_accuracy", e.test_accuracy},
                          {"train_seconds", e.train_seconds},
                          {"images_per_second", e.images_per_second},
-                         {"lr", e.lr}});
+                         {"lr", e.lr},
+                         {"input_wait_seconds", e.input_wait_seconds}});
   return per_epoch;
 }
 
@@ -44,7 +45,8 @@ train::History parse_history_json(const std::string& text, const std::string& wh
                           .test_accuracy = e.at("test_accuracy").get<double>(),
                           .train_seconds = e.at("train_seconds").get<double>(),
                           .images_per_second = e.at("images_per_second").get<double>(),
-                          .lr = e.at("lr").get<double>()});
+                          .lr = e.at("lr").get<double>(),
+                          .input_wait_seconds = e.value("input_wait_seconds", 0.0)});
     return h;
   } catch (const nlohmann::json::exception& e) {
     throw UserError(where + ": bad training history (" + e.what() + "); the checkpoint is corrupt");
@@ -71,6 +73,7 @@ std::string run_summary_json(const RunInfo& info, const train::History& h) {
   j["epoch_seconds"] = seconds;
   j["total_train_seconds"] = h.total_train_seconds;
   j["images_per_second"] = h.images_per_second();
+  j["input_wait_fraction"] = h.input_wait_fraction();
   j["history"] = epochs_json(h);
   return j.dump(2) + "\n";
 }

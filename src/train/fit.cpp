@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "convoy/core/error.h"
+#include "convoy/data/dataset.h"
+#include "convoy/data/transforms.h"
 
 namespace convoy::train {
 namespace {
@@ -25,6 +28,15 @@ double History::images_per_second() const {
   double seconds = 0;
   for (const auto& e : epochs) seconds += e.train_seconds;
   return seconds > 0 ? static_cast<double>(images_trained) / seconds : 0.0;
+}
+
+double History::input_wait_fraction() const {
+  double waited = 0, seconds = 0;
+  for (const auto& e : epochs) {
+    waited += e.input_wait_seconds;
+    seconds += e.train_seconds;
+  }
+  return seconds > 0 ? waited / seconds : 0.0;
 }
 
 Metrics evaluate(Executable& exe, const data::LabeledImages& data) {
@@ -64,7 +76,16 @@ History fit(Executable& exe, const data::LabeledImages& train, const data::Label
   require(options.epochs >= 1, "epochs must be at least 1, got " + std::to_string(options.epochs));
   require(train.size() >= batch, "batch size " + std::to_string(batch) + " exceeds the " +
                                      std::to_string(train.size()) + " training examples; use a smaller --batch-size");
-  BatchBuffers buf(train, batch);
+  // Each epoch a fresh full shuffle fixed by (seed, epoch), full batches only
+  // (the seed's drop_last=True), gathered on prefetch's background thread
+  // while the step runs. Positions are shuffled and batched before the images
+  // are looked up: a small shuffle buffer, one copy per batch.
+  const data::Dataset batches = data::Dataset::range(train.size())
+                                    .shuffle(train.size(), options.seed)
+                                    .batch(batch, /*drop_remainder=*/true)
+                                    .map(data::rows_of(train))
+                                    .prefetch(2);
+  std::unique_ptr<data::Iterator> next_epoch = batches.iterate(options.initial_epoch + 1);
   FitState state{.exe = exe, .history = history, .epoch = options.initial_epoch, .epochs = options.epochs,
                  .steps_per_epoch = train.size() / batch, .batch_size = batch};
   const auto fit_start = Clock::now();
@@ -74,21 +95,29 @@ History fit(Executable& exe, const data::LabeledImages& train, const data::Label
     state.epoch = epoch;
     for (auto& cb : options.callbacks) cb->on_epoch_begin(state);
     const auto start = Clock::now();
-    data::EpochBatches batches(train, batch, /*shuffle=*/true, /*drop_remainder=*/true, options.seed, epoch);
+    std::unique_ptr<data::Iterator> batches_of_epoch = std::move(next_epoch);
+    double input_wait = 0;  // time the step loop spent waiting for a batch
     exe.take_metrics();
-    for (int64_t b = 0; b < batches.size() && !state.stop_training; ++b) {
-      batches.gather(b, buf.x.data(), buf.y.data());
-      exe.train_step(buf.x.data(), buf.y.data());
+    for (int64_t b = 0; !state.stop_training; ++b) {
+      const auto asked = Clock::now();
+      std::optional<data::Example> xy = batches_of_epoch->next();
+      input_wait += seconds_since(asked);
+      if (!xy) break;
+      exe.train_step(xy->tensor("image").data<float>().data(), xy->tensor("label").data<int32_t>().data());
       if (!options.callbacks.empty()) {
         const Metrics running = exe.peek_metrics();
         for (auto& cb : options.callbacks) cb->on_batch_end(state, b + 1, running);
       }
     }
+    batches_of_epoch.reset();  // stops its thread if the epoch was cut short
+    // The next epoch's shuffle buffer fills during this epoch's evaluation.
+    if (epoch < options.epochs && !state.stop_training) next_epoch = batches.iterate(epoch + 1);
     const Metrics train_metrics = exe.take_metrics();
     EpochRecord rec;
     rec.epoch = epoch;
     rec.lr = exe.learning_rate();
     rec.train_seconds = seconds_since(start);
+    rec.input_wait_seconds = input_wait;
     rec.train_loss = train_metrics.mean_loss();
     rec.train_accuracy = train_metrics.accuracy();
     rec.images_per_second = static_cast<double>(train_metrics.count) / rec.train_seconds;

@@ -21,4 +21,11 @@ struct TrainTest {
 // naming the missing or bad file.
 TrainTest load_fashion_mnist(const std::string& dir, float mean = kSeedMean, float std = kSeedStd);
 
+// The IDX files of one split ("train" or "t10k") in `dir`, compressed or not.
+// Throws UserError naming what is missing.
+struct IdxFiles {
+  std::string images, labels;
+};
+IdxFiles fashion_mnist_files(const std::string& dir, const std::string& split);
+
 }  // namespace convoy::data

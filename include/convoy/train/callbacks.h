@@ -19,6 +19,7 @@ struct EpochRecord {
   double train_seconds = 0;                 // the training pass alone (no evaluation)
   double images_per_second = 0;
   double lr = 0;
+  double input_wait_seconds = 0;  // of train_seconds, spent waiting for the input pipeline
 };
 
 struct History {
@@ -26,6 +27,8 @@ struct History {
   double total_train_seconds = 0;  // the whole fit: training and evaluation passes
   int64_t images_trained = 0;
   double images_per_second() const;  // over the training passes
+  // Share of the training passes' wall time the step loop waited for a batch.
+  double input_wait_fraction() const;
 };
 
 // A monitored quantity by its Keras name: "loss", "accuracy", "val_loss",

@@ -1,0 +1,130 @@
+#include "example_file.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "convoy/core/error.h"
+
+namespace convoy::data {
+namespace {
+
+constexpr char kMagic[] = "convoy-examples-1\n";
+constexpr uint32_t kEnd = 0xFFFFFFFFu;
+
+std::string unique_temp(const std::string& path) {
+  static std::atomic<int> counter{0};
+  return path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+}
+
+}  // namespace
+
+ExampleWriter::ExampleWriter(std::string path) : path_(std::move(path)), temp_(unique_temp(path_)) {
+  file_.reset(std::fopen(temp_.c_str(), "wb"));
+  if (!file_)
+    throw UserError(path_ + ": cannot create the cache file (" + std::strerror(errno) +
+                    "); pass a cache path in a writable folder");
+  put(kMagic, sizeof kMagic - 1);
+}
+
+ExampleWriter::~ExampleWriter() {
+  if (committed_) return;
+  file_.reset();
+  std::error_code ignored;
+  std::filesystem::remove(temp_, ignored);
+}
+
+void ExampleWriter::put(const void* data, std::size_t bytes) {
+  if (bytes && std::fwrite(data, 1, bytes, file_.get()) != bytes)
+    throw UserError(path_ + ": cannot write the cache file (" + std::strerror(errno) + "); free disk space");
+}
+
+void ExampleWriter::write(const Example& e) {
+  auto put_u32 = [&](uint32_t v) { put(&v, 4); };
+  auto put_string = [&](const std::string& s) {
+    put_u32(static_cast<uint32_t>(s.size()));
+    put(s.data(), s.size());
+  };
+  put_u32(static_cast<uint32_t>(e.tensors().size()));
+  put_u32(static_cast<uint32_t>(e.text_features().size()));
+  for (const auto& [name, t] : e.tensors()) {
+    put_string(name);
+    const uint8_t head[2] = {static_cast<uint8_t>(t.dtype()), static_cast<uint8_t>(t.shape().size())};
+    put(head, 2);
+    put(t.shape().data(), t.shape().size() * sizeof(int64_t));
+    put(t.raw(), t.nbytes());
+  }
+  for (const auto& [name, values] : e.text_features()) {
+    put_string(name);
+    put_u32(static_cast<uint32_t>(values.size()));
+    for (const auto& v : values) put_string(v);
+  }
+}
+
+void ExampleWriter::commit() {
+  put(&kEnd, 4);
+  if (std::fflush(file_.get()) != 0)
+    throw UserError(path_ + ": cannot write the cache file (" + std::strerror(errno) + "); free disk space");
+  file_.reset();
+  std::error_code ec;
+  std::filesystem::rename(temp_, path_, ec);
+  if (ec) throw UserError(path_ + ": cannot finish the cache file (" + ec.message() + "); check the folder");
+  committed_ = true;
+}
+
+ExampleReader::ExampleReader(std::string path) : path_(std::move(path)), file_(std::fopen(path_.c_str(), "rb")) {
+  if (!file_) throw UserError(path_ + ": cannot open the cache file (" + std::strerror(errno) + "); check the path");
+  char magic[sizeof kMagic - 1];
+  get(magic, sizeof magic);
+  if (std::memcmp(magic, kMagic, sizeof magic) != 0)
+    throw UserError(path_ + ": not a convoy cache file; delete it or pass another cache path");
+}
+
+void ExampleReader::get(void* data, std::size_t bytes) {
+  if (bytes && std::fread(data, 1, bytes, file_.get()) != bytes)
+    throw UserError(path_ + ": the cache file is truncated or corrupt; delete it so the next run rebuilds it");
+}
+
+std::optional<Example> ExampleReader::next() {
+  auto get_u32 = [&] {
+    uint32_t v;
+    get(&v, 4);
+    return v;
+  };
+  auto get_string = [&] {
+    std::string s(get_u32(), '\0');
+    get(s.data(), s.size());
+    return s;
+  };
+  const uint32_t tensors = get_u32();
+  if (tensors == kEnd) return std::nullopt;
+  const uint32_t texts = get_u32();
+  Example e;
+  for (uint32_t i = 0; i < tensors; ++i) {
+    std::string name = get_string();
+    uint8_t head[2];
+    get(head, 2);
+    if (head[0] > static_cast<uint8_t>(DType::u8) || head[1] > 8)
+      throw UserError(path_ + ": the cache file is corrupt; delete it so the next run rebuilds it");
+    Shape shape(head[1]);
+    get(shape.data(), shape.size() * sizeof(int64_t));
+    for (int64_t d : shape)
+      if (d < 0 || d > (int64_t{1} << 40))
+        throw UserError(path_ + ": the cache file is corrupt; delete it so the next run rebuilds it");
+    Tensor t(static_cast<DType>(head[0]), shape);
+    get(t.raw(), t.nbytes());
+    e.set(std::move(name), std::move(t));
+  }
+  for (uint32_t i = 0; i < texts; ++i) {
+    std::string name = get_string();
+    std::vector<std::string> values(get_u32());
+    for (auto& v : values) v = get_string();
+    e.set_texts(std::move(name), std::move(values));
+  }
+  return e;
+}
+
+}  // namespace convoy::data

@@ -1,0 +1,51 @@
+#pragma once
+// The on-disk cache's file: examples one after another, then an end marker,
+// so a cut-short file is told apart from a complete one. Written to a temp
+// name and renamed when complete, so a reader never sees half a cache.
+//
+//   "convoy-examples-1\n"
+//   per example: u32 tensors, u32 texts,
+//     per tensor: name, u8 dtype, u8 rank, i64 dims[rank], data
+//     per text:   name, u32 count, count strings
+//   u32 0xFFFFFFFF
+//   (name / string: u32 length + bytes; little-endian, as written)
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "convoy/data/example.h"
+
+namespace convoy::data {
+
+struct FileClose {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+using File = std::unique_ptr<std::FILE, FileClose>;
+
+class ExampleWriter {
+ public:
+  explicit ExampleWriter(std::string path);  // opens a temp file beside `path`
+  ~ExampleWriter();                          // removes the temp file unless committed
+  void write(const Example& e);
+  void commit();  // end marker, flush, rename onto `path`
+
+ private:
+  void put(const void* data, std::size_t bytes);
+  std::string path_, temp_;
+  File file_;
+  bool committed_ = false;
+};
+
+class ExampleReader {
+ public:
+  explicit ExampleReader(std::string path);
+  std::optional<Example> next();  // nullopt at the end marker
+
+ private:
+  void get(void* data, std::size_t bytes);
+  std::string path_;
+  File file_;
+};
+
+}  // namespace convoy::data
