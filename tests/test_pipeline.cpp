@@ -380,6 +380,17 @@ TEST(Pipeline, ShuffledPositionsLookedUpGiveTheExamples) {
     seen.push_back(label);
   }
   EXPECT_EQ(sorted(seen), iota(6));
+  // Batching the positions first gathers whole batches (what the trainer does).
+  auto batched = Dataset::range(6).shuffle(6, 2).batch(4, /*drop_remainder=*/true).map(rows_of(data)).iterate();
+  auto b = batched->next();
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->tensor("image").shape(), (Shape{4, 1, 2, 2}));
+  for (int i = 0; i < 4; ++i) {
+    const int32_t label = b->tensor("label").data<int32_t>()[i];
+    EXPECT_EQ(label, seen[i]);  // same order as the unbatched stream
+    EXPECT_EQ(b->tensor("image").data<float>()[i * 4 + 3], static_cast<float>(4 * label + 3) / 255.0f);
+  }
+  EXPECT_FALSE(batched->next().has_value());
   EXPECT_EQ(values(Dataset::range(0).map([](Example e, Rng&) { return e; })), std::vector<int32_t>{});
   EXPECT_THROW(Dataset::range(-1), UserError);
 }
