@@ -38,7 +38,7 @@ struct Case {
 void check_gradients(const Case& c) {
   SCOPED_TRACE(c.name);
   const int64_t batch = 3;
-  CompileOptions opt{.batch_size = batch, .loss = c.loss, .sgd = {}, .input_gradient = true};
+  CompileOptions opt{.batch_size = batch, .loss = c.loss, .optimizer = {}, .input_gradient = true};
   auto exe = compile_cpu(c.model, opt, 11);
   const int64_t in_size = batch * numel(c.model.input_shape());
   std::vector<float> x = spaced_inputs(in_size, 5);

@@ -19,7 +19,7 @@ class Parity : public ::testing::Test {
     fixture = io::read_safetensors(std::string(CONVOY_FIXTURES_DIR) + "/seed_cnn_parity.safetensors");
     start = io::from_named(model, fixture, "parity fixture");
     batch = fixture.at("labels").dim(0);
-    exe = compile_cpu(model, {.batch_size = batch, .loss = Loss::nll, .sgd = {.lr = 0.01f, .momentum = 0.5f}}, 0);
+    exe = compile_cpu(model, {.batch_size = batch, .loss = Loss::nll, .optimizer = {.lr = 0.01f, .momentum = 0.5f}}, 0);
     exe->set_parameters(start.params);
     exe->set_state(start.state);
   }

@@ -15,7 +15,7 @@ const data::TrainTest& fashion() {
 }
 
 CompileOptions seed_options(int64_t batch = 128) {
-  return {.batch_size = batch, .loss = Loss::nll, .sgd = {.lr = 0.01f, .momentum = 0.5f}};
+  return {.batch_size = batch, .loss = Loss::nll, .optimizer = {.lr = 0.01f, .momentum = 0.5f}};
 }
 
 }  // namespace

@@ -11,7 +11,7 @@ namespace convoy::train {
 namespace {
 
 constexpr const char* kFormat = "convoy-checkpoint-1";
-constexpr const char* kOptimizerTensor = "optimizer.velocity";
+constexpr const char* kOptimizerTensor = "optimizer.state";
 
 }  // namespace
 
@@ -51,7 +51,8 @@ Checkpoint load_checkpoint(const std::string& path) {
   c.params = std::move(w.params);
   c.state = std::move(w.state);
   auto it = tensors.find(kOptimizerTensor);
-  require(it != tensors.end() && it->second.dtype() == DType::f32 && it->second.numel() == model.num_parameters(),
+  const int64_t want = optim::state_size(optimizer_options(c.config), model.num_parameters());
+  require(it != tensors.end() && it->second.dtype() == DType::f32 && it->second.numel() == want,
           path + ": missing or mis-sized '" + std::string(kOptimizerTensor) + "'; the checkpoint is corrupt");
   const auto v = it->second.data<float>();
   c.optimizer_state.assign(v.begin(), v.end());

@@ -18,6 +18,7 @@
 #include "convoy/nn/zoo.h"
 #include "convoy/train/checkpoint.h"
 #include "convoy/train/fit.h"
+#include "convoy/train/schedules.h"
 
 namespace convoy::train {
 namespace {
@@ -54,10 +55,7 @@ std::unique_ptr<Executable> compile_for(const nn::Sequential& model, const RunCo
   CompileOptions options;
   options.batch_size = c.batch_size;
   options.loss = Loss::nll;
-  options.sgd = {.lr = static_cast<float>(c.lr),
-                 .momentum = static_cast<float>(c.momentum),
-                 .weight_decay = static_cast<float>(c.weight_decay),
-                 .nesterov = c.nesterov};
+  options.optimizer = optimizer_options(c);
   return compile_cpu(model, options, c.seed);
 }
 
@@ -69,6 +67,8 @@ Callbacks make_callbacks(const RunConfig& c, const nn::Sequential& model, std::o
   }
   if (c.terminate_on_nan) cbs.push_back(std::make_shared<TerminateOnNaN>());
   if (c.early_stopping) cbs.push_back(std::make_shared<EarlyStopping>(*c.early_stopping));
+  if (c.schedule.active()) cbs.push_back(std::make_shared<LearningRateScheduler>(c.schedule, c.lr));
+  if (c.reduce_lr_on_plateau) cbs.push_back(std::make_shared<ReduceLrOnPlateau>(*c.reduce_lr_on_plateau));
   if (!c.out_dir.empty()) {
     cbs.push_back(std::make_shared<CsvLogger>((fs::path(c.out_dir) / "history.csv").string()));
     cbs.push_back(std::make_shared<CheckpointSaver>((fs::path(c.out_dir) / kCheckpointFile).string(), model, c));
@@ -92,15 +92,17 @@ RunOutcome run(const RunConfig& c, const std::optional<Checkpoint>& resume, std:
     exe->set_optimizer_state(resume->optimizer_state);
     history = resume->history;
     done = resume->epoch;
+    if (!history.epochs.empty()) exe->set_learning_rate(static_cast<float>(history.epochs.back().lr));
   }
   RunOutcome out{.history = {}, .device = exe->device(), .threads = num_threads()};
   if (c.progress != "quiet") {
     char line[320];
     std::snprintf(line, sizeof line,
-                  "convoy: %s on Fashion-MNIST (%lld train, %lld test) | %s, %d threads | batch %lld, SGD lr %g "
+                  "convoy: %s on Fashion-MNIST (%lld train, %lld test) | %s, %d threads | batch %lld, %s lr %g "
                   "momentum %g, %lld epochs, seed %llu%s\n",
                   c.model.c_str(), static_cast<long long>(data.train.size()), static_cast<long long>(data.test.size()),
-                  out.device.c_str(), out.threads, static_cast<long long>(c.batch_size), c.lr, c.momentum,
+                  out.device.c_str(), out.threads, static_cast<long long>(c.batch_size),
+                  c.optimizer == "sgd" ? "SGD" : c.optimizer.c_str(), c.lr, c.momentum,
                   static_cast<long long>(c.epochs), static_cast<unsigned long long>(c.seed),
                   resume ? (", resuming after epoch " + std::to_string(done)).c_str() : "");
     log << line << std::flush;

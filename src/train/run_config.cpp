@@ -121,6 +121,21 @@ RunConfig from_json(const json& root, const std::string& where) {
     s.get("momentum", c.momentum);
     s.get("weight_decay", c.weight_decay);
     s.get("nesterov", c.nesterov);
+    s.get("beta1", c.beta1);
+    s.get("beta2", c.beta2);
+    s.get("eps", c.eps);
+    s.get("alpha", c.alpha);
+    s.get("clip_norm", c.clip_norm);
+    s.finish();
+  }
+  {
+    Section s = top.sub("schedule");
+    s.get("kind", c.schedule.kind);
+    s.get("step_epochs", c.schedule.step_epochs);
+    s.get("gamma", c.schedule.gamma);
+    s.get("min_lr", c.schedule.min_lr);
+    s.get("max_lr", c.schedule.max_lr);
+    s.get("warmup_epochs", c.schedule.warmup_epochs);
     s.finish();
   }
   {
@@ -147,6 +162,19 @@ RunConfig from_json(const json& root, const std::string& where) {
     } else {
       s.sub("early_stopping");  // known, absent
     }
+    if (s.has("reduce_lr_on_plateau")) {
+      ReduceLrOptions r;
+      Section rs = s.sub("reduce_lr_on_plateau");
+      rs.get("monitor", r.monitor);
+      rs.get("factor", r.factor);
+      rs.get("patience", r.patience);
+      rs.get("min_lr", r.min_lr);
+      rs.get("min_delta", r.min_delta);
+      rs.finish();
+      c.reduce_lr_on_plateau = r;
+    } else {
+      s.sub("reduce_lr_on_plateau");
+    }
     s.finish();
   }
   {
@@ -168,7 +196,19 @@ RunConfig from_json(const json& root, const std::string& where) {
 
 void validate(const RunConfig& c) {
   require(c.model == "seed_cnn", "model.name: unknown model '" + c.model + "'; available: seed_cnn");
-  require(c.optimizer == "sgd", "optimizer.name: unknown optimizer '" + c.optimizer + "'; available: sgd");
+  try {
+    optim::parse_kind(c.optimizer);
+  } catch (const UserError& e) {
+    throw UserError(std::string("optimizer.name: ") + e.what());
+  }
+  require(c.beta1 >= 0 && c.beta1 < 1 && c.beta2 >= 0 && c.beta2 < 1, "optimizer.beta1 and beta2 must be in [0, 1)");
+  require(c.eps > 0, "optimizer.eps must be positive");
+  require(c.alpha >= 0 && c.alpha < 1, "optimizer.alpha must be in [0, 1)");
+  require(c.clip_norm >= 0, "optimizer.clip_norm must be 0 (off) or positive");
+  validate(c.schedule);
+  require(!(c.schedule.active() && c.reduce_lr_on_plateau),
+          "use either a schedule or callbacks.reduce_lr_on_plateau, not both: each would override the other's rate");
+  if (c.reduce_lr_on_plateau) ReduceLrOnPlateau check(*c.reduce_lr_on_plateau);
   require(c.epochs >= 1, "training.epochs (--epochs) must be at least 1");
   require(c.batch_size >= 1, "training.batch_size (--batch-size) must be at least 1");
   require(c.lr > 0, "optimizer.lr (--lr) must be positive");
@@ -178,6 +218,19 @@ void validate(const RunConfig& c) {
   require(c.progress == "auto" || c.progress == "bar" || c.progress == "lines" || c.progress == "quiet",
           "output.progress (--progress): '" + c.progress + "' is not auto, bar, lines or quiet");
   if (c.early_stopping) EarlyStopping check(*c.early_stopping);  // validates monitor, mode, patience
+}
+
+optim::OptimizerOptions optimizer_options(const RunConfig& c) {
+  return {.kind = optim::parse_kind(c.optimizer),
+          .lr = static_cast<float>(c.lr),
+          .momentum = static_cast<float>(c.momentum),
+          .weight_decay = static_cast<float>(c.weight_decay),
+          .nesterov = c.nesterov,
+          .beta1 = static_cast<float>(c.beta1),
+          .beta2 = static_cast<float>(c.beta2),
+          .eps = static_cast<float>(c.eps),
+          .alpha = static_cast<float>(c.alpha),
+          .clip_norm = static_cast<float>(c.clip_norm)};
 }
 
 RunConfig parse_run_config(const std::string& text, const std::string& where, bool yaml) {
@@ -213,7 +266,12 @@ std::string run_config_json(const RunConfig& c) {
             {"model", {{"name", c.model}}},
             {"optimizer",
              {{"name", c.optimizer}, {"lr", c.lr}, {"momentum", c.momentum}, {"weight_decay", c.weight_decay},
-              {"nesterov", c.nesterov}}},
+              {"nesterov", c.nesterov}, {"beta1", c.beta1}, {"beta2", c.beta2}, {"eps", c.eps}, {"alpha", c.alpha},
+              {"clip_norm", c.clip_norm}}},
+            {"schedule",
+             {{"kind", c.schedule.kind}, {"step_epochs", c.schedule.step_epochs}, {"gamma", c.schedule.gamma},
+              {"min_lr", c.schedule.min_lr}, {"max_lr", c.schedule.max_lr},
+              {"warmup_epochs", c.schedule.warmup_epochs}}},
             {"training", {{"epochs", c.epochs}, {"batch_size", c.batch_size}, {"seed", c.seed}, {"threads", c.threads}}},
             {"callbacks", {{"terminate_on_nan", c.terminate_on_nan}}},
             {"output", {{"dir", c.out_dir}, {"progress", c.progress}}}};
@@ -224,6 +282,11 @@ std::string run_config_json(const RunConfig& c) {
                                         {"patience", e.patience},
                                         {"min_delta", e.min_delta},
                                         {"restore_best_weights", e.restore_best_weights}};
+  }
+  if (c.reduce_lr_on_plateau) {
+    const auto& r = *c.reduce_lr_on_plateau;
+    j["callbacks"]["reduce_lr_on_plateau"] = {{"monitor", r.monitor}, {"factor", r.factor}, {"patience", r.patience},
+                                              {"min_lr", r.min_lr}, {"min_delta", r.min_delta}};
   }
   return j.dump(2);
 }

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "convoy/nn/sequential.h"
-#include "convoy/optim/sgd.h"
+#include "convoy/optim/optimizer.h"
 
 namespace convoy {
 
@@ -23,7 +23,7 @@ enum class Loss {
 struct CompileOptions {
   int64_t batch_size = 128;
   Loss loss = Loss::nll;
-  optim::SgdOptions sgd;
+  optim::OptimizerOptions optimizer;
   bool input_gradient = false;  // also compute d loss / d input (gradient checks)
 };
 
@@ -67,7 +67,7 @@ class Executable {
   virtual void get_gradients(std::span<float> grads) const = 0;
   virtual void set_state(std::span<const float> state) = 0;
   virtual void get_state(std::span<float> state) const = 0;
-  // The optimizer's own state (SGD: the velocity), for checkpoints.
+  // The optimizer's own state (see optim::state_size), for checkpoints.
   virtual int64_t optimizer_state_size() const = 0;
   virtual void set_optimizer_state(std::span<const float> s) = 0;
   virtual void get_optimizer_state(std::span<float> s) const = 0;

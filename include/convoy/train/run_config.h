@@ -7,7 +7,9 @@
 #include <optional>
 #include <string>
 
+#include "convoy/optim/optimizer.h"
 #include "convoy/train/callbacks.h"
+#include "convoy/train/schedules.h"
 
 namespace convoy::train {
 
@@ -16,16 +18,21 @@ struct RunConfig {
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   // model
   std::string model = "seed_cnn";
-  // optimizer
+  // optimizer (see optim/optimizer.h for each one's formula)
   std::string optimizer = "sgd";
   double lr = 0.01, momentum = 0.5, weight_decay = 0;
   bool nesterov = false;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, alpha = 0.99;
+  double clip_norm = 0;  // > 0: clip the gradients' global norm
+  // learning-rate schedule, applied at each epoch's start
+  ScheduleOptions schedule;
   // training
   int64_t epochs = 50, batch_size = 128;
   uint64_t seed = 2;  // arbitrary; docs/benchmarks.md shows the spread over seeds
   int threads = 0;    // 0 = all cores
   // callbacks
   std::optional<EarlyStoppingOptions> early_stopping;
+  std::optional<ReduceLrOptions> reduce_lr_on_plateau;
   bool terminate_on_nan = true;
   // output
   std::string out_dir;            // empty: write nothing
@@ -38,5 +45,6 @@ RunConfig parse_run_config(const std::string& text, const std::string& where, bo
 std::string run_config_json(const RunConfig& config);
 // Range checks shared by files and flags (epochs >= 1, lr > 0, ...).
 void validate(const RunConfig& config);
+optim::OptimizerOptions optimizer_options(const RunConfig& config);
 
 }  // namespace convoy::train

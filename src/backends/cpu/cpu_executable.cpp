@@ -31,7 +31,7 @@ class CpuExecutable final : public Executable {
         classes_(model.output_shape().at(0)),
         params_(model.num_parameters()),
         grads_(model.num_parameters()),
-        velocity_(model.num_parameters()),
+        optimizer_state_(optim::state_size(options.optimizer, model.num_parameters())),
         state_(model.num_state()) {
     const int64_t n = options.batch_size;
     require(n >= 1, "batch size must be at least 1, got " + std::to_string(n));
@@ -113,7 +113,7 @@ class CpuExecutable final : public Executable {
 
   void train_step(const float* x, const int32_t* y) override {
     accumulate(forward_backward(x, y), batch_size());
-    optim::sgd_update(params_.span(), grads_.span(), velocity_.span(), options_.sgd);
+    optim::step(options_.optimizer, params_.span(), grads_.span(), optimizer_state_.span());
   }
 
   double loss_and_gradients(const float* x, const int32_t* y) override {
@@ -133,13 +133,13 @@ class CpuExecutable final : public Executable {
 
   Metrics take_metrics() override { return std::exchange(metrics_, {}); }
   Metrics peek_metrics() const override { return metrics_; }
-  void set_learning_rate(float lr) override { options_.sgd.lr = lr; }
-  float learning_rate() const override { return options_.sgd.lr; }
+  void set_learning_rate(float lr) override { options_.optimizer.lr = lr; }
+  float learning_rate() const override { return options_.optimizer.lr; }
   int64_t parameter_count() const override { return static_cast<int64_t>(params_.size()); }
   int64_t state_count() const override { return static_cast<int64_t>(state_.size()); }
-  int64_t optimizer_state_size() const override { return static_cast<int64_t>(velocity_.size()); }
-  void set_optimizer_state(std::span<const float> s) override { copy_checked(s, velocity_.span(), "optimizer state"); }
-  void get_optimizer_state(std::span<float> s) const override { copy_checked(velocity_.span(), s, "optimizer state"); }
+  int64_t optimizer_state_size() const override { return static_cast<int64_t>(optimizer_state_.size()); }
+  void set_optimizer_state(std::span<const float> s) override { copy_checked(s, optimizer_state_.span(), "optimizer state"); }
+  void get_optimizer_state(std::span<float> s) const override { copy_checked(optimizer_state_.span(), s, "optimizer state"); }
 
   void set_parameters(std::span<const float> p) override { copy_checked(p, params_.span(), "parameters"); }
   void get_parameters(std::span<float> p) const override { copy_checked(params_.span(), p, "parameters"); }
@@ -176,7 +176,7 @@ class CpuExecutable final : public Executable {
   cpu::DnnlEnv env_;
   CompileOptions options_;
   int64_t example_size_, classes_;
-  AlignedBuffer params_, grads_, velocity_, state_, arena_, scratch_;
+  AlignedBuffer params_, grads_, optimizer_state_, state_, arena_, scratch_;
   AlignedBuffer staging_, d_input_canonical_;  // NCHW copies at the edges, when layouts differ
   cpu::Prim input_relayout_, d_input_relayout_;
   std::vector<std::unique_ptr<CpuOp>> ops_;
