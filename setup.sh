@@ -30,11 +30,13 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The benchmarks' Python peers that Debian does not package (tf.data for
-# bench/pipeline_vs_peers.py). Optional: the build and the tests never need them.
-if ! python3 -c "import tensorflow" 2>/dev/null; then
-  python3 -m pip install -q tensorflow-cpu || echo "setup: could not install tensorflow-cpu; the tf.data benchmark will be skipped"
-fi
+# The Python peers Debian does not package: tf.data for the pipeline
+# benchmark, TensorBoard and safetensors to read convoy's files back
+# (tests/peer_readers.py). Optional: the build and the tests run without them.
+for peer in tensorflow-cpu:tensorflow tensorboard:tensorboard safetensors:safetensors; do
+  python3 -c "import ${peer#*:}" 2>/dev/null ||
+    python3 -m pip install -q "${peer%%:*}" || echo "setup: could not install ${peer%%:*}; its checks will be skipped"
+done
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" >/dev/null
 cmake --build build -j2

@@ -1,5 +1,6 @@
 #include <cairo.h>
 
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -52,6 +53,35 @@ TEST(Plots, WritesReadablePngsAndAReportThatLinksThem) {
   EXPECT_NE(html.str().find("<img src=\"curves.png\""), std::string::npos);
   EXPECT_NE(html.str().find("t &lt;x&gt;"), std::string::npos);
   EXPECT_NE(html.str().find("86.00%"), std::string::npos);
+}
+
+}  // namespace convoy::io
+
+#include "convoy/io/tensorboard.h"
+
+namespace convoy::io {
+
+TEST(TensorBoard, Crc32cKnownValueAndFramedRecords) {
+  EXPECT_EQ(crc32c("123456789", 9), 0xE3069283u);  // the standard check value
+  testing::TempDir dir;
+  std::string path;
+  {
+    EventWriter w(dir.path());
+    w.scalar("epoch_loss", 0.5f, 1);
+    w.flush();
+    path = w.path();
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Two records (file_version, then the scalar), each: u64 length, masked CRC, payload, masked CRC.
+  uint64_t len = 0;
+  std::memcpy(&len, bytes.data(), 8);
+  ASSERT_GT(bytes.size(), 16 + len);
+  uint64_t len2 = 0;
+  std::memcpy(&len2, bytes.data() + 16 + len, 8);
+  EXPECT_EQ(bytes.size(), 16 + len + 16 + len2);
+  EXPECT_NE(bytes.find("brain.Event:2"), std::string::npos);
+  EXPECT_NE(bytes.find("epoch_loss"), std::string::npos);
 }
 
 }  // namespace convoy::io

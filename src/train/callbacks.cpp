@@ -7,6 +7,7 @@
 
 #include "convoy/core/error.h"
 #include "convoy/io/atomic_file.h"
+#include "convoy/io/tensorboard.h"
 
 namespace convoy::train {
 namespace {
@@ -94,6 +95,31 @@ void CsvLogger::on_epoch_end(FitState& s, const EpochRecord&) {
     csv += row;
   }
   io::write_file_atomic(path_, csv);
+}
+
+// One event file per run kind, as Keras writes train/ and validation/.
+struct TensorBoardLogger::Writers {
+  io::EventWriter train, validation;
+};
+
+TensorBoardLogger::TensorBoardLogger(const std::string& dir, int64_t every_steps)
+    : w_(new Writers{io::EventWriter(dir + "/train"), io::EventWriter(dir + "/validation")}), every_(every_steps) {}
+TensorBoardLogger::~TensorBoardLogger() = default;
+
+void TensorBoardLogger::on_batch_end(FitState& s, int64_t step, const Metrics& running) {
+  if (every_ <= 0 || step % every_ != 0) return;
+  const int64_t global = (s.epoch - 1) * s.steps_per_epoch + step;
+  w_->train.scalar("batch_loss", static_cast<float>(running.mean_loss()), global);
+}
+
+void TensorBoardLogger::on_epoch_end(FitState&, const EpochRecord& r) {
+  w_->train.scalar("epoch_loss", static_cast<float>(r.train_loss), r.epoch);
+  w_->train.scalar("epoch_accuracy", static_cast<float>(r.train_accuracy), r.epoch);
+  w_->train.scalar("learning_rate", static_cast<float>(r.lr), r.epoch);
+  w_->validation.scalar("epoch_loss", static_cast<float>(r.test_loss), r.epoch);
+  w_->validation.scalar("epoch_accuracy", static_cast<float>(r.test_accuracy), r.epoch);
+  w_->train.flush();
+  w_->validation.flush();
 }
 
 ProgressLogger::ProgressLogger(std::ostream& out, bool live_bar) : out_(out), live_(live_bar) {}

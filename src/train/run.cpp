@@ -71,6 +71,7 @@ Callbacks make_callbacks(const RunConfig& c, const nn::Sequential& model, std::o
   if (c.reduce_lr_on_plateau) cbs.push_back(std::make_shared<ReduceLrOnPlateau>(*c.reduce_lr_on_plateau));
   if (!c.out_dir.empty()) {
     cbs.push_back(std::make_shared<CsvLogger>((fs::path(c.out_dir) / "history.csv").string()));
+    cbs.push_back(std::make_shared<TensorBoardLogger>((fs::path(c.out_dir) / "tensorboard").string()));
     cbs.push_back(std::make_shared<CheckpointSaver>((fs::path(c.out_dir) / kCheckpointFile).string(), model, c));
   }
   return cbs;

@@ -110,6 +110,22 @@ class CsvLogger : public Callback {
   std::string path_;
 };
 
+// TensorBoard scalars under `dir`: loss and accuracy per epoch for training
+// and validation, the learning rate, and the running training loss every
+// `every_steps` steps.
+class TensorBoardLogger : public Callback {
+ public:
+  explicit TensorBoardLogger(const std::string& dir, int64_t every_steps = 50);
+  ~TensorBoardLogger() override;
+  void on_batch_end(FitState&, int64_t step, const Metrics& running) override;
+  void on_epoch_end(FitState&, const EpochRecord&) override;
+
+ private:
+  struct Writers;
+  std::unique_ptr<Writers> w_;
+  int64_t every_;
+};
+
 // Keras-style progress: on a terminal a live bar per epoch (steps, ETA,
 // running loss and accuracy, images/s), then one line per epoch; elsewhere
 // (CI logs, files) only the per-epoch lines.
