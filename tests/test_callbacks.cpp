@@ -109,3 +109,22 @@ TEST(ProgressLogger, PlainModePrintsOneLinePerEpochAndNoBar) {
 }
 
 }  // namespace convoy::train
+
+#include "convoy/io/safetensors.h"
+#include "convoy/train/checkpoint.h"
+
+namespace convoy::train {
+
+TEST(CheckpointSaver, SaveBestOnlyKeepsTheBestEpochsWeights) {
+  testing::TempDir dir;
+  Harness h;
+  RunConfig config;
+  CheckpointSaver best(dir.file("best.safetensors"), h.model, config, /*save_best_only=*/true, "val_loss");
+  h.epoch(best, 1.0f, 0.9);
+  h.epoch(best, 2.0f, 0.5);  // best
+  h.epoch(best, 3.0f, 0.7);
+  const io::NamedTensors t = io::read_safetensors(dir.file("best.safetensors"));
+  EXPECT_EQ(t.at("dense_0.weight").data<float>()[0], 2.0f);
+}
+
+}  // namespace convoy::train

@@ -32,6 +32,22 @@ void save_checkpoint(const std::string& path, const nn::Sequential& model, const
                          {"history", io::history_json(history)}});
 }
 
+CheckpointSaver::CheckpointSaver(std::string path, const nn::Sequential& model, RunConfig config, bool save_best_only,
+                                 std::string monitor)
+    : path_(std::move(path)), model_(model), config_(std::move(config)), best_only_(save_best_only),
+      monitor_(std::move(monitor)), maximize_(monitor_.find("acc") != std::string::npos) {
+  check_metric_name(monitor_, "checkpoint monitor");
+}
+
+void CheckpointSaver::on_epoch_end(FitState& s, const EpochRecord& r) {
+  if (best_only_) {
+    const double v = metric_value(r, monitor_);
+    if (best_ && !(maximize_ ? v > *best_ : v < *best_)) return;
+    best_ = v;
+  }
+  save_checkpoint(path_, model_, s.exe, config_, s.history);
+}
+
 Checkpoint load_checkpoint(const std::string& path) {
   io::Metadata meta;
   const io::NamedTensors tensors = io::read_safetensors(path, &meta);

@@ -74,6 +74,7 @@ History fit(Executable& exe, const data::LabeledImages& train, const data::Label
             const FitOptions& options, History history) {
   const int64_t batch = exe.batch_size();
   require(options.epochs >= 1, "epochs must be at least 1, got " + std::to_string(options.epochs));
+  require(options.steps_per_execution >= 1, "steps_per_execution must be at least 1");
   require(train.size() >= batch, "batch size " + std::to_string(batch) + " exceeds the " +
                                      std::to_string(train.size()) + " training examples; use a smaller --batch-size");
   // Each epoch a fresh full shuffle fixed by (seed, epoch), full batches only
@@ -104,7 +105,8 @@ History fit(Executable& exe, const data::LabeledImages& train, const data::Label
       input_wait += seconds_since(asked);
       if (!xy) break;
       exe.train_step(xy->tensor("image").data<float>().data(), xy->tensor("label").data<int32_t>().data());
-      if (!options.callbacks.empty()) {
+      const bool boundary = (b + 1) % options.steps_per_execution == 0 || b + 1 == state.steps_per_epoch;
+      if (boundary && !options.callbacks.empty()) {
         const Metrics running = exe.peek_metrics();
         for (auto& cb : options.callbacks) cb->on_batch_end(state, b + 1, running);
       }

@@ -73,6 +73,9 @@ Callbacks make_callbacks(const RunConfig& c, const nn::Sequential& model, std::o
     cbs.push_back(std::make_shared<CsvLogger>((fs::path(c.out_dir) / "history.csv").string()));
     cbs.push_back(std::make_shared<TensorBoardLogger>((fs::path(c.out_dir) / "tensorboard").string()));
     cbs.push_back(std::make_shared<CheckpointSaver>((fs::path(c.out_dir) / kCheckpointFile).string(), model, c));
+    // The best epoch's weights by validation loss, beside the latest.
+    cbs.push_back(std::make_shared<CheckpointSaver>((fs::path(c.out_dir) / "best.safetensors").string(), model, c,
+                                                    /*save_best_only=*/true, "val_loss"));
   }
   return cbs;
 }
@@ -109,7 +112,7 @@ RunOutcome run(const RunConfig& c, const std::optional<Checkpoint>& resume, std:
     log << line << std::flush;
   }
   FitOptions fit_options{.epochs = c.epochs, .seed = c.seed, .initial_epoch = done,
-                         .callbacks = make_callbacks(c, model, log)};
+                         .steps_per_execution = c.steps_per_execution, .callbacks = make_callbacks(c, model, log)};
   out.history = fit(*exe, data.train, data.test, fit_options, std::move(history));
   const auto& h = out.history;
   if (h.epochs.empty()) return out;

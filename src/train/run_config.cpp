@@ -142,6 +142,7 @@ RunConfig from_json(const json& root, const std::string& where) {
     Section s = top.sub("training");
     s.get("epochs", c.epochs);
     s.get("batch_size", c.batch_size);
+    s.get("steps_per_execution", c.steps_per_execution);
     s.get("seed", c.seed);
     s.get("threads", c.threads);
     s.finish();
@@ -211,6 +212,7 @@ void validate(const RunConfig& c) {
   if (c.reduce_lr_on_plateau) ReduceLrOnPlateau check(*c.reduce_lr_on_plateau);
   require(c.epochs >= 1, "training.epochs (--epochs) must be at least 1");
   require(c.batch_size >= 1, "training.batch_size (--batch-size) must be at least 1");
+  require(c.steps_per_execution >= 1, "training.steps_per_execution must be at least 1");
   require(c.lr > 0, "optimizer.lr (--lr) must be positive");
   require(c.momentum >= 0 && c.momentum < 1, "optimizer.momentum (--momentum) must be in [0, 1)");
   require(c.weight_decay >= 0, "optimizer.weight_decay must be 0 or more");
@@ -272,7 +274,9 @@ std::string run_config_json(const RunConfig& c) {
              {{"kind", c.schedule.kind}, {"step_epochs", c.schedule.step_epochs}, {"gamma", c.schedule.gamma},
               {"min_lr", c.schedule.min_lr}, {"max_lr", c.schedule.max_lr},
               {"warmup_epochs", c.schedule.warmup_epochs}}},
-            {"training", {{"epochs", c.epochs}, {"batch_size", c.batch_size}, {"seed", c.seed}, {"threads", c.threads}}},
+            {"training",
+             {{"epochs", c.epochs}, {"batch_size", c.batch_size}, {"steps_per_execution", c.steps_per_execution},
+              {"seed", c.seed}, {"threads", c.threads}}},
             {"callbacks", {{"terminate_on_nan", c.terminate_on_nan}}},
             {"output", {{"dir", c.out_dir}, {"progress", c.progress}}}};
   if (c.early_stopping) {

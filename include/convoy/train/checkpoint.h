@@ -5,6 +5,7 @@
 // state, and as metadata the run config, the epochs done and the history.
 // The data order needs no state of its own: epoch e's shuffle depends only on
 // (seed, e).
+#include <optional>
 #include <string>
 
 #include "convoy/backends/executable.h"
@@ -29,19 +30,22 @@ void save_checkpoint(const std::string& path, const nn::Sequential& model, const
 // checkpoint of `model`'s shape.
 Checkpoint load_checkpoint(const std::string& path);
 
-// Saves a checkpoint after every epoch.
+// Saves a checkpoint after every epoch, or with save_best_only (Keras's
+// ModelCheckpoint) only after epochs where `monitor` improved.
 class CheckpointSaver : public Callback {
  public:
-  CheckpointSaver(std::string path, const nn::Sequential& model, RunConfig config)
-      : path_(std::move(path)), model_(model), config_(std::move(config)) {}
-  void on_epoch_end(FitState& s, const EpochRecord&) override {
-    save_checkpoint(path_, model_, s.exe, config_, s.history);
-  }
+  CheckpointSaver(std::string path, const nn::Sequential& model, RunConfig config, bool save_best_only = false,
+                  std::string monitor = "val_loss");
+  void on_epoch_end(FitState& s, const EpochRecord& r) override;
 
  private:
   std::string path_;
   const nn::Sequential& model_;
   RunConfig config_;
+  bool best_only_;
+  std::string monitor_;
+  bool maximize_;
+  std::optional<double> best_;
 };
 
 }  // namespace convoy::train

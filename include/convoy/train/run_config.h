@@ -28,6 +28,7 @@ struct RunConfig {
   ScheduleOptions schedule;
   // training
   int64_t epochs = 50, batch_size = 128;
+  int64_t steps_per_execution = 1;
   uint64_t seed = 2;  // arbitrary; docs/benchmarks.md shows the spread over seeds
   int threads = 0;    // 0 = all cores
   // callbacks
