@@ -1,5 +1,6 @@
 #include "convoy/io/safetensors.h"
 
+#include <cctype>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -12,19 +13,16 @@
 namespace convoy::io {
 namespace {
 
-const char* dtype_tag(DType t) {
-  switch (t) {
-    case DType::f32: return "F32";
-    case DType::i32: return "I32";
-    case DType::u8: return "U8";
-  }
-  return "?";
+// safetensors spells convoy's dtype names in capitals: f32 -> F32.
+std::string dtype_tag(DType t) {
+  std::string tag = dtype_name(t);
+  for (char& ch : tag) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return tag;
 }
 
 DType parse_dtype(const std::string& tag, const std::string& where) {
-  if (tag == "F32") return DType::f32;
-  if (tag == "I32") return DType::i32;
-  if (tag == "U8") return DType::u8;
+  for (DType t : {DType::f32, DType::i32, DType::u8})
+    if (tag == dtype_tag(t)) return t;
   throw UserError(where + ": dtype " + tag + " is not supported (F32, I32, U8)");
 }
 
