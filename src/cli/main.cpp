@@ -23,7 +23,7 @@ struct TrainFlags {
   std::optional<int> threads;
   std::optional<uint64_t> seed;
   std::optional<std::string> data, out, progress;
-  bool quiet = false;
+  bool quiet = false, profile = false;
 };
 
 RunConfig resolve(const TrainFlags& f) {
@@ -38,6 +38,7 @@ RunConfig resolve(const TrainFlags& f) {
   if (f.out) c.out_dir = *f.out;
   if (f.progress) c.progress = *f.progress;
   if (f.quiet) c.progress = "quiet";
+  if (f.profile) c.profile = true;
   return c;
 }
 
@@ -98,6 +99,7 @@ int main(int argc, char** argv) {
   train->add_option("--out", f.out, "Folder for checkpoint, history.csv, summary.json, model.safetensors");
   train->add_option("--progress", f.progress, "auto, bar, lines or quiet [auto]");
   train->add_flag("--quiet", f.quiet, "Print only the final test accuracy");
+  train->add_flag("--profile", f.profile, "Print per-layer forward/backward time and GFLOP/s at the end");
   std::string checkpoint, input, output;
   CLI::App* evaluate = app.add_subcommand("evaluate", "Evaluate a checkpoint on its test data");
   evaluate->add_option("--checkpoint", checkpoint, "The --out folder of a train run")->required();

@@ -100,6 +100,23 @@ std::string Sequential::summary() const {
   return out + line;
 }
 
+LayerFlops layer_flops(const LayerPlan& plan) {
+  const auto in = static_cast<double>(numel(plan.input_shape));
+  const auto out = static_cast<double>(numel(plan.output_shape));
+  if (std::holds_alternative<Conv2d>(plan.layer) || std::holds_alternative<Dense>(plan.layer)) {
+    // Each output sums (weights per output unit) products; backward does it twice.
+    const auto& w = plan.params[0];
+    const double per_output = static_cast<double>(w.size() / w.shape[0]);
+    const double f = 2 * out * per_output;
+    return {f, 2 * f};
+  }
+  if (auto* p = std::get_if<MaxPool2d>(&plan.layer)) return {out * static_cast<double>(p->kernel * p->kernel), in};
+  if (std::holds_alternative<BatchNorm>(plan.layer)) return {4 * in, 8 * in};
+  if (std::holds_alternative<ReLU>(plan.layer)) return {in, in};
+  if (std::holds_alternative<LogSoftmax>(plan.layer)) return {4 * in, 4 * in};
+  return {};
+}
+
 Sequential seed_cnn() {
   return Sequential({1, 28, 28}, {
                                       Conv2d{.filters = 10, .kernel = 5},

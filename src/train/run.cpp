@@ -18,6 +18,7 @@
 #include "convoy/nn/zoo.h"
 #include "convoy/train/checkpoint.h"
 #include "convoy/train/fit.h"
+#include "convoy/train/profile_report.h"
 #include "convoy/train/schedules.h"
 
 namespace convoy::train {
@@ -113,7 +114,9 @@ RunOutcome run(const RunConfig& c, const std::optional<Checkpoint>& resume, std:
   }
   FitOptions fit_options{.epochs = c.epochs, .seed = c.seed, .initial_epoch = done,
                          .steps_per_execution = c.steps_per_execution, .callbacks = make_callbacks(c, model, log)};
+  exe->set_profiling(c.profile);
   out.history = fit(*exe, data.train, data.test, fit_options, std::move(history));
+  if (c.profile) log << profile_table(exe->profile(), exe->profiled_steps()) << std::flush;
   const auto& h = out.history;
   if (h.epochs.empty()) return out;
   if (c.progress != "quiet") {

@@ -182,6 +182,7 @@ RunConfig from_json(const json& root, const std::string& where) {
     Section s = top.sub("output");
     s.get("dir", c.out_dir);
     s.get("progress", c.progress);
+    s.get("profile", c.profile);
     s.finish();
   }
   top.finish();
@@ -278,7 +279,7 @@ std::string run_config_json(const RunConfig& c) {
              {{"epochs", c.epochs}, {"batch_size", c.batch_size}, {"steps_per_execution", c.steps_per_execution},
               {"seed", c.seed}, {"threads", c.threads}}},
             {"callbacks", {{"terminate_on_nan", c.terminate_on_nan}}},
-            {"output", {{"dir", c.out_dir}, {"progress", c.progress}}}};
+            {"output", {{"dir", c.out_dir}, {"progress", c.progress}, {"profile", c.profile}}}};
   if (c.early_stopping) {
     const auto& e = *c.early_stopping;
     j["callbacks"]["early_stopping"] = {{"monitor", e.monitor},

@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "convoy/nn/sequential.h"
 #include "convoy/optim/optimizer.h"
@@ -25,6 +26,13 @@ struct CompileOptions {
   Loss loss = Loss::nll;
   optim::OptimizerOptions optimizer;
   bool input_gradient = false;  // also compute d loss / d input (gradient checks)
+};
+
+// Where a training step's time went, per layer (`convoy train --profile`).
+struct LayerProfile {
+  std::string name;  // e.g. "conv2d_0"
+  double forward_seconds = 0, backward_seconds = 0;  // summed over profiled training steps
+  double forward_flops = 0, backward_flops = 0;      // per step (multiply-adds count 2)
 };
 
 // Sums over the steps since the last take_metrics().
@@ -58,6 +66,12 @@ class Executable {
   virtual Metrics peek_metrics() const = 0;
 
   virtual void set_learning_rate(float lr) = 0;
+
+  // Per-layer timing of training steps; off by default (it adds a clock read
+  // around every op). profile() returns the sums since profiling was turned on.
+  virtual void set_profiling(bool on) = 0;
+  virtual std::vector<LayerProfile> profile() const = 0;
+  virtual int64_t profiled_steps() const = 0;
 
   virtual int64_t parameter_count() const = 0;
   virtual int64_t state_count() const = 0;

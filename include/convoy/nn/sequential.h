@@ -38,6 +38,13 @@ class Sequential {
   int64_t num_state_ = 0;
 };
 
+// Floating-point operations of one layer for one example (a multiply-add
+// counts 2), forward and backward (gradients for the input and the weights).
+struct LayerFlops {
+  double forward = 0, backward = 0;
+};
+LayerFlops layer_flops(const LayerPlan& plan);
+
 // The network of the PyTorch/XLA Fashion-MNIST article (seeds/002): conv 1->10
 // k5, max-pool 2, ReLU, BN, conv 10->20 k5, max-pool 2, ReLU, BN, flatten,
 // dense 320->50, ReLU, dense 50->10, log-softmax.

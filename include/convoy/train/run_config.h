@@ -38,6 +38,7 @@ struct RunConfig {
   // output
   std::string out_dir;            // empty: write nothing
   std::string progress = "auto";  // auto (bar on a terminal), bar, lines, quiet
+  bool profile = false;           // print a per-layer profile of the training steps at the end
 };
 
 // Parses JSON, or YAML when the file name ends in .yaml/.yml.

@@ -1,6 +1,7 @@
 // The CPU Executable: a fixed schedule of CpuOps over one activation arena.
 // Memory is planned once here; a step only runs primitives and small loops.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <utility>
 
@@ -42,7 +43,11 @@ class CpuExecutable final : public Executable {
     set_state(model.initial_state());
 
     const auto& layers = model.layers();
-    for (const auto& plan : layers) ops_.push_back(cpu::make_cpu_op(env_, plan, n));
+    for (const auto& plan : layers) {
+      ops_.push_back(cpu::make_cpu_op(env_, plan, n));
+      const nn::LayerFlops f = nn::layer_flops(plan);
+      profile_.push_back({.name = plan.name, .forward_flops = f.forward * n, .backward_flops = f.backward * n});
+    }
 
     // Plan: activation i is layer i's input (0 = the model input); views share
     // their input's memory. Offsets first, pointers once the arena exists.
@@ -131,6 +136,15 @@ class CpuExecutable final : public Executable {
     accumulate(cpu::loss_forward(options_.loss, output_, y, count, classes_, nullptr, count), count);
   }
 
+  void set_profiling(bool on) override {
+    profiling_ = on;
+    if (!on) return;
+    profiled_steps_ = 0;
+    for (auto& p : profile_) p.forward_seconds = p.backward_seconds = 0;
+  }
+  std::vector<LayerProfile> profile() const override { return profile_; }
+  int64_t profiled_steps() const override { return profiled_steps_; }
+
   Metrics take_metrics() override { return std::exchange(metrics_, {}); }
   Metrics peek_metrics() const override { return metrics_; }
   void set_learning_rate(float lr) override { options_.optimizer.lr = lr; }
@@ -160,10 +174,31 @@ class CpuExecutable final : public Executable {
     const int64_t n = batch_size();
     std::memcpy(input_, x, sizeof(float) * n * example_size_);
     if (input_relayout_) input_relayout_.run(env_);
+    if (profiling_) return profiled_forward_backward(y);
     for (auto& op : ops_) op->forward(env_, true);
     auto result = cpu::loss_forward(options_.loss, output_, y, n, classes_, d_output_, n);
     for (auto it = ops_.rbegin(); it != ops_.rend(); ++it) (*it)->backward(env_);
     if (d_input_relayout_) d_input_relayout_.run(env_);
+    return result;
+  }
+
+  // The same step with a clock read around every op.
+  cpu::LossResult profiled_forward_backward(const int32_t* y) {
+    using Clock = std::chrono::steady_clock;
+    auto seconds = [](Clock::time_point a) { return std::chrono::duration<double>(Clock::now() - a).count(); };
+    for (std::size_t i = 0; i < ops_.size(); ++i) {
+      const auto t = Clock::now();
+      ops_[i]->forward(env_, true);
+      profile_[i].forward_seconds += seconds(t);
+    }
+    auto result = cpu::loss_forward(options_.loss, output_, y, batch_size(), classes_, d_output_, batch_size());
+    for (std::size_t i = ops_.size(); i-- > 0;) {
+      const auto t = Clock::now();
+      ops_[i]->backward(env_);
+      profile_[i].backward_seconds += seconds(t);
+    }
+    if (d_input_relayout_) d_input_relayout_.run(env_);
+    ++profiled_steps_;
     return result;
   }
 
@@ -182,6 +217,9 @@ class CpuExecutable final : public Executable {
   std::vector<std::unique_ptr<CpuOp>> ops_;
   float *input_ = nullptr, *d_input_ = nullptr, *output_ = nullptr, *d_output_ = nullptr;
   Metrics metrics_;
+  bool profiling_ = false;
+  int64_t profiled_steps_ = 0;
+  std::vector<LayerProfile> profile_;
 };
 
 }  // namespace

@@ -1,0 +1,35 @@
+#include "convoy/train/profile_report.h"
+
+#include <cstdio>
+
+namespace convoy::train {
+
+std::string profile_table(const std::vector<LayerProfile>& layers, int64_t steps) {
+  if (steps <= 0) return "profile: no training steps were profiled\n";
+  double total = 0, flops = 0;
+  for (const auto& l : layers) {
+    total += l.forward_seconds + l.backward_seconds;
+    flops += l.forward_flops + l.backward_flops;
+  }
+  const double n = static_cast<double>(steps);
+  auto gflops = [&](double f, double s) { return s > 0 ? f * n / s / 1e9 : 0.0; };
+  std::string out;
+  char line[200];
+  std::snprintf(line, sizeof line, "%-16s %10s %10s %7s %9s %9s\n", "layer", "fwd ms", "bwd ms", "share",
+                "fwd GF/s", "bwd GF/s");
+  out += line;
+  out += std::string(66, '-') + "\n";
+  for (const auto& l : layers) {
+    std::snprintf(line, sizeof line, "%-16s %10.3f %10.3f %6.1f%% %9.1f %9.1f\n", l.name.c_str(),
+                  1e3 * l.forward_seconds / n, 1e3 * l.backward_seconds / n,
+                  total > 0 ? 100 * (l.forward_seconds + l.backward_seconds) / total : 0.0,
+                  gflops(l.forward_flops, l.forward_seconds), gflops(l.backward_flops, l.backward_seconds));
+    out += line;
+  }
+  out += std::string(66, '-') + "\n";
+  std::snprintf(line, sizeof line, "%lld steps; layers take %.3f ms per step, %.2f GFLOP per step, %.1f GFLOP/s\n",
+                static_cast<long long>(steps), 1e3 * total / n, flops / 1e9, total > 0 ? flops * n / total / 1e9 : 0.0);
+  return out + line;
+}
+
+}  // namespace convoy::train
