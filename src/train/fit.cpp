@@ -50,23 +50,28 @@ Metrics evaluate(Executable& exe, const data::LabeledImages& data) {
   return exe.take_metrics();
 }
 
-std::vector<int32_t> predict_classes(Executable& exe, const data::LabeledImages& data) {
+void for_each_output(Executable& exe, const data::LabeledImages& data,
+                     const std::function<void(int64_t, const float*)>& visit) {
   const int64_t batch = exe.batch_size(), classes = exe.output_size();
   BatchBuffers buf(data, batch);
   std::vector<float> out(static_cast<std::size_t>(batch * classes));
-  std::vector<int32_t> predicted;
-  predicted.reserve(static_cast<std::size_t>(data.size()));
   data::EpochBatches batches(data, batch, /*shuffle=*/false, /*drop_remainder=*/false, 0, 0);
   for (int64_t b = 0; b < batches.size(); ++b) {
     const int64_t count = batches.gather(b, buf.x.data(), buf.y.data());
     exe.eval_step(buf.x.data(), buf.y.data(), count);
     exe.get_output(out);
-    for (int64_t i = 0; i < count; ++i) {
-      const float* row = out.data() + i * classes;
-      predicted.push_back(static_cast<int32_t>(std::max_element(row, row + classes) - row));
-    }
+    for (int64_t i = 0; i < count; ++i) visit(b * batch + i, out.data() + i * classes);
   }
-  exe.take_metrics();  // predictions are not evaluation metrics
+  exe.take_metrics();  // these passes are not evaluation metrics
+}
+
+std::vector<int32_t> predict_classes(Executable& exe, const data::LabeledImages& data) {
+  const int64_t classes = exe.output_size();
+  std::vector<int32_t> predicted;
+  predicted.reserve(static_cast<std::size_t>(data.size()));
+  for_each_output(exe, data, [&](int64_t, const float* row) {
+    predicted.push_back(static_cast<int32_t>(std::max_element(row, row + classes) - row));
+  });
   return predicted;
 }
 

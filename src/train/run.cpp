@@ -186,30 +186,21 @@ int64_t predict_to_csv(const std::string& dir, const std::string& images_idx, co
   const data::LabeledImages images =
       data::from_u8(raw, Tensor(DType::u8, {raw.dim(0)}), data::kSeedMean, data::kSeedStd, images_idx);
   auto exe = restore(ck);
-  const int64_t batch = exe->batch_size(), classes = exe->output_size();
-  std::vector<float> x(static_cast<std::size_t>(batch * numel(want))), out(static_cast<std::size_t>(batch * classes));
-  std::vector<int32_t> y(static_cast<std::size_t>(batch));
+  const int64_t classes = exe->output_size();
   std::string csv = "id";
   for (const auto& name : kFashionMnistClasses) csv += "," + name;
   csv += "\n";
-  data::EpochBatches batches(images, batch, false, false, 0, 0);
-  int64_t id = 0;
   char cell[32];
-  for (int64_t b = 0; b < batches.size(); ++b) {
-    const int64_t count = batches.gather(b, x.data(), y.data());
-    exe->eval_step(x.data(), y.data(), count);
-    exe->get_output(out);
-    for (int64_t i = 0; i < count; ++i, ++id) {
-      csv += std::to_string(id);
-      for (int64_t k = 0; k < classes; ++k) {
-        std::snprintf(cell, sizeof cell, ",%.6f", std::exp(out[i * classes + k]));  // log-probabilities in
-        csv += cell;
-      }
-      csv += "\n";
+  for_each_output(*exe, images, [&](int64_t id, const float* row) {
+    csv += std::to_string(id);
+    for (int64_t k = 0; k < classes; ++k) {
+      std::snprintf(cell, sizeof cell, ",%.6f", std::exp(row[k]));  // the model outputs log-probabilities
+      csv += cell;
     }
-  }
+    csv += "\n";
+  });
   io::write_file_atomic(output_csv, csv);
-  return id;
+  return images.size();
 }
 
 }  // namespace convoy::train

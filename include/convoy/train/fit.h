@@ -2,6 +2,7 @@
 // The training loop: epochs of shuffled batches through an Executable, an
 // evaluation pass after each, and callbacks around both.
 #include <cstdint>
+#include <functional>
 
 #include "convoy/backends/executable.h"
 #include "convoy/data/labeled_images.h"
@@ -28,6 +29,11 @@ History fit(Executable& exe, const data::LabeledImages& train, const data::Label
 
 // Inference-mode loss and accuracy over every example of `data`.
 Metrics evaluate(Executable& exe, const data::LabeledImages& data);
+
+// Runs every example of `data` in inference mode, in order, and hands each
+// output row to visit(index, row) (row: output_size() floats).
+void for_each_output(Executable& exe, const data::LabeledImages& data,
+                     const std::function<void(int64_t, const float*)>& visit);
 
 // Inference-mode arg-max class of every example of `data`, in order.
 std::vector<int32_t> predict_classes(Executable& exe, const data::LabeledImages& data);
