@@ -2,6 +2,7 @@
 // Small helpers shared by the tests.
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "convoy/core/error.h"
 #include "convoy/core/rng.h"
 
 namespace convoy::testing {
@@ -33,6 +35,17 @@ class TempDir {
   }
   std::filesystem::path path_;
 };
+
+// The message of the E that fn throws, or "(no exception)".
+template <class E = UserError>
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "(no exception)";
+}
 
 // max |a - b| / max |b|: the relative error of a whole tensor.
 inline double relative_error(std::span<const float> a, std::span<const float> b) {

@@ -12,6 +12,8 @@
 namespace convoy::data {
 namespace {
 
+using testing::error_of;
+
 std::string idx_header(const std::vector<uint32_t>& dims) {
   std::string s = {0, 0, 8, static_cast<char>(dims.size())};
   for (uint32_t d : dims)
@@ -35,15 +37,6 @@ void write_gz(const std::string& path, const std::string& bytes) {
   gzFile f = gzopen(path.c_str(), "wb");
   gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
   gzclose(f);
-}
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "convoy/core/error.h"
 #include "convoy/core/thread_pool.h"
+#include "test_helpers.h"
 #include "test_pipeline_helpers.h"
 
 namespace convoy::data {
@@ -32,16 +33,6 @@ std::vector<std::pair<int32_t, int32_t>> x_and_draw(const Dataset& d, int64_t ep
   std::vector<std::pair<int32_t, int32_t>> out;
   for (Example& e : d.epoch(epoch)) out.emplace_back(x_of(e), e.tensor("draw").data<int32_t>()[0]);
   return out;
-}
-
-template <typename E>
-std::string message_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "(no exception)";
 }
 
 }  // namespace
@@ -94,7 +85,7 @@ TEST(PipelineThreads, MapErrorNamesTheElementAndKeepsItsKind) {
       auto d = ints(20).map(fail_at_5, {.parallelism = parallelism});
       if (prefetch) d = d.prefetch(prefetch);
       std::vector<int32_t> before;
-      const std::string msg = message_of<UserError>([&] {
+      const std::string msg = convoy::testing::error_of<UserError>([&] {
         for (Example& e : d.epoch(3)) before.push_back(x_of(e));
       });
       EXPECT_NE(msg.find("element 5 of epoch 3"), std::string::npos) << msg;
@@ -102,7 +93,7 @@ TEST(PipelineThreads, MapErrorNamesTheElementAndKeepsItsKind) {
       EXPECT_EQ(before, iota(5));  // the elements before it arrive first
     }
   auto files = Dataset::from_slices(Example().set_texts("file", {"a.png", "b.png"}));
-  const std::string msg = message_of<std::runtime_error>([&] {
+  const std::string msg = convoy::testing::error_of<std::runtime_error>([&] {
     values(files.map([](Example e, Rng&) -> Example { throw std::runtime_error("bad PNG"); }, {.parallelism = 2}));
   });
   EXPECT_NE(msg.find("(file a.png)"), std::string::npos) << msg;
