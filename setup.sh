@@ -10,7 +10,8 @@ cd "$(dirname "$0")"
 packages=(
   build-essential cmake          # compiler and build
   libdnnl-dev                    # oneDNN: the CPU kernels
-  zlib1g-dev                     # gzip-compressed IDX files
+  zlib1g-dev                     # gzip-compressed IDX files and TFRecords
+  libjpeg62-turbo-dev libpng-dev # image decoding (libjpeg-turbo, libpng)
   libcli11-dev nlohmann-json3-dev  # CLI flags, JSON (summaries, safetensors headers)
   libyaml-cpp-dev                # YAML run configs
   libcairo2-dev fonts-dejavu-core  # plots
