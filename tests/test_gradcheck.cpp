@@ -33,12 +33,15 @@ struct Case {
   const char* name;
   Sequential model;
   Loss loss = Loss::softmax_cross_entropy;
+  bool dense_targets = false;  // soft/multi-hot rows instead of class indices
+  float label_smoothing = 0;
 };
 
 void check_gradients(const Case& c) {
   SCOPED_TRACE(c.name);
   const int64_t batch = 3;
-  CompileOptions opt{.batch_size = batch, .loss = c.loss, .optimizer = {}, .input_gradient = true};
+  CompileOptions opt{.batch_size = batch, .loss = c.loss, .label_smoothing = c.label_smoothing, .optimizer = {},
+                     .input_gradient = true};
   auto exe = compile_cpu(c.model, opt, 11);
   const int64_t in_size = batch * numel(c.model.input_shape());
   std::vector<float> x = spaced_inputs(in_size, 5);
@@ -46,10 +49,15 @@ void check_gradients(const Case& c) {
   std::vector<int32_t> y(batch);
   Rng rng(3);
   for (auto& v : y) v = static_cast<int32_t>(rng.below(classes));
+  // Dense rows: arbitrary values in [0, 1] (soft and multi-hot targets alike).
+  std::vector<float> rows(batch * classes);
+  Rng row_rng(4);  // its own stream: the sampled coordinates below stay as they were
+  for (auto& v : rows) v = static_cast<float>(row_rng.below(1000)) / 999.0f;
+  const Targets targets = c.dense_targets ? Targets::rows(rows.data()) : Targets(y.data());
 
   std::vector<float> params(c.model.num_parameters());
   exe->get_parameters(params);
-  exe->loss_and_gradients(x.data(), y.data());
+  exe->loss_and_gradients(x.data(), targets);
   std::vector<float> grads(params.size()), dx(x.size());
   exe->get_gradients(grads);
   exe->get_input_gradient(dx);
@@ -67,10 +75,10 @@ void check_gradients(const Case& c) {
       const float keep = values[i];
       values[i] = keep + static_cast<float>(eps);
       apply();
-      const double up = exe->loss_and_gradients(x.data(), y.data());
+      const double up = exe->loss_and_gradients(x.data(), targets);
       values[i] = keep - static_cast<float>(eps);
       apply();
-      const double down = exe->loss_and_gradients(x.data(), y.data());
+      const double down = exe->loss_and_gradients(x.data(), targets);
       values[i] = keep;
       apply();
       const double numeric = (up - down) / (2 * eps);
@@ -108,6 +116,50 @@ TEST(GradCheck, LogSoftmaxWithNll) {
   check_gradients({"log_softmax + nll", Sequential({6}, {LogSoftmax{}}), Loss::nll});
 }
 TEST(GradCheck, SoftmaxCrossEntropy) { check_gradients({"softmax ce", Sequential({6}, {Flatten{}})}); }
+TEST(GradCheck, SoftmaxCrossEntropyDenseTargetsSmoothed) {
+  check_gradients({"softmax ce dense", Sequential({6}, {Flatten{}}), Loss::softmax_cross_entropy, true, 0.1f});
+}
+TEST(GradCheck, SoftmaxCrossEntropyLabelSmoothing) {
+  check_gradients({"softmax ce smoothed", Sequential({6}, {Flatten{}}), Loss::softmax_cross_entropy, false, 0.2f});
+}
+TEST(GradCheck, NllDenseTargets) {
+  check_gradients({"log_softmax + nll dense", Sequential({6}, {LogSoftmax{}}), Loss::nll, true, 0.1f});
+}
+TEST(GradCheck, BinaryCrossEntropyMultiLabel) {
+  check_gradients({"bce", Sequential({5}, {Dense{.units = 4}}), Loss::binary_cross_entropy, true, 0.1f});
+}
+// The functional API's joins. The residual block reads the model input twice,
+// so the input gradient is a sum over two edges.
+TEST(GradCheck, ResidualAddSumsGradientsOverBranches) {
+  GraphBuilder g({2, 5, 5});
+  auto x = g.input();
+  auto y = g.add(Conv2d{.filters = 2, .kernel = 3, .padding = 1}, x);
+  y = g.add(BatchNorm{}, y);
+  auto sum = g.add(Add{}, {x, y});
+  auto f = g.add(Flatten{}, sum);
+  g.add(Dense{.units = 3}, f);
+  check_gradients({"residual add", g.build()});
+}
+TEST(GradCheck, ConcatOfImageBranches) {
+  GraphBuilder g({2, 5, 5});
+  auto x = g.input();
+  auto a = g.add(Conv2d{.filters = 2, .kernel = 3, .padding = 1}, x);
+  auto b = g.add(Conv2d{.filters = 3, .kernel = 1}, x);
+  auto c = g.add(Concat{}, {a, b, a});  // a is read twice
+  auto f = g.add(Flatten{}, c);
+  g.add(Dense{.units = 3}, f);
+  check_gradients({"concat images", g.build()});
+}
+TEST(GradCheck, ConcatAndAddOfVectors) {
+  GraphBuilder g({6});
+  auto x = g.input();
+  auto a = g.add(Dense{.units = 4}, x);
+  auto b = g.add(Dense{.units = 4}, x);
+  auto s = g.add(Add{}, {a, b, a});
+  auto c = g.add(Concat{}, {s, x});
+  g.add(Dense{.units = 3}, c);
+  check_gradients({"vector joins", g.build()});
+}
 TEST(GradCheck, SeedCnnEndToEnd) {
   check_gradients({"seed cnn", seed_cnn(), Loss::nll});
 }

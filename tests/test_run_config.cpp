@@ -37,6 +37,17 @@ TEST(RunConfig, YamlAndJsonGiveTheSameConfig) {
   EXPECT_EQ(run_config_json(parse_run_config(run_config_json(y), "again", false)), run_config_json(y));
 }
 
+TEST(RunConfig, LossNamesMapToTheBackendsLosses) {
+  EXPECT_EQ(loss_kind(parse_run_config("", "c", true)), Loss::nll);
+  EXPECT_EQ(loss_kind(parse_run_config("loss: {name: categorical_crossentropy, from_logits: true}", "c", true)),
+            Loss::softmax_cross_entropy);
+  EXPECT_EQ(loss_kind(parse_run_config("loss: {name: sparse_categorical_crossentropy}", "c", true)), Loss::nll);
+  const RunConfig b = parse_run_config("loss: {name: binary_crossentropy, from_logits: true, label_smoothing: 0.1}",
+                                       "c", true);
+  EXPECT_EQ(loss_kind(b), Loss::binary_cross_entropy);
+  EXPECT_DOUBLE_EQ(b.label_smoothing, 0.1);
+}
+
 TEST(RunConfig, TheShippedConfigLoads) {
   const RunConfig c = load_run_config(std::string(CONVOY_SOURCE_DIR) + "/configs/fashion_mnist.yaml");
   EXPECT_EQ(c.model, "seed_cnn");
@@ -53,6 +64,9 @@ TEST(RunConfig, BadKeysTypesAndValuesNameTheKeyAndFile) {
   EXPECT_NE(error_of(R"({"training": {"seed": -1}})", false).find("training.seed"), std::string::npos);
   EXPECT_NE(error_of("model: {name: resnet9000}", true).find("resnet9000"), std::string::npos);
   EXPECT_NE(error_of("callbacks: {early_stopping: {monitor: val_f1}}", true).find("val_f1"), std::string::npos);
+  EXPECT_NE(error_of("loss: {name: hinge}", true).find("loss.name: unknown loss 'hinge'"), std::string::npos);
+  EXPECT_NE(error_of("loss: {name: binary_crossentropy}", true).find("from_logits: true"), std::string::npos);
+  EXPECT_NE(error_of("loss: {label_smoothing: 1.5}", true).find("loss.label_smoothing"), std::string::npos);
   EXPECT_NE(error_of("wat: 1", true).find("unknown key 'wat'"), std::string::npos);
   EXPECT_NE(error_of("{not json", false).find("not valid JSON"), std::string::npos);
   EXPECT_NE(error_of("a: [1, 2", true).find("not valid YAML"), std::string::npos);

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "convoy/core/error.h"
-#include "convoy/nn/sequential.h"
+#include "convoy/nn/model.h"
 
 namespace convoy::nn {
 
@@ -66,7 +66,7 @@ TEST(Sequential, ShapeErrorsNameTheLayer) {
     EXPECT_NE(std::string(e.what()).find("conv2d_0"), std::string::npos) << e.what();
   }
   EXPECT_THROW(Sequential({1, 8, 8}, {Dense{.units = 3}}), UserError);  // needs Flatten first
-  EXPECT_THROW(Sequential({4}, {}), UserError);
+  EXPECT_THROW(Sequential({4}, std::vector<Layer>{}), UserError);
 }
 
 }  // namespace convoy::nn

@@ -7,7 +7,7 @@
 namespace convoy::io {
 namespace {
 
-template <class Fn> void for_each_slot(const nn::Sequential& model, Fn fn) {
+template <class Fn> void for_each_slot(const nn::Model& model, Fn fn) {
   for (const auto& plan : model.layers()) {
     for (const auto& slot : plan.params) fn(slot, false);
     for (const auto& slot : plan.state) fn(slot, true);
@@ -16,7 +16,7 @@ template <class Fn> void for_each_slot(const nn::Sequential& model, Fn fn) {
 
 }  // namespace
 
-NamedTensors to_named(const nn::Sequential& model, std::span<const float> params, std::span<const float> state) {
+NamedTensors to_named(const nn::Model& model, std::span<const float> params, std::span<const float> state) {
   NamedTensors out;
   for_each_slot(model, [&](const nn::ParamSlot& slot, bool is_state) {
     Tensor t(DType::f32, slot.shape);
@@ -27,7 +27,7 @@ NamedTensors to_named(const nn::Sequential& model, std::span<const float> params
   return out;
 }
 
-FlatWeights from_named(const nn::Sequential& model, const NamedTensors& named, const std::string& what) {
+FlatWeights from_named(const nn::Model& model, const NamedTensors& named, const std::string& what) {
   FlatWeights w{std::vector<float>(model.num_parameters()), std::vector<float>(model.num_state())};
   for_each_slot(model, [&](const nn::ParamSlot& slot, bool is_state) {
     auto it = named.find(slot.name);

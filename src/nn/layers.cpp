@@ -33,6 +33,8 @@ const char* kind_name(const Layer& layer) {
                         [](const Flatten&) { return "flatten"; },
                         [](const Dense&) { return "dense"; },
                         [](const LogSoftmax&) { return "log_softmax"; },
+                        [](const Add&) { return "add"; },
+                        [](const Concat&) { return "concat"; },
                     },
                     layer);
 }
@@ -68,8 +70,39 @@ Shape output_shape(const Layer& layer, const Shape& in, const std::string& name)
             need_rank(in, 1, name, "a [features]");
             return in;
           },
+          [&](const auto&) -> Shape { return output_shape(layer, std::vector<Shape>{in}, name); },
       },
       layer);
+}
+
+int arity(const Layer& layer) {
+  return std::holds_alternative<Add>(layer) || std::holds_alternative<Concat>(layer) ? kManyInputs : 1;
+}
+
+Shape output_shape(const Layer& layer, const std::vector<Shape>& inputs, const std::string& name) {
+  if (arity(layer) == 1) {
+    require(inputs.size() == 1, name + ": takes one input, got " + std::to_string(inputs.size()));
+    return output_shape(layer, inputs[0], name);
+  }
+  require(inputs.size() >= 2, name + ": joins two or more inputs, got " + std::to_string(inputs.size()));
+  auto shapes = [&] {
+    std::string all;
+    for (const auto& s : inputs) all += (all.empty() ? "" : ", ") + to_string(s);
+    return all;
+  };
+  if (std::holds_alternative<Add>(layer)) {
+    for (const auto& s : inputs)
+      require(s == inputs[0], name + ": adds inputs of one shape, got " + shapes() + "; project the shortcut first");
+    return inputs[0];
+  }
+  Shape out = inputs[0];
+  for (std::size_t i = 1; i < inputs.size(); ++i) {
+    const Shape& s = inputs[i];
+    require(s.size() == out.size() && std::equal(s.begin() + 1, s.end(), out.begin() + 1),
+            name + ": concatenates along channels; the other dimensions must agree, got " + shapes());
+    out[0] += s[0];
+  }
+  return out;
 }
 
 }  // namespace convoy::nn

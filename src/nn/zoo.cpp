@@ -4,7 +4,7 @@
 
 namespace convoy::nn {
 
-Sequential model_by_name(const std::string& name) {
+Model model_by_name(const std::string& name) {
   if (name == "seed_cnn") return seed_cnn();
   throw UserError("unknown model '" + name + "'; available: seed_cnn");
 }

@@ -15,7 +15,7 @@ constexpr const char* kOptimizerTensor = "optimizer.state";
 
 }  // namespace
 
-void save_checkpoint(const std::string& path, const nn::Sequential& model, const Executable& exe,
+void save_checkpoint(const std::string& path, const nn::Model& model, const Executable& exe,
                      const RunConfig& config, const History& history) {
   std::vector<float> params(exe.parameter_count()), state(exe.state_count());
   exe.get_parameters(params);
@@ -32,7 +32,7 @@ void save_checkpoint(const std::string& path, const nn::Sequential& model, const
                          {"history", io::history_json(history)}});
 }
 
-CheckpointSaver::CheckpointSaver(std::string path, const nn::Sequential& model, RunConfig config, bool save_best_only,
+CheckpointSaver::CheckpointSaver(std::string path, const nn::Model& model, RunConfig config, bool save_best_only,
                                  std::string monitor)
     : path_(std::move(path)), model_(model), config_(std::move(config)), best_only_(save_best_only),
       monitor_(std::move(monitor)), maximize_(monitor_.find("acc") != std::string::npos) {
@@ -62,7 +62,7 @@ Checkpoint load_checkpoint(const std::string& path) {
   } catch (const std::exception&) {
     throw UserError(path + ": bad epoch '" + meta.at("epoch") + "' in the checkpoint metadata");
   }
-  const nn::Sequential model = nn::model_by_name(c.config.model);
+  const nn::Model model = nn::model_by_name(c.config.model);
   io::FlatWeights w = io::from_named(model, tensors, path);
   c.params = std::move(w.params);
   c.state = std::move(w.state);

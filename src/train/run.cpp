@@ -52,15 +52,16 @@ void write_reports(const fs::path& dir, const RunConfig& c, const RunOutcome& ou
                         h);
 }
 
-std::unique_ptr<Executable> compile_for(const nn::Sequential& model, const RunConfig& c) {
+std::unique_ptr<Executable> compile_for(const nn::Model& model, const RunConfig& c) {
   CompileOptions options;
   options.batch_size = c.batch_size;
-  options.loss = Loss::nll;
+  options.loss = loss_kind(c);
+  options.label_smoothing = static_cast<float>(c.label_smoothing);
   options.optimizer = optimizer_options(c);
   return compile_cpu(model, options, c.seed);
 }
 
-Callbacks make_callbacks(const RunConfig& c, const nn::Sequential& model, std::ostream& log) {
+Callbacks make_callbacks(const RunConfig& c, const nn::Model& model, std::ostream& log) {
   Callbacks cbs;
   if (c.progress != "quiet") {
     const bool bar = c.progress == "bar" || (c.progress == "auto" && ::isatty(STDOUT_FILENO));
@@ -86,7 +87,7 @@ RunOutcome run(const RunConfig& c, const std::optional<Checkpoint>& resume, std:
   validate(c);
   if (!c.out_dir.empty()) io::ensure_writable_dir(c.out_dir);  // fail now, not after training
   set_num_threads(c.threads);
-  const nn::Sequential model = nn::model_by_name(c.model);
+  const nn::Model model = nn::model_by_name(c.model);
   const data::TrainTest data = data::load_fashion_mnist(c.data_dir);
   auto exe = compile_for(model, c);
   History history;
@@ -177,7 +178,7 @@ Metrics evaluate_checkpoint(const std::string& dir) {
 int64_t predict_to_csv(const std::string& dir, const std::string& images_idx, const std::string& output_csv) {
   const Checkpoint ck = load_checkpoint(checkpoint_path(dir));
   const Tensor raw = data::read_idx_u8(images_idx);
-  const nn::Sequential model = nn::model_by_name(ck.config.model);
+  const nn::Model model = nn::model_by_name(ck.config.model);
   const Shape& want = model.input_shape();
   require(raw.shape().size() == 3 && raw.dim(1) == want[1] && raw.dim(2) == want[2],
           images_idx + ": images are " + to_string(raw.shape()) + ", the model takes [N, " + std::to_string(want[1]) +

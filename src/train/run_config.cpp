@@ -115,6 +115,13 @@ RunConfig from_json(const json& root, const std::string& where) {
     s.finish();
   }
   {
+    Section s = top.sub("loss");
+    s.get("name", c.loss);
+    s.get("from_logits", c.from_logits);
+    s.get("label_smoothing", c.label_smoothing);
+    s.finish();
+  }
+  {
     Section s = top.sub("optimizer");
     s.get("name", c.optimizer);
     s.get("lr", c.lr);
@@ -203,6 +210,8 @@ void validate(const RunConfig& c) {
   } catch (const UserError& e) {
     throw UserError(std::string("optimizer.name: ") + e.what());
   }
+  loss_kind(c);
+  require(c.label_smoothing >= 0 && c.label_smoothing < 1, "loss.label_smoothing must be in [0, 1)");
   require(c.beta1 >= 0 && c.beta1 < 1 && c.beta2 >= 0 && c.beta2 < 1, "optimizer.beta1 and beta2 must be in [0, 1)");
   require(c.eps > 0, "optimizer.eps must be positive");
   require(c.alpha >= 0 && c.alpha < 1, "optimizer.alpha must be in [0, 1)");
@@ -236,6 +245,20 @@ optim::OptimizerOptions optimizer_options(const RunConfig& c) {
           .clip_norm = static_cast<float>(c.clip_norm)};
 }
 
+Loss loss_kind(const RunConfig& c) {
+  if (c.loss == "nll") return Loss::nll;
+  if (c.loss == "categorical_crossentropy" || c.loss == "sparse_categorical_crossentropy")
+    return c.from_logits ? Loss::softmax_cross_entropy : Loss::nll;
+  if (c.loss == "binary_crossentropy") {
+    require(c.from_logits,
+            "loss: binary_crossentropy takes logits in convoy (stable, fused with the sigmoid); end the model "
+            "without a sigmoid and set loss.from_logits: true");
+    return Loss::binary_cross_entropy;
+  }
+  throw UserError("loss.name: unknown loss '" + c.loss +
+                  "'; available: nll, categorical_crossentropy, sparse_categorical_crossentropy, binary_crossentropy");
+}
+
 RunConfig parse_run_config(const std::string& text, const std::string& where, bool yaml) {
   json root;
   if (yaml) {
@@ -267,6 +290,7 @@ RunConfig load_run_config(const std::string& path) {
 std::string run_config_json(const RunConfig& c) {
   json j = {{"data", {{"dir", c.data_dir}}},
             {"model", {{"name", c.model}}},
+            {"loss", {{"name", c.loss}, {"from_logits", c.from_logits}, {"label_smoothing", c.label_smoothing}}},
             {"optimizer",
              {{"name", c.optimizer}, {"lr", c.lr}, {"momentum", c.momentum}, {"weight_decay", c.weight_decay},
               {"nesterov", c.nesterov}, {"beta1", c.beta1}, {"beta2", c.beta2}, {"eps", c.eps}, {"alpha", c.alpha},

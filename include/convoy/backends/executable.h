@@ -11,19 +11,37 @@
 #include <string>
 #include <vector>
 
-#include "convoy/nn/sequential.h"
+#include "convoy/nn/model.h"
 #include "convoy/optim/optimizer.h"
 
 namespace convoy {
 
 enum class Loss {
-  nll,                    // model outputs log-probabilities (e.g. ends in LogSoftmax)
-  softmax_cross_entropy,  // model outputs logits
+  nll,                    // model outputs log-probabilities (e.g. ends in LogSoftmax); -sum t*out
+  softmax_cross_entropy,  // model outputs logits; categorical cross-entropy of softmax(out)
+  binary_cross_entropy,   // model outputs logits; per-class sigmoid BCE averaged over classes (multi-label)
+};
+
+// What a batch is compared with: class indices [batch] (sparse, Keras's
+// sparse_categorical_crossentropy) or dense rows [batch, classes] (one-hot,
+// soft or multi-hot targets). A plain `const int32_t*` converts to sparse.
+struct Targets {
+  const int32_t* labels = nullptr;
+  const float* dense = nullptr;
+  Targets(const int32_t* class_indices) : labels(class_indices) {}  // NOLINT: implicit on purpose
+  static Targets rows(const float* dense_rows) {
+    Targets t(nullptr);
+    t.dense = dense_rows;
+    return t;
+  }
 };
 
 struct CompileOptions {
   int64_t batch_size = 128;
   Loss loss = Loss::nll;
+  // Targets t become t * (1 - s) + s / classes (s / 2 for binary cross-entropy),
+  // as Keras's and PyTorch's label_smoothing.
+  float label_smoothing = 0;
   optim::OptimizerOptions optimizer;
   bool input_gradient = false;  // also compute d loss / d input (gradient checks)
 };
@@ -38,7 +56,10 @@ struct LayerProfile {
 // Sums over the steps since the last take_metrics().
 struct Metrics {
   double loss_sum = 0;  // sum of per-example losses
-  int64_t correct = 0;  // examples whose arg-max output equals the label
+  // Examples predicted right: arg-max output = label (or = arg-max of a dense
+  // target row); for binary cross-entropy, every class's (logit > 0) equals
+  // (target >= 0.5) — exact-match accuracy, as sklearn's for multi-label.
+  int64_t correct = 0;
   int64_t count = 0;
   double mean_loss() const { return count ? loss_sum / count : 0.0; }
   double accuracy() const { return count ? static_cast<double>(correct) / count : 0.0; }
@@ -52,15 +73,15 @@ class Executable {
   virtual int64_t output_size() const = 0;  // per example: the number of classes
   virtual std::string device() const = 0;
 
-  // x: [batch, input_shape...] floats, y: [batch] class indices.
+  // x: [batch, input_shape...] floats, y: the batch's targets.
   // Forward in training mode, loss, backward, optimizer update; adds to metrics.
-  virtual void train_step(const float* x, const int32_t* y) = 0;
+  virtual void train_step(const float* x, Targets y) = 0;
   // Forward in inference mode on the first `count` (<= batch) examples; adds to
   // metrics. Rows past `count` are ignored (inference is per-example).
-  virtual void eval_step(const float* x, const int32_t* y, int64_t count) = 0;
+  virtual void eval_step(const float* x, Targets y, int64_t count) = 0;
   // Forward in training mode, loss and backward with no update and no metrics;
   // returns the mean loss. For gradient checks and parity tests.
-  virtual double loss_and_gradients(const float* x, const int32_t* y) = 0;
+  virtual double loss_and_gradients(const float* x, Targets y) = 0;
   virtual Metrics take_metrics() = 0;
   // The running sums without resetting them (progress bars, NaN checks).
   virtual Metrics peek_metrics() const = 0;
@@ -92,7 +113,7 @@ class Executable {
 };
 
 // Compiles for the CPU (oneDNN). Parameters start from model.initial_parameters(seed).
-std::unique_ptr<Executable> compile_cpu(const nn::Sequential& model, const CompileOptions& options,
+std::unique_ptr<Executable> compile_cpu(const nn::Model& model, const CompileOptions& options,
                                         uint64_t seed);
 
 }  // namespace convoy

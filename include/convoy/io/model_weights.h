@@ -6,16 +6,16 @@
 #include <vector>
 
 #include "convoy/io/safetensors.h"
-#include "convoy/nn/sequential.h"
+#include "convoy/nn/model.h"
 
 namespace convoy::io {
 
-NamedTensors to_named(const nn::Sequential& model, std::span<const float> params, std::span<const float> state);
+NamedTensors to_named(const nn::Model& model, std::span<const float> params, std::span<const float> state);
 
 struct FlatWeights {
   std::vector<float> params, state;
 };
 // Throws UserError naming `what` and the first missing or mis-shaped tensor.
-FlatWeights from_named(const nn::Sequential& model, const NamedTensors& named, const std::string& what);
+FlatWeights from_named(const nn::Model& model, const NamedTensors& named, const std::string& what);
 
 }  // namespace convoy::io

@@ -47,7 +47,18 @@ struct Dense {
 // log(softmax(x)) over the feature axis of a [features] input.
 struct LogSoftmax {};
 
-using Layer = std::variant<Conv2d, MaxPool2d, ReLU, BatchNorm, Flatten, Dense, LogSoftmax>;
+// Layers with several inputs (the functional API's joins).
+// Element-wise sum of inputs of one shape: a residual connection.
+struct Add {};
+// Concatenation along the channel axis (dim 0 of [C, H, W] or [features]);
+// the other dimensions must agree.
+struct Concat {};
+
+using Layer = std::variant<Conv2d, MaxPool2d, ReLU, BatchNorm, Flatten, Dense, LogSoftmax, Add, Concat>;
+
+// How many inputs a layer takes: 1, or kManyInputs (two or more) for joins.
+inline constexpr int kManyInputs = -1;
+int arity(const Layer& layer);
 
 // A learned tensor (or a non-learned state tensor such as a running mean)
 // and where it lives in its model's flat buffer.
@@ -62,15 +73,22 @@ struct ParamSlot {
 struct LayerPlan {
   std::string name;  // e.g. "conv2d_0"
   Layer layer;
-  Shape input_shape;   // without batch
+  Shape input_shape;   // without batch; the first input's for joins
   Shape output_shape;  // without batch
   std::vector<ParamSlot> params;  // learned, in PyTorch's order (weight, bias)
   std::vector<ParamSlot> state;   // not learned (running mean, running var)
+  // Where the inputs come from: indices of earlier layers in the model's
+  // list, kModelInput for the model's input. A chain has {i - 1}.
+  std::vector<int> inputs;
+  std::vector<Shape> input_shapes;  // one per input, without batch
 };
+inline constexpr int kModelInput = -1;
 
 const char* kind_name(const Layer& layer);
 // Output shape for a given input shape; throws UserError naming the layer when
 // the input does not fit (wrong rank, kernel larger than the image, ...).
 Shape output_shape(const Layer& layer, const Shape& input, const std::string& layer_name);
+// The same for any number of inputs (joins check that theirs agree).
+Shape output_shape(const Layer& layer, const std::vector<Shape>& inputs, const std::string& layer_name);
 
 }  // namespace convoy::nn

@@ -2,11 +2,11 @@
 // Models by name, for configs and checkpoints.
 #include <string>
 
-#include "convoy/nn/sequential.h"
+#include "convoy/nn/model.h"
 
 namespace convoy::nn {
 
 // Throws UserError listing the known names for an unknown one.
-Sequential model_by_name(const std::string& name);
+Model model_by_name(const std::string& name);
 
 }  // namespace convoy::nn

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "convoy/backends/executable.h"
-#include "convoy/nn/sequential.h"
+#include "convoy/nn/model.h"
 #include "convoy/train/callbacks.h"
 #include "convoy/train/run_config.h"
 
@@ -24,7 +24,7 @@ struct Checkpoint {
   std::vector<float> params, state, optimizer_state;
 };
 
-void save_checkpoint(const std::string& path, const nn::Sequential& model, const Executable& exe,
+void save_checkpoint(const std::string& path, const nn::Model& model, const Executable& exe,
                      const RunConfig& config, const History& history);
 // Throws UserError naming the file when it is missing, corrupt, or not a
 // checkpoint of `model`'s shape.
@@ -34,13 +34,13 @@ Checkpoint load_checkpoint(const std::string& path);
 // ModelCheckpoint) only after epochs where `monitor` improved.
 class CheckpointSaver : public Callback {
  public:
-  CheckpointSaver(std::string path, const nn::Sequential& model, RunConfig config, bool save_best_only = false,
+  CheckpointSaver(std::string path, const nn::Model& model, RunConfig config, bool save_best_only = false,
                   std::string monitor = "val_loss");
   void on_epoch_end(FitState& s, const EpochRecord& r) override;
 
  private:
   std::string path_;
-  const nn::Sequential& model_;
+  const nn::Model& model_;
   RunConfig config_;
   bool best_only_;
   std::string monitor_;

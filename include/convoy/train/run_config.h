@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "convoy/backends/executable.h"
 #include "convoy/optim/optimizer.h"
 #include "convoy/train/callbacks.h"
 #include "convoy/train/schedules.h"
@@ -18,6 +19,12 @@ struct RunConfig {
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   // model
   std::string model = "seed_cnn";
+  // loss: nll (the model outputs log-probabilities), categorical_crossentropy
+  // (class indices or one-hot rows; from_logits picks softmax-of-logits or
+  // log-probabilities), binary_crossentropy (multi-hot rows, from logits)
+  std::string loss = "nll";
+  bool from_logits = false;
+  double label_smoothing = 0;
   // optimizer (see optim/optimizer.h for each one's formula)
   std::string optimizer = "sgd";
   double lr = 0.01, momentum = 0.5, weight_decay = 0;
@@ -48,5 +55,7 @@ std::string run_config_json(const RunConfig& config);
 // Range checks shared by files and flags (epochs >= 1, lr > 0, ...).
 void validate(const RunConfig& config);
 optim::OptimizerOptions optimizer_options(const RunConfig& config);
+// The backend loss the config's loss section names.
+Loss loss_kind(const RunConfig& config);
 
 }  // namespace convoy::train

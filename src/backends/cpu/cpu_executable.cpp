@@ -26,7 +26,7 @@ void copy_checked(std::span<const float> from, std::span<float> to, const char* 
 
 class CpuExecutable final : public Executable {
  public:
-  CpuExecutable(const nn::Sequential& model, const CompileOptions& options, uint64_t seed)
+  CpuExecutable(const nn::Model& model, const CompileOptions& options, uint64_t seed)
       : options_(options),
         example_size_(numel(model.input_shape())),
         classes_(model.output_shape().at(0)),
@@ -49,10 +49,18 @@ class CpuExecutable final : public Executable {
       profile_.push_back({.name = plan.name, .forward_flops = f.forward * n, .backward_flops = f.backward * n});
     }
 
-    // Plan: activation i is layer i's input (0 = the model input); views share
-    // their input's memory. Offsets first, pointers once the arena exists.
+    // Plan. Activation a = 0 is the model input, a = i + 1 layer i's output;
+    // views (Flatten of a vector) share their input's memory. Each activation
+    // has a gradient buffer; an activation read by several layers (a residual
+    // branch) gets one gradient buffer per reading edge, summed into its own
+    // before its producer's backward runs. Offsets first, pointers once the
+    // arena exists.
     const std::size_t count = layers.size() + 1;
-    std::vector<int64_t> act(count), diff(count, -1);
+    std::vector<int> uses(count, 0);
+    for (const auto& plan : layers)
+      for (int in : plan.inputs) ++uses[in + 1];
+    std::vector<int64_t> act(count, -1), diff(count, -1);
+    std::vector<std::vector<int64_t>> edge_diff(layers.size());  // per layer, per input
     int64_t cursor = 0;
     act[0] = cursor;
     cursor += aligned(n * example_size_);
@@ -61,9 +69,19 @@ class CpuExecutable final : public Executable {
       cursor += aligned(n * example_size_);
     }
     for (std::size_t i = 0; i < layers.size(); ++i) {
+      for (int in : layers[i].inputs) {
+        const int a = in + 1;
+        int64_t d = diff[a];
+        if (uses[a] > 1 && d >= 0) {  // a gradient of its own, summed later
+          d = cursor;
+          cursor += aligned(n * numel(a == 0 ? model.input_shape() : layers[a - 1].output_shape));
+          fan_in_.push_back({a, d});
+        }
+        edge_diff[i].push_back(d);
+      }
       if (ops_[i]->is_view()) {
-        act[i + 1] = act[i];
-        diff[i + 1] = diff[i];
+        act[i + 1] = act[layers[i].inputs[0] + 1];
+        diff[i + 1] = edge_diff[i][0];
         continue;
       }
       const int64_t size = aligned(n * numel(layers[i].output_shape));
@@ -80,9 +98,13 @@ class CpuExecutable final : public Executable {
     for (std::size_t i = 0; i < layers.size(); ++i) {
       const auto& plan = layers[i];
       cpu::OpBuffers b;
-      b.src = at(act[i]);
+      for (std::size_t k = 0; k < plan.inputs.size(); ++k) {
+        b.srcs.push_back(at(act[plan.inputs[k] + 1]));
+        b.diff_srcs.push_back(at(edge_diff[i][k]));
+      }
+      b.src = b.srcs[0];
+      b.diff_src = b.diff_srcs[0];
       b.dst = at(act[i + 1]);
-      b.diff_src = at(diff[i]);
       b.diff_dst = at(diff[i + 1]);
       if (!plan.params.empty()) {
         b.params = params_.data() + plan.params[0].offset;
@@ -91,6 +113,14 @@ class CpuExecutable final : public Executable {
       if (!plan.state.empty()) b.state = state_.data() + plan.state[0].offset;
       b.scratchpad = scratch_.data();
       ops_[i]->bind(env_, b);
+    }
+    // Gradient sums, grouped by activation: summed before the backward of
+    // the layer that produced it (layer a - 1), or at the end for the input.
+    sums_.resize(count);
+    for (const auto& [a, offset] : fan_in_) {
+      sums_[a].elements = n * numel(a == 0 ? model.input_shape() : layers[a - 1].output_shape);
+      sums_[a].into = at(diff[a]);
+      sums_[a].parts.push_back(at(offset));
     }
     // The edges: callers pass NCHW; the first layer reads the activation layout.
     const Shape in_shape = cpu::with_batch(n, model.input_shape());
@@ -116,16 +146,16 @@ class CpuExecutable final : public Executable {
   int64_t output_size() const override { return classes_; }
   std::string device() const override { return "cpu"; }
 
-  void train_step(const float* x, const int32_t* y) override {
+  void train_step(const float* x, Targets y) override {
     accumulate(forward_backward(x, y), batch_size());
     optim::step(options_.optimizer, params_.span(), grads_.span(), optimizer_state_.span());
   }
 
-  double loss_and_gradients(const float* x, const int32_t* y) override {
+  double loss_and_gradients(const float* x, Targets y) override {
     return forward_backward(x, y).loss_sum / static_cast<double>(batch_size());
   }
 
-  void eval_step(const float* x, const int32_t* y, int64_t count) override {
+  void eval_step(const float* x, Targets y, int64_t count) override {
     const int64_t n = batch_size();
     require(count >= 0 && count <= n, "eval_step: count " + std::to_string(count) + " exceeds the batch size");
     std::memcpy(input_, x, sizeof(float) * count * example_size_);
@@ -133,7 +163,7 @@ class CpuExecutable final : public Executable {
     std::fill(input_ + count * example_size_, input_ + n * example_size_, 0.0f);
     if (input_relayout_) input_relayout_.run(env_);
     for (auto& op : ops_) op->forward(env_, false);
-    accumulate(cpu::loss_forward(options_.loss, output_, y, count, classes_, nullptr, count), count);
+    accumulate(cpu::loss_forward(options_.loss, options_.label_smoothing, output_, y, count, classes_, nullptr, count), count);
   }
 
   void set_profiling(bool on) override {
@@ -170,20 +200,24 @@ class CpuExecutable final : public Executable {
   }
 
  private:
-  cpu::LossResult forward_backward(const float* x, const int32_t* y) {
+  cpu::LossResult forward_backward(const float* x, Targets y) {
     const int64_t n = batch_size();
     std::memcpy(input_, x, sizeof(float) * n * example_size_);
     if (input_relayout_) input_relayout_.run(env_);
     if (profiling_) return profiled_forward_backward(y);
     for (auto& op : ops_) op->forward(env_, true);
-    auto result = cpu::loss_forward(options_.loss, output_, y, n, classes_, d_output_, n);
-    for (auto it = ops_.rbegin(); it != ops_.rend(); ++it) (*it)->backward(env_);
+    auto result = cpu::loss_forward(options_.loss, options_.label_smoothing, output_, y, n, classes_, d_output_, n);
+    for (std::size_t i = ops_.size(); i-- > 0;) {
+      sum_gradient(i + 1);
+      ops_[i]->backward(env_);
+    }
+    sum_gradient(0);
     if (d_input_relayout_) d_input_relayout_.run(env_);
     return result;
   }
 
   // The same step with a clock read around every op.
-  cpu::LossResult profiled_forward_backward(const int32_t* y) {
+  cpu::LossResult profiled_forward_backward(Targets y) {
     using Clock = std::chrono::steady_clock;
     auto seconds = [](Clock::time_point a) { return std::chrono::duration<double>(Clock::now() - a).count(); };
     for (std::size_t i = 0; i < ops_.size(); ++i) {
@@ -191,15 +225,33 @@ class CpuExecutable final : public Executable {
       ops_[i]->forward(env_, true);
       profile_[i].forward_seconds += seconds(t);
     }
-    auto result = cpu::loss_forward(options_.loss, output_, y, batch_size(), classes_, d_output_, batch_size());
+    auto result = cpu::loss_forward(options_.loss, options_.label_smoothing, output_, y, batch_size(), classes_, d_output_, batch_size());
     for (std::size_t i = ops_.size(); i-- > 0;) {
       const auto t = Clock::now();
+      sum_gradient(i + 1);
       ops_[i]->backward(env_);
       profile_[i].backward_seconds += seconds(t);
     }
+    sum_gradient(0);
     if (d_input_relayout_) d_input_relayout_.run(env_);
     ++profiled_steps_;
     return result;
+  }
+
+  // An activation read by several layers: its gradient is the sum of theirs.
+  void sum_gradient(std::size_t a) {
+    const GradientSum& g = sums_[a];
+    if (g.parts.empty() || !g.into) return;
+    float* into = g.into;
+    const int64_t n = g.elements;
+    const float* first = g.parts[0];
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; ++i) into[i] = first[i];
+    for (std::size_t k = 1; k < g.parts.size(); ++k) {
+      const float* p = g.parts[k];
+#pragma omp parallel for simd schedule(static)
+      for (int64_t i = 0; i < n; ++i) into[i] += p[i];
+    }
   }
 
   void accumulate(const cpu::LossResult& r, int64_t rows) {
@@ -215,6 +267,13 @@ class CpuExecutable final : public Executable {
   AlignedBuffer staging_, d_input_canonical_;  // NCHW copies at the edges, when layouts differ
   cpu::Prim input_relayout_, d_input_relayout_;
   std::vector<std::unique_ptr<CpuOp>> ops_;
+  struct GradientSum {
+    float* into = nullptr;
+    std::vector<const float*> parts;
+    int64_t elements = 0;
+  };
+  std::vector<std::pair<int, int64_t>> fan_in_;  // (activation, offset of one reader's gradient), while planning
+  std::vector<GradientSum> sums_;                // per activation
   float *input_ = nullptr, *d_input_ = nullptr, *output_ = nullptr, *d_output_ = nullptr;
   Metrics metrics_;
   bool profiling_ = false;
@@ -224,7 +283,7 @@ class CpuExecutable final : public Executable {
 
 }  // namespace
 
-std::unique_ptr<Executable> compile_cpu(const nn::Sequential& model, const CompileOptions& options, uint64_t seed) {
+std::unique_ptr<Executable> compile_cpu(const nn::Model& model, const CompileOptions& options, uint64_t seed) {
   return std::make_unique<CpuExecutable>(model, options, seed);
 }
 

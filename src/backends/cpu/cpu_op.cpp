@@ -47,6 +47,7 @@ std::unique_ptr<CpuOp> make_cpu_op(DnnlEnv& env, const nn::LayerPlan& plan, int6
   if (std::holds_alternative<nn::Flatten>(layer)) return std::make_unique<FlattenOp>(in);
   if (std::holds_alternative<nn::Dense>(layer)) return make_dense(env, in, out);
   if (std::holds_alternative<nn::LogSoftmax>(layer)) return make_log_softmax(in);
+  if (nn::arity(layer) == nn::kManyInputs) return make_join(plan, batch);
   throw std::logic_error(std::string("CPU backend has no kernel for layer ") + plan.name);
 }
 

@@ -4,6 +4,7 @@
 // wires them to planned memory, and forward()/backward() only execute.
 #include <cstddef>
 #include <memory>
+#include <vector>
 
 #include "backends/cpu/dnnl_env.h"
 #include "convoy/nn/layers.h"
@@ -19,6 +20,10 @@ struct OpBuffers {
   float* grads = nullptr;     // ... of the flat gradient buffer
   float* state = nullptr;     // ... of the flat state buffer (running statistics)
   void* scratchpad = nullptr;
+  // Joins (add, concat) read every input: srcs[k] / diff_srcs[k] for input k
+  // (srcs[0] == src). A null diff_srcs[k]: that input needs no gradient.
+  std::vector<const float*> srcs;
+  std::vector<float*> diff_srcs;
 };
 
 class CpuOp {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "convoy/core/error.h"
 
@@ -42,29 +43,71 @@ void log_softmax_backward(const float* y, const float* dy, float* dx, int64_t ro
   }
 }
 
-LossResult loss_forward(Loss loss, const float* out, const int32_t* labels, int64_t rows, int64_t cols,
-                        float* d_out, int64_t grad_rows) {
+namespace {
+
+// One row's targets after smoothing, written into t[cols].
+void smoothed_targets(const Targets& targets, int64_t row, int64_t cols, float smoothing, float uniform, float* t) {
+  if (targets.dense) {
+    const float* d = targets.dense + row * cols;
+    for (int64_t j = 0; j < cols; ++j) t[j] = d[j] * (1 - smoothing) + uniform;
+    return;
+  }
+  const int32_t label = targets.labels[row];
+  if (label < 0 || label >= cols)
+    throw UserError("label " + std::to_string(label) + " is outside [0, " + std::to_string(cols) +
+                    ") for a model with " + std::to_string(cols) + " outputs; check the dataset's labels");
+  for (int64_t j = 0; j < cols; ++j) t[j] = uniform;
+  t[label] += 1 - smoothing;
+}
+
+// The class a row's targets name: the label, or the arg-max of a dense row.
+int64_t target_class(const Targets& targets, int64_t row, int64_t cols) {
+  return targets.dense ? row_argmax(targets.dense + row * cols, cols) : targets.labels[row];
+}
+
+}  // namespace
+
+LossResult loss_forward(Loss loss, float label_smoothing, const float* out, Targets targets, int64_t rows,
+                        int64_t cols, float* d_out, int64_t grad_rows) {
+  require(targets.labels || targets.dense, "loss: no targets given");
+  require(loss != Loss::binary_cross_entropy || targets.dense,
+          "binary cross-entropy needs one-hot or multi-hot label rows, got class indices; "
+          "use softmax cross-entropy for single-label data");
   LossResult r;
   const float inv_n = 1.0f / static_cast<float>(grad_rows);
+  const float uniform = loss == Loss::binary_cross_entropy ? label_smoothing / 2 : label_smoothing / cols;
+  thread_local std::vector<float> t;  // grows once; no allocation per step after that
+  t.resize(static_cast<std::size_t>(cols));
   for (int64_t i = 0; i < rows; ++i) {
-    const int32_t label = labels[i];
-    if (label < 0 || label >= cols)
-      throw UserError("label " + std::to_string(label) + " is outside [0, " + std::to_string(cols) +
-                      ") for a model with " + std::to_string(cols) + " outputs; check the dataset's labels");
+    smoothed_targets(targets, i, cols, label_smoothing, uniform, t.data());
     const float* o = out + i * cols;
-    r.correct += row_argmax(o, cols) == label;
-    if (loss == Loss::nll) {
-      r.loss_sum -= o[label];
-      if (d_out) {
-        for (int64_t j = 0; j < cols; ++j) d_out[i * cols + j] = 0;
-        d_out[i * cols + label] = -inv_n;
+    float* d = d_out ? d_out + i * cols : nullptr;
+    if (loss == Loss::binary_cross_entropy) {
+      // Stable form: max(o, 0) - o t + log(1 + exp(-|o|)), averaged over classes.
+      const float* raw = targets.dense + i * cols;
+      bool all_right = true;
+      double row_loss = 0;
+      for (int64_t j = 0; j < cols; ++j) {
+        row_loss += std::max(o[j], 0.0f) - o[j] * t[j] + std::log1p(std::exp(-std::abs(o[j])));
+        all_right = all_right && ((o[j] > 0) == (raw[j] >= 0.5f));
+        if (d) d[j] = (1 / (1 + std::exp(-o[j])) - t[j]) * inv_n / cols;
       }
-    } else {  // softmax cross-entropy from logits
+      r.loss_sum += row_loss / cols;
+      r.correct += all_right;
+      continue;
+    }
+    r.correct += row_argmax(o, cols) == target_class(targets, i, cols);
+    float t_sum = 0;
+    for (int64_t j = 0; j < cols; ++j) t_sum += t[j];
+    if (loss == Loss::nll) {
+      for (int64_t j = 0; j < cols; ++j) r.loss_sum -= t[j] * o[j];
+      if (d)
+        for (int64_t j = 0; j < cols; ++j) d[j] = -t[j] * inv_n;
+    } else {  // softmax cross-entropy from logits: sum_j t_j (lse - o_j)
       const float lse = row_logsumexp(o, cols);
-      r.loss_sum += lse - o[label];
-      if (d_out)
-        for (int64_t j = 0; j < cols; ++j)
-          d_out[i * cols + j] = (std::exp(o[j] - lse) - (j == label ? 1.0f : 0.0f)) * inv_n;
+      for (int64_t j = 0; j < cols; ++j) r.loss_sum += t[j] * (lse - o[j]);
+      if (d)
+        for (int64_t j = 0; j < cols; ++j) d[j] = (std::exp(o[j] - lse) * t_sum - t[j]) * inv_n;
     }
   }
   return r;

@@ -18,10 +18,12 @@ struct LossResult {
   int64_t correct = 0;  // rows whose arg-max equals the label
 };
 
-// Loss of the model's output against integer labels. When d_out is not null it
-// receives d(mean loss)/d(out) over `grad_rows` rows (the batch the mean is
-// taken over). Throws UserError for a label outside [0, cols).
-LossResult loss_forward(Loss loss, const float* out, const int32_t* labels, int64_t rows, int64_t cols,
-                        float* d_out, int64_t grad_rows);
+// Loss of the model's output against the targets (class indices or dense
+// rows), after label smoothing. When d_out is not null it receives
+// d(mean loss)/d(out) over `grad_rows` rows (the batch the mean is taken
+// over). Throws UserError for a class index outside [0, cols) and for binary
+// cross-entropy without dense targets.
+LossResult loss_forward(Loss loss, float label_smoothing, const float* out, Targets targets, int64_t rows,
+                        int64_t cols, float* d_out, int64_t grad_rows);
 
 }  // namespace convoy::cpu

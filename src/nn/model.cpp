@@ -1,4 +1,4 @@
-#include "convoy/nn/sequential.h"
+#include "convoy/nn/model.h"
 
 #include <cmath>
 #include <cstdio>
@@ -35,25 +35,65 @@ void place(std::vector<ParamSlot>& slots, const std::string& layer_name, int64_t
 
 }  // namespace
 
-Sequential::Sequential(Shape input_shape, std::vector<Layer> layers) : input_shape_(std::move(input_shape)) {
-  require(!layers.empty(), "model: a Sequential model needs at least one layer");
-  std::map<std::string, int> counts;
-  Shape shape = input_shape_;
-  for (auto& layer : layers) {
-    std::string kind = kind_name(layer);
-    std::string name = kind + "_" + std::to_string(counts[kind]++);
-    LayerPlan plan{name, layer, shape, nn::output_shape(layer, shape, name), learned_slots(layer, shape),
-                   state_slots(layer, shape)};
-    place(plan.params, name, num_params_);
-    place(plan.state, name, num_state_);
-    shape = plan.output_shape;
-    plans_.push_back(std::move(plan));
-  }
+namespace {
+
+std::vector<std::pair<Layer, std::vector<int>>> chain(std::vector<Layer> layers) {
+  std::vector<std::pair<Layer, std::vector<int>>> graph;
+  for (auto& layer : layers) graph.push_back({std::move(layer), {static_cast<int>(graph.size()) - 1}});
+  return graph;
 }
 
-const Shape& Sequential::output_shape() const { return plans_.back().output_shape; }
+}  // namespace
 
-std::vector<float> Sequential::initial_parameters(uint64_t seed) const {
+Model::Model(Shape input_shape, std::vector<Layer> layers) : Model(std::move(input_shape), chain(std::move(layers))) {}
+
+Model::Model(Shape input_shape, std::vector<std::pair<Layer, std::vector<int>>> graph)
+    : input_shape_(std::move(input_shape)) {
+  require(!graph.empty(), "model: a model needs at least one layer");
+  std::map<std::string, int> counts;
+  std::vector<int> consumers(graph.size(), 0);
+  for (auto& [layer, inputs] : graph) {
+    const int index = static_cast<int>(plans_.size());
+    std::string kind = kind_name(layer);
+    std::string name = kind + "_" + std::to_string(counts[kind]++);
+    std::vector<Shape> shapes;
+    for (int in : inputs) {
+      require(in >= kModelInput && in < index,
+              "model: " + name + " takes input " + std::to_string(in) + ", which is not an earlier layer");
+      shapes.push_back(in == kModelInput ? input_shape_ : plans_[in].output_shape);
+      if (in != kModelInput) ++consumers[in];
+    }
+    require(!shapes.empty(), "model: " + name + " has no input");
+    LayerPlan plan{name, layer, shapes[0], nn::output_shape(layer, shapes, name), learned_slots(layer, shapes[0]),
+                   state_slots(layer, shapes[0]), inputs, shapes};
+    place(plan.params, name, num_params_);
+    place(plan.state, name, num_state_);
+    plans_.push_back(std::move(plan));
+  }
+  // A layer nobody reads would run for nothing and leave its gradient unset.
+  for (std::size_t i = 0; i + 1 < plans_.size(); ++i)
+    require(consumers[i] > 0, "model: the output of " + plans_[i].name +
+                                  " is not used by any later layer; remove it or join it into the graph");
+}
+
+bool Model::is_chain() const {
+  for (std::size_t i = 0; i < plans_.size(); ++i)
+    if (plans_[i].inputs != std::vector<int>{static_cast<int>(i) - 1}) return false;
+  return true;
+}
+
+GraphBuilder::Ref GraphBuilder::add(Layer layer, std::vector<Ref> ins) {
+  std::vector<int> inputs;
+  for (Ref r : ins) inputs.push_back(r.index);
+  graph_.push_back({std::move(layer), std::move(inputs)});
+  return {static_cast<int>(graph_.size()) - 1};
+}
+
+Model GraphBuilder::build() const { return Model(input_shape_, graph_); }
+
+const Shape& Model::output_shape() const { return plans_.back().output_shape; }
+
+std::vector<float> Model::initial_parameters(uint64_t seed) const {
   std::vector<float> params(num_params_);
   Rng rng(seed);
   for (const auto& plan : plans_) {
@@ -72,7 +112,7 @@ std::vector<float> Sequential::initial_parameters(uint64_t seed) const {
   return params;
 }
 
-std::vector<float> Sequential::initial_state() const {
+std::vector<float> Model::initial_state() const {
   std::vector<float> state(num_state_);
   for (const auto& plan : plans_)
     for (const auto& slot : plan.state)
@@ -81,20 +121,26 @@ std::vector<float> Sequential::initial_state() const {
   return state;
 }
 
-std::string Sequential::summary() const {
+std::string Model::summary() const {
+  const bool graph = !is_chain();
   std::string out;
-  char line[160];
-  std::snprintf(line, sizeof line, "%-18s %-16s %10s\n", "Layer", "Output shape", "Params");
+  char line[256];
+  std::snprintf(line, sizeof line, "%-18s %-16s %10s%s\n", "Layer", "Output shape", "Params",
+                graph ? "   Inputs" : "");
   out += line;
-  out += std::string(46, '-') + "\n";
+  const std::string rule(graph ? 70 : 46, '-');
+  out += rule + "\n";
   for (const auto& plan : plans_) {
     int64_t count = 0;
     for (const auto& p : plan.params) count += p.size();
-    std::snprintf(line, sizeof line, "%-18s %-16s %10lld\n", plan.name.c_str(),
-                  to_string(plan.output_shape).c_str(), static_cast<long long>(count));
+    std::string from;
+    for (int in : plan.inputs) from += (from.empty() ? "" : ", ") + (in == kModelInput ? "input" : plans_[in].name);
+    std::snprintf(line, sizeof line, "%-18s %-16s %10lld%s%s\n", plan.name.c_str(),
+                  to_string(plan.output_shape).c_str(), static_cast<long long>(count), graph ? "   " : "",
+                  graph ? from.c_str() : "");
     out += line;
   }
-  out += std::string(46, '-') + "\n";
+  out += rule + "\n";
   std::snprintf(line, sizeof line, "Total params: %lld (input %s)\n", static_cast<long long>(num_params_),
                 to_string(input_shape_).c_str());
   return out + line;
@@ -114,11 +160,12 @@ LayerFlops layer_flops(const LayerPlan& plan) {
   if (std::holds_alternative<BatchNorm>(plan.layer)) return {4 * in, 8 * in};
   if (std::holds_alternative<ReLU>(plan.layer)) return {in, in};
   if (std::holds_alternative<LogSoftmax>(plan.layer)) return {4 * in, 4 * in};
+  if (std::holds_alternative<Add>(plan.layer)) return {out * static_cast<double>(plan.inputs.size() - 1), 0};
   return {};
 }
 
-Sequential seed_cnn() {
-  return Sequential({1, 28, 28}, {
+Model seed_cnn() {
+  return Model({1, 28, 28}, {
                                       Conv2d{.filters = 10, .kernel = 5},
                                       MaxPool2d{.kernel = 2},
                                       ReLU{},

@@ -1,0 +1,89 @@
+#pragma once
+// A model: an input shape and layers in a directed acyclic graph, built
+// either as a Keras Sequential (a list of layers, each taking the previous
+// one's output) or with the functional API (GraphBuilder: each layer names
+// its inputs, so residual adds and concats join branches). Building one
+// infers every shape and lays every parameter out in one flat buffer
+// (PyTorch's parameter order), so backends can update, reduce and save all
+// parameters in one pass.
+//
+//   nn::GraphBuilder g({64, 8, 8});
+//   auto x = g.input();
+//   auto y = g.add(nn::Conv2d{.filters = 64, .kernel = 3, .padding = 1}, x);
+//   y = g.add(nn::ReLU{}, y);
+//   auto sum = g.add(nn::Add{}, {x, y});          // the residual join
+//   nn::Model m = g.build();                      // the last layer is the output
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "convoy/nn/layers.h"
+
+namespace convoy::nn {
+
+class Model {
+ public:
+  // Sequential: each layer takes the previous one's output.
+  Model(Shape input_shape, std::vector<Layer> layers);
+  // A graph: layers in topological order, each with its inputs (indices of
+  // earlier layers, or kModelInput). The last layer is the model's output;
+  // every other layer must feed some later one.
+  Model(Shape input_shape, std::vector<std::pair<Layer, std::vector<int>>> graph);
+
+  const Shape& input_shape() const { return input_shape_; }
+  const Shape& output_shape() const;
+  const std::vector<LayerPlan>& layers() const { return plans_; }
+  int64_t num_parameters() const { return num_params_; }
+  int64_t num_state() const { return num_state_; }
+
+  // Fresh parameters with PyTorch's default initialisation (uniform in
+  // +-1/sqrt(fan_in) for conv and dense weights and biases; BN scale 1, shift 0),
+  // drawn from convoy's own seeded RNG.
+  std::vector<float> initial_parameters(uint64_t seed) const;
+  // Fresh state: BN running mean 0, running variance 1.
+  std::vector<float> initial_state() const;
+
+  // A Keras-style table: layer, output shape, parameter count (and, for
+  // graphs, what each layer takes its input from).
+  std::string summary() const;
+  bool is_chain() const;  // every layer takes the previous one's output
+
+ private:
+  Shape input_shape_;
+  std::vector<LayerPlan> plans_;
+  int64_t num_params_ = 0;
+  int64_t num_state_ = 0;
+};
+
+using Sequential = Model;  // Keras's name for a chain of layers
+
+// The functional API: add layers one by one, each naming its inputs.
+class GraphBuilder {
+ public:
+  struct Ref {
+    int index = kModelInput;
+  };
+  explicit GraphBuilder(Shape input_shape) : input_shape_(std::move(input_shape)) {}
+  Ref input() const { return {kModelInput}; }
+  Ref add(Layer layer, Ref in) { return add(std::move(layer), std::vector<Ref>{in}); }
+  Ref add(Layer layer, std::vector<Ref> ins);
+  Model build() const;  // the last layer added is the output
+
+ private:
+  Shape input_shape_;
+  std::vector<std::pair<Layer, std::vector<int>>> graph_;
+};
+
+// Floating-point operations of one layer for one example (a multiply-add
+// counts 2), forward and backward (gradients for the input and the weights).
+struct LayerFlops {
+  double forward = 0, backward = 0;
+};
+LayerFlops layer_flops(const LayerPlan& plan);
+
+// The network of the PyTorch/XLA Fashion-MNIST article (seeds/002): conv 1->10
+// k5, max-pool 2, ReLU, BN, conv 10->20 k5, max-pool 2, ReLU, BN, flatten,
+// dense 320->50, ReLU, dense 50->10, log-softmax.
+Model seed_cnn();
+
+}  // namespace convoy::nn

@@ -1,0 +1,83 @@
+// The functional API's joins in the activation layout. Both layouts convoy
+// uses keep channels innermost (NHWC images, [N, features] vectors), so a
+// join works on rows: one row per pixel (or per example) of C channels.
+//   add:    dst = sum_k src_k;              diff_src_k = diff_dst
+//   concat: dst row = [src_0 row, src_1 row, ...]; diff_src_k = its slice of diff_dst
+#include <cstring>
+
+#include "backends/cpu/ops.h"
+
+namespace convoy::cpu {
+namespace {
+
+class AddOp final : public CpuOp {
+ public:
+  explicit AddOp(int64_t elements) : elements_(elements) {}
+  void bind(DnnlEnv&, const OpBuffers& b) override { b_ = b; }
+  void forward(DnnlEnv&, bool) override {
+    float* dst = b_.dst;
+    const float* a = b_.srcs[0];
+    const float* c = b_.srcs[1];
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < elements_; ++i) dst[i] = a[i] + c[i];
+    for (std::size_t k = 2; k < b_.srcs.size(); ++k) {
+      const float* s = b_.srcs[k];
+#pragma omp parallel for simd schedule(static)
+      for (int64_t i = 0; i < elements_; ++i) dst[i] += s[i];
+    }
+  }
+  void backward(DnnlEnv&) override {
+    for (float* d : b_.diff_srcs)
+      if (d) std::memcpy(d, b_.diff_dst, sizeof(float) * elements_);
+  }
+
+ private:
+  int64_t elements_;
+  OpBuffers b_;
+};
+
+class ConcatOp final : public CpuOp {
+ public:
+  ConcatOp(int64_t rows, std::vector<int64_t> widths) : rows_(rows), widths_(std::move(widths)) {
+    for (int64_t w : widths_) total_ += w;
+  }
+  void bind(DnnlEnv&, const OpBuffers& b) override { b_ = b; }
+  void forward(DnnlEnv&, bool) override {
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows_; ++r) {
+      float* out = b_.dst + r * total_;
+      for (std::size_t k = 0; k < widths_.size(); ++k) {
+        std::memcpy(out, b_.srcs[k] + r * widths_[k], sizeof(float) * widths_[k]);
+        out += widths_[k];
+      }
+    }
+  }
+  void backward(DnnlEnv&) override {
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows_; ++r) {
+      const float* in = b_.diff_dst + r * total_;
+      for (std::size_t k = 0; k < widths_.size(); ++k) {
+        if (b_.diff_srcs[k]) std::memcpy(b_.diff_srcs[k] + r * widths_[k], in, sizeof(float) * widths_[k]);
+        in += widths_[k];
+      }
+    }
+  }
+
+ private:
+  int64_t rows_, total_ = 0;
+  std::vector<int64_t> widths_;
+  OpBuffers b_;
+};
+
+}  // namespace
+
+std::unique_ptr<CpuOp> make_join(const nn::LayerPlan& plan, int64_t batch) {
+  if (std::holds_alternative<nn::Add>(plan.layer)) return std::make_unique<AddOp>(batch * numel(plan.output_shape));
+  // Rows: one per example and pixel; widths: each input's channels.
+  const int64_t rows = batch * numel(plan.output_shape) / plan.output_shape[0];
+  std::vector<int64_t> widths;
+  for (const auto& s : plan.input_shapes) widths.push_back(s[0]);
+  return std::make_unique<ConcatOp>(rows, std::move(widths));
+}
+
+}  // namespace convoy::cpu
