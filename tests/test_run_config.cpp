@@ -2,6 +2,7 @@
 
 #include "convoy/core/error.h"
 #include "convoy/train/run_config.h"
+#include "test_helpers.h"
 
 namespace convoy::train {
 namespace {
@@ -46,6 +47,59 @@ TEST(RunConfig, LossNamesMapToTheBackendsLosses) {
                                        "c", true);
   EXPECT_EQ(loss_kind(b), Loss::binary_cross_entropy);
   EXPECT_DOUBLE_EQ(b.label_smoothing, 0.1);
+}
+
+TEST(RunConfig, ModelsWrittenAsLayerListsBuildAndRoundTrip) {
+  const RunConfig c = parse_run_config(R"(
+model:
+  layers:
+    - {type: conv2d, filters: 10, kernel: 5}
+    - {type: max_pool2d, kernel: 2}
+    - relu
+    - batch_norm
+    - {type: conv2d, filters: 20, kernel: 5}
+    - {type: max_pool2d, kernel: 2}
+    - relu
+    - batch_norm
+    - flatten
+    - {type: dense, units: 50}
+    - relu
+    - {type: dense, units: 10}
+    - log_softmax
+)", "layers.yaml", true);
+  EXPECT_EQ(build_model(c, {1, 28, 28}).summary(), nn::seed_cnn().summary());
+  // The JSON form (what checkpoints store) rebuilds the same model.
+  const RunConfig again = parse_run_config(run_config_json(c), "again", false);
+  EXPECT_EQ(run_config_json(again), run_config_json(c));
+  EXPECT_EQ(build_model(again, {1, 28, 28}).summary(), nn::seed_cnn().summary());
+
+  // A residual graph: joins name their inputs.
+  const RunConfig g = parse_run_config(R"(
+model:
+  layers:
+    - {type: conv2d, filters: 4, kernel: 3, padding: 1}
+    - relu
+    - {type: conv2d, filters: 4, kernel: 3, padding: 1, inputs: [relu_0]}
+    - {type: add, inputs: [relu_0, conv2d_1]}
+    - flatten
+    - {type: dense, units: 3}
+)", "graph.yaml", true);
+  const nn::Model m = build_model(g, {1, 6, 6});
+  EXPECT_FALSE(m.is_chain());
+  EXPECT_EQ(m.layers()[3].inputs, (std::vector<int>{1, 2}));
+}
+
+TEST(RunConfig, LayerListMistakesNameTheItem) {
+  EXPECT_NE(error_of("model: {layers: [{type: conv3d}]}", true).find("model.layers[0].type: unknown layer type 'conv3d'"),
+            std::string::npos);
+  EXPECT_NE(error_of("model: {layers: [{type: conv2d, kernel: 3}]}", true).find("'model.layers[0].filters'"),
+            std::string::npos);
+  EXPECT_NE(error_of("model: {layers: [relu, {type: dense, units: 3, activation: relu}]}", true)
+                .find("unknown key 'model.layers[1].activation'"),
+            std::string::npos);
+  EXPECT_NE(error_of("model: {layers: []}", true).find("non-empty list"), std::string::npos);
+  const RunConfig c = parse_run_config("model: {layers: [relu, {type: add, inputs: [input, relu_7]}]}", "c", true);
+  EXPECT_NE(convoy::testing::error_of([&] { build_model(c, {4}); }).find("no earlier layer is named 'relu_7'"), std::string::npos);
 }
 
 TEST(RunConfig, TheShippedConfigLoads) {

@@ -8,6 +8,7 @@
 
 #include "convoy/core/cpu_info.h"
 #include "convoy/core/error.h"
+#include "convoy/data/fashion_mnist.h"
 #include "convoy/nn/zoo.h"
 #include "convoy/train/run.h"
 
@@ -69,7 +70,7 @@ int run_devices() {
 
 int run_summary(const TrainFlags& f) {
   const RunConfig c = resolve(f);
-  std::cout << convoy::nn::model_by_name(c.model).summary();
+  std::cout << convoy::train::build_model(c, convoy::data::kFashionMnistShape).summary();
   return 0;
 }
 

@@ -74,6 +74,7 @@ std::string run_summary_json(const RunInfo& info, const train::History& h) {
   j["total_train_seconds"] = h.total_train_seconds;
   j["images_per_second"] = h.images_per_second();
   j["input_wait_fraction"] = h.input_wait_fraction();
+  if (!info.evaluation_json.empty()) j["evaluation"] = nlohmann::json::parse(info.evaluation_json);
   j["history"] = epochs_json(h);
   return j.dump(2) + "\n";
 }

@@ -5,6 +5,7 @@
 #include "convoy/core/error.h"
 #include "convoy/io/model_weights.h"
 #include "convoy/io/run_summary.h"
+#include "convoy/data/fashion_mnist.h"
 #include "convoy/nn/zoo.h"
 
 namespace convoy::train {
@@ -62,7 +63,7 @@ Checkpoint load_checkpoint(const std::string& path) {
   } catch (const std::exception&) {
     throw UserError(path + ": bad epoch '" + meta.at("epoch") + "' in the checkpoint metadata");
   }
-  const nn::Model model = nn::model_by_name(c.config.model);
+  const nn::Model model = build_model(c.config, data::kFashionMnistShape);
   io::FlatWeights w = io::from_named(model, tensors, path);
   c.params = std::move(w.params);
   c.state = std::move(w.state);

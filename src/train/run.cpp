@@ -17,6 +17,7 @@
 #include "convoy/io/run_summary.h"
 #include "convoy/nn/zoo.h"
 #include "convoy/train/checkpoint.h"
+#include "convoy/train/evaluation.h"
 #include "convoy/train/fit.h"
 #include "convoy/train/profile_report.h"
 #include "convoy/train/schedules.h"
@@ -30,16 +31,13 @@ const std::vector<std::string> kFashionMnistClasses = {"T-shirt/top", "Trouser",
                                                        "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
 
 // The pictures and the report of a finished run.
-void write_reports(const fs::path& dir, const RunConfig& c, const RunOutcome& out, Executable& exe,
+void write_reports(const fs::path& dir, const RunConfig& c, const RunOutcome& out, const EvaluationReport& ev,
                    const data::LabeledImages& test) {
   const History& h = out.history;
   io::write_curves_png((dir / "curves.png").string(), h);
-  const std::vector<int32_t> predicted = predict_classes(exe, test);
+  const std::vector<int32_t>& predicted = ev.predicted;
   const auto labels = test.labels.data<int32_t>();
-  const auto k = static_cast<int64_t>(kFashionMnistClasses.size());
-  std::vector<int64_t> confusion(static_cast<std::size_t>(k * k));
-  for (std::size_t i = 0; i < predicted.size(); ++i) confusion[labels[i] * k + predicted[i]]++;
-  io::write_confusion_png((dir / "confusion.png").string(), confusion, kFashionMnistClasses);
+  io::write_confusion_png((dir / "confusion.png").string(), ev.confusion, kFashionMnistClasses);
   io::write_predictions_png((dir / "predictions.png").string(),
                             {.images = test.images.data<float>().data(), .count = test.size(),
                              .height = test.images.dim(2), .width = test.images.dim(3), .labels = labels.data(),
@@ -87,7 +85,7 @@ RunOutcome run(const RunConfig& c, const std::optional<Checkpoint>& resume, std:
   validate(c);
   if (!c.out_dir.empty()) io::ensure_writable_dir(c.out_dir);  // fail now, not after training
   set_num_threads(c.threads);
-  const nn::Model model = nn::model_by_name(c.model);
+  const nn::Model model = build_model(c, data::kFashionMnistShape);
   const data::TrainTest data = data::load_fashion_mnist(c.data_dir);
   auto exe = compile_for(model, c);
   History history;
@@ -131,12 +129,14 @@ RunOutcome run(const RunConfig& c, const std::optional<Checkpoint>& resume, std:
     io::RunInfo info{.model = c.model, .dataset = c.data_dir, .device = out.device, .threads = out.threads,
                      .epochs = c.epochs, .batch_size = c.batch_size, .lr = c.lr, .momentum = c.momentum,
                      .seed = c.seed};
+    const EvaluationReport ev = evaluate_report(*exe, data.test, loss_kind(c));
+    info.evaluation_json = evaluation_json(ev, kFashionMnistClasses);
     std::vector<float> params(model.num_parameters()), state(model.num_state());
     exe->get_parameters(params);
     exe->get_state(state);
     io::write_safetensors((dir / "model.safetensors").string(), io::to_named(model, params, state));
     io::write_file_atomic((dir / "summary.json").string(), io::run_summary_json(info, h));
-    write_reports(dir, c, out, *exe, data.test);
+    write_reports(dir, c, out, ev, data.test);
     if (c.progress != "quiet")
       log << "wrote " << c.out_dir << "/{summary.json,history.csv,model.safetensors," << kCheckpointFile
           << ",curves.png,predictions.png,confusion.png,report.html}" << std::endl;
@@ -163,7 +163,7 @@ RunOutcome resume_training(const std::string& dir, std::ostream& log) {
 // A checkpoint's model compiled with its weights, ready for inference.
 std::unique_ptr<Executable> restore(const Checkpoint& ck) {
   set_num_threads(ck.config.threads);
-  auto exe = compile_for(nn::model_by_name(ck.config.model), ck.config);
+  auto exe = compile_for(build_model(ck.config, data::kFashionMnistShape), ck.config);
   exe->set_parameters(ck.params);
   exe->set_state(ck.state);
   return exe;
@@ -178,7 +178,7 @@ Metrics evaluate_checkpoint(const std::string& dir) {
 int64_t predict_to_csv(const std::string& dir, const std::string& images_idx, const std::string& output_csv) {
   const Checkpoint ck = load_checkpoint(checkpoint_path(dir));
   const Tensor raw = data::read_idx_u8(images_idx);
-  const nn::Model model = nn::model_by_name(ck.config.model);
+  const nn::Model model = build_model(ck.config, data::kFashionMnistShape);
   const Shape& want = model.input_shape();
   require(raw.shape().size() == 3 && raw.dim(1) == want[1] && raw.dim(2) == want[2],
           images_idx + ": images are " + to_string(raw.shape()) + ", the model takes [N, " + std::to_string(want[1]) +
@@ -192,10 +192,13 @@ int64_t predict_to_csv(const std::string& dir, const std::string& images_idx, co
   for (const auto& name : kFashionMnistClasses) csv += "," + name;
   csv += "\n";
   char cell[32];
+  std::vector<float> p(static_cast<std::size_t>(classes));
+  const Loss loss = loss_kind(ck.config);
   for_each_output(*exe, images, [&](int64_t id, const float* row) {
     csv += std::to_string(id);
+    output_probabilities(loss, row, classes, p.data());
     for (int64_t k = 0; k < classes; ++k) {
-      std::snprintf(cell, sizeof cell, ",%.6f", std::exp(row[k]));  // the model outputs log-probabilities
+      std::snprintf(cell, sizeof cell, ",%.6f", p[k]);
       csv += cell;
     }
     csv += "\n";

@@ -10,6 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "convoy/core/error.h"
+#include "convoy/nn/zoo.h"
+#include "train/config_section.h"
+#include "train/layer_config.h"
 
 namespace convoy::train {
 namespace {
@@ -47,60 +50,6 @@ json yaml_to_json(const YAML::Node& n) {
   }
 }
 
-// Reads one JSON object's keys into typed fields; anything not read is an
-// unknown key. Messages name the file and the dotted key.
-class Section {
- public:
-  Section(const json& j, std::string where, std::string prefix)
-      : j_(j), where_(std::move(where)), prefix_(std::move(prefix)) {
-    require(j.is_object(), where_ + ": '" + (prefix_.empty() ? "(top level)" : prefix_) + "' must be a mapping");
-  }
-
-  template <class T> void get(const char* key, T& out) {
-    known_.insert(key);
-    auto it = j_.find(key);
-    if (it == j_.end()) return;
-    const bool ok = [&] {
-      if constexpr (std::is_same_v<T, bool>) return it->is_boolean();
-      else if constexpr (std::is_integral_v<T>) return it->is_number_integer() && (std::is_signed_v<T> || *it >= 0);
-      else if constexpr (std::is_floating_point_v<T>) return it->is_number();
-      else return it->is_string();
-    }();
-    require(ok, where_ + ": '" + dotted(key) + "' must be " + type_name<T>() + ", got " + it->dump());
-    out = it->template get<T>();
-  }
-
-  Section sub(const char* key) {
-    known_.insert(key);
-    static const json empty = json::object();
-    auto it = j_.find(key);
-    return Section(it == j_.end() ? empty : *it, where_, dotted(key));
-  }
-  bool has(const char* key) const { return j_.contains(key); }
-
-  // Throws for the first key nobody read.
-  void finish() const {
-    for (auto& [k, v] : j_.items()) {
-      if (known_.count(k)) continue;
-      std::string list;
-      for (const auto& n : known_) list += (list.empty() ? "" : ", ") + n;
-      throw UserError(where_ + ": unknown key '" + dotted(k) + "' (known here: " + list + ")");
-    }
-  }
-
- private:
-  std::string dotted(const std::string& key) const { return prefix_.empty() ? key : prefix_ + "." + key; }
-  template <class T> static const char* type_name() {
-    if constexpr (std::is_same_v<T, bool>) return "true or false";
-    else if constexpr (std::is_integral_v<T>) return "a whole number";
-    else if constexpr (std::is_floating_point_v<T>) return "a number";
-    else return "a string";
-  }
-  const json& j_;
-  std::string where_, prefix_;
-  std::set<std::string> known_;
-};
-
 RunConfig from_json(const json& root, const std::string& where) {
   RunConfig c;
   Section top(root, where, "");
@@ -112,6 +61,10 @@ RunConfig from_json(const json& root, const std::string& where) {
   {
     Section s = top.sub("model");
     s.get("name", c.model);
+    if (const json* layers = s.raw("layers")) {
+      c.layers = layers_from_json(*layers, where);
+      if (!s.has("name")) c.model = "custom";
+    }
     s.finish();
   }
   {
@@ -204,7 +157,13 @@ RunConfig from_json(const json& root, const std::string& where) {
 }  // namespace
 
 void validate(const RunConfig& c) {
-  require(c.model == "seed_cnn", "model.name: unknown model '" + c.model + "'; available: seed_cnn");
+  if (c.layers.empty()) {
+    try {
+      nn::model_by_name(c.model);
+    } catch (const UserError& e) {
+      throw UserError(std::string("model.name: ") + e.what());
+    }
+  }
   try {
     optim::parse_kind(c.optimizer);
   } catch (const UserError& e) {
@@ -289,7 +248,8 @@ RunConfig load_run_config(const std::string& path) {
 
 std::string run_config_json(const RunConfig& c) {
   json j = {{"data", {{"dir", c.data_dir}}},
-            {"model", {{"name", c.model}}},
+            {"model", c.layers.empty() ? json{{"name", c.model}}
+                                       : json{{"name", c.model}, {"layers", layers_to_json(c.layers)}}},
             {"loss", {{"name", c.loss}, {"from_logits", c.from_logits}, {"label_smoothing", c.label_smoothing}}},
             {"optimizer",
              {{"name", c.optimizer}, {"lr", c.lr}, {"momentum", c.momentum}, {"weight_decay", c.weight_decay},

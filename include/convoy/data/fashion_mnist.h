@@ -11,6 +11,8 @@ inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mni
 // The seed's normalisation (transforms.Normalize((0.1307,), (0.3081,))).
 inline constexpr float kSeedMean = 0.1307f;
 inline constexpr float kSeedStd = 0.3081f;
+// One image: [channels, height, width].
+inline const Shape kFashionMnistShape{1, 28, 28};
 
 struct TrainTest {
   LabeledImages train, test;

@@ -16,6 +16,7 @@ struct RunInfo {
   int64_t batch_size = 0;
   double lr = 0, momentum = 0;
   uint64_t seed = 0;
+  std::string evaluation_json;  // train::evaluation_json of the final test pass; empty: none
 };
 
 std::string run_summary_json(const RunInfo& info, const train::History& history);

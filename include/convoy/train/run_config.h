@@ -6,19 +6,30 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "convoy/backends/executable.h"
+#include "convoy/nn/model.h"
 #include "convoy/optim/optimizer.h"
 #include "convoy/train/callbacks.h"
 #include "convoy/train/schedules.h"
 
 namespace convoy::train {
 
+// One layer of a model written out in a config: the layer and the names of
+// the layers it reads ("input" for the model's input; empty: the layer
+// before it, as in a Sequential list).
+struct LayerSpec {
+  nn::Layer layer;
+  std::vector<std::string> inputs;
+};
+
 struct RunConfig {
   // data
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
-  // model
+  // model: a zoo name, or (when `layers` is not empty) the layers themselves
   std::string model = "seed_cnn";
+  std::vector<LayerSpec> layers;
   // loss: nll (the model outputs log-probabilities), categorical_crossentropy
   // (class indices or one-hot rows; from_logits picks softmax-of-logits or
   // log-probabilities), binary_crossentropy (multi-hot rows, from logits)
@@ -55,6 +66,9 @@ std::string run_config_json(const RunConfig& config);
 // Range checks shared by files and flags (epochs >= 1, lr > 0, ...).
 void validate(const RunConfig& config);
 optim::OptimizerOptions optimizer_options(const RunConfig& config);
+// The model a config describes, for inputs of `input_shape`: the zoo model
+// by name, or its layer list.
+nn::Model build_model(const RunConfig& config, const Shape& input_shape);
 // The backend loss the config's loss section names.
 Loss loss_kind(const RunConfig& config);
 

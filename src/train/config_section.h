@@ -1,0 +1,77 @@
+#pragma once
+// Private to train/: reads one JSON object of a run config into typed
+// fields. Anything not read is an unknown key; messages name the file and
+// the dotted key ("configs/x.yaml: 'optimizer.lr' must be a number").
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "convoy/core/error.h"
+
+namespace convoy::train {
+
+// Reads one JSON object's keys into typed fields; anything not read is an
+// unknown key. Messages name the file and the dotted key.
+class Section {
+  using json = nlohmann::json;
+
+ public:
+  Section(const json& j, std::string where, std::string prefix)
+      : j_(j), where_(std::move(where)), prefix_(std::move(prefix)) {
+    require(j.is_object(), where_ + ": '" + (prefix_.empty() ? "(top level)" : prefix_) + "' must be a mapping");
+  }
+
+  template <class T> void get(const char* key, T& out) {
+    known_.insert(key);
+    auto it = j_.find(key);
+    if (it == j_.end()) return;
+    const bool ok = [&] {
+      if constexpr (std::is_same_v<T, bool>) return it->is_boolean();
+      else if constexpr (std::is_integral_v<T>) return it->is_number_integer() && (std::is_signed_v<T> || *it >= 0);
+      else if constexpr (std::is_floating_point_v<T>) return it->is_number();
+      else return it->is_string();
+    }();
+    require(ok, where_ + ": '" + dotted(key) + "' must be " + type_name<T>() + ", got " + it->dump());
+    out = it->template get<T>();
+  }
+
+  Section sub(const char* key) {
+    known_.insert(key);
+    static const json empty = json::object();
+    auto it = j_.find(key);
+    return Section(it == j_.end() ? empty : *it, where_, dotted(key));
+  }
+  bool has(const char* key) const { return j_.contains(key); }
+  // The raw value of a key (marked known), for lists the caller walks itself.
+  const json* raw(const char* key) {
+    known_.insert(key);
+    auto it = j_.find(key);
+    return it == j_.end() ? nullptr : &*it;
+  }
+  const std::string& where() const { return where_; }
+  std::string dotted(const std::string& key) const { return prefix_.empty() ? key : prefix_ + "." + key; }
+
+  // Throws for the first key nobody read.
+  void finish() const {
+    for (auto& [k, v] : j_.items()) {
+      if (known_.count(k)) continue;
+      std::string list;
+      for (const auto& n : known_) list += (list.empty() ? "" : ", ") + n;
+      throw UserError(where_ + ": unknown key '" + dotted(k) + "' (known here: " + list + ")");
+    }
+  }
+
+ private:
+  template <class T> static const char* type_name() {
+    if constexpr (std::is_same_v<T, bool>) return "true or false";
+    else if constexpr (std::is_integral_v<T>) return "a whole number";
+    else if constexpr (std::is_floating_point_v<T>) return "a number";
+    else return "a string";
+  }
+  const json& j_;
+  std::string where_, prefix_;
+  std::set<std::string> known_;
+};
+
+}  // namespace convoy::train
