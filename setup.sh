@@ -20,15 +20,22 @@ packages=(
   pkg-config
   python3-torch python3-numpy    # the peer: benchmarks and parity fixtures
 )
+sudo=""; [[ $(id -u) -ne 0 ]] && sudo="sudo"
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
-  sudo=""; [[ $(id -u) -ne 0 ]] && sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Headless Chromium checks that report.html renders (tests/report_renders.sh);
+# optional: that check skips without it.
+if ! command -v chromium >/dev/null; then
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 ||
+    echo "setup: could not install chromium; the report rendering check will be skipped"
 fi
 
 # The Python peers Debian does not package: tf.data for the pipeline

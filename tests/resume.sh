@@ -23,6 +23,9 @@ grep -q "resuming after epoch" "$tmp/resume.log" || { echo "FAIL: did not resume
 cmp "$tmp/full/model.safetensors" "$tmp/cut/model.safetensors" || { echo "FAIL: resumed weights differ"; exit 1; }
 [[ $(tail -n +2 "$tmp/cut/history.csv" | wc -l) -eq 3 ]] || { echo "FAIL: history.csv lacks epochs"; exit 1; }
 
+# The run's report renders in a browser with every picture.
+bash "$(dirname "$0")/report_renders.sh" "$tmp/cut"
+
 reported=$(python3 -c "import json,sys; print('%.4f' % json.load(open(sys.argv[1]))['test_accuracy'])" "$tmp/cut/summary.json")
 evaluated=$("$convoy" evaluate --checkpoint "$tmp/cut" | sed -E 's/.*test_accuracy ([0-9.]+).*/\1/')
 [[ "$reported" == "$evaluated" ]] || { echo "FAIL: evaluate gives $evaluated, the run reported $reported"; exit 1; }
