@@ -14,12 +14,40 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Batch-sized staging buffers: allocated once per call, reused every step.
-struct BatchBuffers {
-  BatchBuffers(const data::LabeledImages& d, int64_t batch)
-      : x(static_cast<std::size_t>(batch * numel(d.example_shape()))), y(static_cast<std::size_t>(batch)) {}
-  std::vector<float> x;
-  std::vector<int32_t> y;
+// One inference batch on the executable: a short last batch is padded into
+// batch-sized staging buffers (inference is per-example, padding ignored).
+class EvalFeeder {
+ public:
+  explicit EvalFeeder(Executable& exe) : exe_(exe) {}
+  // Runs the batch; returns how many examples it held.
+  int64_t run(const data::Example& batch) {
+    const Tensor& x = batch.tensor("image");
+    const Tensor& y = batch.tensor("label");
+    const int64_t count = x.dim(0), full = exe_.batch_size();
+    require(count <= full, "evaluation batch of " + std::to_string(count) + " exceeds the batch size");
+    if (count == full) {
+      exe_.eval_step(x.data<float>().data(), targets_of(y), count);
+      return count;
+    }
+    const int64_t per_x = x.numel() / std::max<int64_t>(count, 1), per_y = y.numel() / std::max<int64_t>(count, 1);
+    x_.assign(static_cast<std::size_t>(full * per_x), 0.0f);
+    std::copy_n(x.data<float>().data(), count * per_x, x_.begin());
+    if (y.dtype() == DType::i32) {
+      labels_.assign(static_cast<std::size_t>(full * per_y), 0);
+      std::copy_n(y.data<int32_t>().data(), count * per_y, labels_.begin());
+      exe_.eval_step(x_.data(), labels_.data(), count);
+    } else {
+      rows_.assign(static_cast<std::size_t>(full * per_y), 0.0f);
+      std::copy_n(y.data<float>().data(), count * per_y, rows_.begin());
+      exe_.eval_step(x_.data(), Targets::rows(rows_.data()), count);
+    }
+    return count;
+  }
+
+ private:
+  Executable& exe_;
+  std::vector<float> x_, rows_;
+  std::vector<int32_t> labels_;
 };
 
 }  // namespace
@@ -39,30 +67,60 @@ double History::input_wait_fraction() const {
   return seconds > 0 ? waited / seconds : 0.0;
 }
 
-Metrics evaluate(Executable& exe, const data::LabeledImages& data) {
+Targets targets_of(const Tensor& label) {
+  if (label.dtype() == DType::i32) return Targets(label.data<int32_t>().data());
+  require(label.dtype() == DType::f32, "label: expected class indices (i32) or target rows (f32)");
+  return Targets::rows(label.data<float>().data());
+}
+
+data::Dataset in_order(const data::LabeledImages& data, int64_t batch_size) {
+  return data::Dataset::range(data.size()).batch(batch_size).map(data::rows_of(data));
+}
+
+TrainingData in_memory(const data::LabeledImages& train, const data::LabeledImages& test, int64_t batch_size,
+                       uint64_t seed) {
+  require(train.size() >= batch_size, "batch size " + std::to_string(batch_size) + " exceeds the " +
+                                          std::to_string(train.size()) +
+                                          " training examples; use a smaller --batch-size");
+  // Positions are shuffled and batched before the images are looked up: a
+  // small shuffle buffer, one copy per batch.
+  return {.train = data::Dataset::range(train.size())
+                       .shuffle(train.size(), seed)
+                       .batch(batch_size, /*drop_remainder=*/true)
+                       .map(data::rows_of(train))
+                       .prefetch(2),
+          .steps_per_epoch = train.size() / batch_size,
+          .validation = in_order(test, batch_size)};
+}
+
+Metrics evaluate(Executable& exe, const data::Dataset& batches) {
   exe.take_metrics();  // start from zero
-  BatchBuffers buf(data, exe.batch_size());
-  data::EpochBatches batches(data, exe.batch_size(), /*shuffle=*/false, /*drop_remainder=*/false, 0, 0);
-  for (int64_t b = 0; b < batches.size(); ++b) {
-    const int64_t count = batches.gather(b, buf.x.data(), buf.y.data());
-    exe.eval_step(buf.x.data(), buf.y.data(), count);
-  }
+  EvalFeeder feed(exe);
+  for (data::Example& batch : batches.epoch(0)) feed.run(batch);
   return exe.take_metrics();
+}
+
+Metrics evaluate(Executable& exe, const data::LabeledImages& data) {
+  return evaluate(exe, in_order(data, exe.batch_size()));
+}
+
+void for_each_output(Executable& exe, const data::Dataset& batches,
+                     const std::function<void(int64_t, const float*)>& visit) {
+  const int64_t classes = exe.output_size();
+  std::vector<float> out(static_cast<std::size_t>(exe.batch_size() * classes));
+  EvalFeeder feed(exe);
+  int64_t index = 0;
+  for (data::Example& batch : batches.epoch(0)) {
+    const int64_t count = feed.run(batch);
+    exe.get_output(out);
+    for (int64_t i = 0; i < count; ++i) visit(index++, out.data() + i * classes);
+  }
+  exe.take_metrics();  // these passes are not evaluation metrics
 }
 
 void for_each_output(Executable& exe, const data::LabeledImages& data,
                      const std::function<void(int64_t, const float*)>& visit) {
-  const int64_t batch = exe.batch_size(), classes = exe.output_size();
-  BatchBuffers buf(data, batch);
-  std::vector<float> out(static_cast<std::size_t>(batch * classes));
-  data::EpochBatches batches(data, batch, /*shuffle=*/false, /*drop_remainder=*/false, 0, 0);
-  for (int64_t b = 0; b < batches.size(); ++b) {
-    const int64_t count = batches.gather(b, buf.x.data(), buf.y.data());
-    exe.eval_step(buf.x.data(), buf.y.data(), count);
-    exe.get_output(out);
-    for (int64_t i = 0; i < count; ++i) visit(b * batch + i, out.data() + i * classes);
-  }
-  exe.take_metrics();  // these passes are not evaluation metrics
+  for_each_output(exe, in_order(data, exe.batch_size()), visit);
 }
 
 std::vector<int32_t> predict_classes(Executable& exe, const data::LabeledImages& data) {
@@ -77,23 +135,19 @@ std::vector<int32_t> predict_classes(Executable& exe, const data::LabeledImages&
 
 History fit(Executable& exe, const data::LabeledImages& train, const data::LabeledImages& test,
             const FitOptions& options, History history) {
+  return fit(exe, in_memory(train, test, exe.batch_size(), options.seed), options, std::move(history));
+}
+
+History fit(Executable& exe, const TrainingData& data, const FitOptions& options, History history) {
   const int64_t batch = exe.batch_size();
   require(options.epochs >= 1, "epochs must be at least 1, got " + std::to_string(options.epochs));
   require(options.steps_per_execution >= 1, "steps_per_execution must be at least 1");
-  require(train.size() >= batch, "batch size " + std::to_string(batch) + " exceeds the " +
-                                     std::to_string(train.size()) + " training examples; use a smaller --batch-size");
-  // Each epoch a fresh full shuffle fixed by (seed, epoch), full batches only
-  // (the seed's drop_last=True), gathered on prefetch's background thread
-  // while the step runs. Positions are shuffled and batched before the images
-  // are looked up: a small shuffle buffer, one copy per batch.
-  const data::Dataset batches = data::Dataset::range(train.size())
-                                    .shuffle(train.size(), options.seed)
-                                    .batch(batch, /*drop_remainder=*/true)
-                                    .map(data::rows_of(train))
-                                    .prefetch(2);
+  require(data.steps_per_epoch >= 1, "no full batch of " + std::to_string(batch) +
+                                         " training examples; use a smaller --batch-size");
+  const data::Dataset& batches = data.train;
   std::unique_ptr<data::Iterator> next_epoch = batches.iterate(options.initial_epoch + 1);
   FitState state{.exe = exe, .history = history, .epoch = options.initial_epoch, .epochs = options.epochs,
-                 .steps_per_epoch = train.size() / batch, .batch_size = batch};
+                 .steps_per_epoch = data.steps_per_epoch, .batch_size = batch};
   const auto fit_start = Clock::now();
   const double seconds_before = history.total_train_seconds;
   for (auto& cb : options.callbacks) cb->on_train_begin(state);
@@ -109,7 +163,7 @@ History fit(Executable& exe, const data::LabeledImages& train, const data::Label
       std::optional<data::Example> xy = batches_of_epoch->next();
       input_wait += seconds_since(asked);
       if (!xy) break;
-      exe.train_step(xy->tensor("image").data<float>().data(), xy->tensor("label").data<int32_t>().data());
+      exe.train_step(xy->tensor("image").data<float>().data(), targets_of(xy->tensor("label")));
       const bool boundary = (b + 1) % options.steps_per_execution == 0 || b + 1 == state.steps_per_epoch;
       if (boundary && !options.callbacks.empty()) {
         const Metrics running = exe.peek_metrics();
@@ -129,7 +183,7 @@ History fit(Executable& exe, const data::LabeledImages& train, const data::Label
     rec.train_accuracy = train_metrics.accuracy();
     rec.images_per_second = static_cast<double>(train_metrics.count) / rec.train_seconds;
     history.images_trained += train_metrics.count;
-    const Metrics test_metrics = evaluate(exe, test);
+    const Metrics test_metrics = evaluate(exe, data.validation);
     rec.test_loss = test_metrics.mean_loss();
     rec.test_accuracy = test_metrics.accuracy();
     history.epochs.push_back(rec);

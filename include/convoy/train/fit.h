@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "convoy/backends/executable.h"
+#include "convoy/data/dataset.h"
 #include "convoy/data/labeled_images.h"
 #include "convoy/train/callbacks.h"
 
@@ -20,20 +21,47 @@ struct FitOptions {
   Callbacks callbacks;
 };
 
-// Trains on full batches (the remainder of each shuffled epoch is dropped, as
-// the seed's drop_last=True) and evaluates on all of `test` after every epoch.
-// Epoch e's batch order depends only on (seed, e), so a resumed run sees the
-// same batches as an uninterrupted one. `history` may hold earlier epochs.
+// What fit trains and validates on, as pipelines of batches: each batch has
+// `image` f32 [B, ...] and `label`, class indices i32 [B] or target rows
+// f32 [B, classes] (one-hot, soft or multi-hot).
+struct TrainingData {
+  // Epoch e's training batches (iterate(e)): full batches of the
+  // executable's batch size, steps_per_epoch of them, in an order that
+  // depends only on (seed, e) so that a resumed run sees the same batches.
+  data::Dataset train;
+  int64_t steps_per_epoch = 0;
+  // The validation data in order, batches of at most the batch size.
+  data::Dataset validation;
+};
+
+// In-memory images: each epoch a fresh shuffle of `train` fixed by (seed,
+// epoch) cut into full batches (the remainder dropped, as the seed's
+// drop_last=True), gathered on a background thread while the step runs;
+// `test` in order as validation.
+TrainingData in_memory(const data::LabeledImages& train, const data::LabeledImages& test, int64_t batch_size,
+                       uint64_t seed);
+// `data` in order, batches of at most `batch_size` (for evaluation).
+data::Dataset in_order(const data::LabeledImages& data, int64_t batch_size);
+
+// Trains for options.epochs and evaluates on all of the validation data
+// after every epoch. `history` may hold earlier epochs.
+History fit(Executable& exe, const TrainingData& data, const FitOptions& options, History history = {});
 History fit(Executable& exe, const data::LabeledImages& train, const data::LabeledImages& test,
             const FitOptions& options, History history = {});
 
-// Inference-mode loss and accuracy over every example of `data`.
+// Inference-mode loss and accuracy over every example of the batches.
+Metrics evaluate(Executable& exe, const data::Dataset& batches);
 Metrics evaluate(Executable& exe, const data::LabeledImages& data);
 
-// Runs every example of `data` in inference mode, in order, and hands each
-// output row to visit(index, row) (row: output_size() floats).
+// Runs every example in inference mode, in order, and hands each output row
+// to visit(index, row) (row: output_size() floats).
+void for_each_output(Executable& exe, const data::Dataset& batches,
+                     const std::function<void(int64_t, const float*)>& visit);
 void for_each_output(Executable& exe, const data::LabeledImages& data,
                      const std::function<void(int64_t, const float*)>& visit);
+
+// The targets of a batch's `label` tensor: class indices (i32) or rows (f32).
+Targets targets_of(const Tensor& label);
 
 // Inference-mode arg-max class of every example of `data`, in order.
 std::vector<int32_t> predict_classes(Executable& exe, const data::LabeledImages& data);
