@@ -50,6 +50,37 @@ class EvalFeeder {
   std::vector<int32_t> labels_;
 };
 
+// The batches of one execution side by side in host memory, as
+// Executable::train_steps takes them. Vectors keep their capacity across
+// executions: no allocation after the first.
+struct Execution {
+  std::vector<float> x, rows;
+  std::vector<int32_t> labels;
+  int64_t n = 0;
+  void clear() {
+    x.clear();
+    rows.clear();
+    labels.clear();
+    n = 0;
+  }
+  void add(const data::Example& batch) {
+    const auto images = batch.tensor("image").data<float>();
+    x.insert(x.end(), images.begin(), images.end());
+    const Tensor& y = batch.tensor("label");
+    if (y.dtype() == DType::i32) {
+      const auto l = y.data<int32_t>();
+      labels.insert(labels.end(), l.begin(), l.end());
+    } else {
+      const auto r = y.data<float>();
+      rows.insert(rows.end(), r.begin(), r.end());
+    }
+    ++n;
+  }
+  void run(Executable& exe) {
+    exe.train_steps(x.data(), labels.empty() ? Targets::rows(rows.data()) : Targets(labels.data()), n);
+  }
+};
+
 }  // namespace
 
 double History::images_per_second() const {
@@ -148,6 +179,7 @@ History fit(Executable& exe, const TrainingData& data, const FitOptions& options
   std::unique_ptr<data::Iterator> next_epoch = batches.iterate(options.initial_epoch + 1);
   FitState state{.exe = exe, .history = history, .epoch = options.initial_epoch, .epochs = options.epochs,
                  .steps_per_epoch = data.steps_per_epoch, .batch_size = batch};
+  Execution execution;
   const auto fit_start = Clock::now();
   const double seconds_before = history.total_train_seconds;
   for (auto& cb : options.callbacks) cb->on_train_begin(state);
@@ -158,16 +190,34 @@ History fit(Executable& exe, const TrainingData& data, const FitOptions& options
     std::unique_ptr<data::Iterator> batches_of_epoch = std::move(next_epoch);
     double input_wait = 0;  // time the step loop spent waiting for a batch
     exe.take_metrics();
-    for (int64_t b = 0; !state.stop_training; ++b) {
-      const auto asked = Clock::now();
-      std::optional<data::Example> xy = batches_of_epoch->next();
-      input_wait += seconds_since(asked);
+    // One execution per iteration: a batch, or up to steps_per_execution
+    // batches in one train_steps call (on a GPU, one CUDA graph). Batch
+    // callbacks run after each execution.
+    bool exhausted = false;
+    for (int64_t b = 0; !state.stop_training && !exhausted;) {
+      auto next = [&] {
+        const auto asked = Clock::now();
+        std::optional<data::Example> xy = batches_of_epoch->next();
+        input_wait += seconds_since(asked);
+        exhausted = !xy;
+        return xy;
+      };
+      std::optional<data::Example> xy = next();
       if (!xy) break;
-      exe.train_step(xy->tensor("image").data<float>().data(), targets_of(xy->tensor("label")));
-      const bool boundary = (b + 1) % options.steps_per_execution == 0 || b + 1 == state.steps_per_epoch;
-      if (boundary && !options.callbacks.empty()) {
+      if (options.steps_per_execution == 1) {
+        exe.train_step(xy->tensor("image").data<float>().data(), targets_of(xy->tensor("label")));
+        ++b;
+      } else {
+        execution.clear();
+        execution.add(*xy);
+        while (execution.n < options.steps_per_execution)
+          if (std::optional<data::Example> more = next()) execution.add(*more); else break;
+        execution.run(exe);
+        b += execution.n;
+      }
+      if (!options.callbacks.empty()) {
         const Metrics running = exe.peek_metrics();
-        for (auto& cb : options.callbacks) cb->on_batch_end(state, b + 1, running);
+        for (auto& cb : options.callbacks) cb->on_batch_end(state, b, running);
       }
     }
     batches_of_epoch.reset();  // stops its thread if the epoch was cut short

@@ -44,6 +44,14 @@ struct CompileOptions {
   float label_smoothing = 0;
   optim::OptimizerOptions optimizer;
   bool input_gradient = false;  // also compute d loss / d input (gradient checks)
+  // The most batches one train_steps call takes (Keras's steps_per_execution);
+  // a GPU keeps room on the device for that many.
+  int64_t steps_per_execution = 1;
+  // GPU only (the CPU ignores them).
+  struct Gpu {
+    bool tf32 = true;    // TF32 tensor cores for convolutions and dense layers; off: plain fp32
+    bool graphs = true;  // run training steps as captured CUDA graphs
+  } gpu;
 };
 
 // Where a training step's time went, per layer (`convoy train --profile`).
@@ -70,12 +78,18 @@ class Executable {
   virtual ~Executable() = default;
 
   virtual int64_t batch_size() const = 0;
+  virtual int64_t input_size() const = 0;   // per example: floats of [input_shape...]
   virtual int64_t output_size() const = 0;  // per example: the number of classes
   virtual std::string device() const = 0;
 
   // x: [batch, input_shape...] floats, y: the batch's targets.
   // Forward in training mode, loss, backward, optimizer update; adds to metrics.
   virtual void train_step(const float* x, Targets y) = 0;
+  // n training steps on n consecutive batches: x holds n * batch examples, y
+  // their targets in order. The same as n train_step calls (this default);
+  // the GPU runs them as one CUDA graph. n is at most the compile option
+  // steps_per_execution on backends that keep batches on a device.
+  virtual void train_steps(const float* x, Targets y, int64_t n);
   // Forward in inference mode on the first `count` (<= batch) examples; adds to
   // metrics. Rows past `count` are ignored (inference is per-example).
   virtual void eval_step(const float* x, Targets y, int64_t count) = 0;
@@ -115,5 +129,9 @@ class Executable {
 // Compiles for the CPU (oneDNN). Parameters start from model.initial_parameters(seed).
 std::unique_ptr<Executable> compile_cpu(const nn::Model& model, const CompileOptions& options,
                                         uint64_t seed);
+// Compiles for the first CUDA GPU (cuDNN, cuBLAS, own kernels). Throws
+// UserError saying why when no GPU is usable (see backends/devices.h).
+std::unique_ptr<Executable> compile_cuda(const nn::Model& model, const CompileOptions& options,
+                                         uint64_t seed);
 
 }  // namespace convoy

@@ -15,8 +15,9 @@ struct FitOptions {
   int64_t epochs = 50;  // the last epoch to run (as Keras's `epochs`)
   uint64_t seed = 1;
   int64_t initial_epoch = 0;  // epochs already done (resuming): training starts at initial_epoch + 1
-  // Batch callbacks (progress, NaN checks) run after every N steps and after
-  // an epoch's last step, as Keras's steps_per_execution.
+  // As Keras's steps_per_execution: N batches per Executable::train_steps
+  // call (on a GPU, one CUDA graph; the executable must be compiled for at
+  // least N); batch callbacks (progress, NaN checks) run after each execution.
   int64_t steps_per_execution = 1;
   Callbacks callbacks;
 };

@@ -7,6 +7,7 @@
 
 #include "backends/cpu/cpu_op.h"
 #include "backends/cpu/softmax_kernels.h"
+#include "backends/graph_plan.h"
 #include "convoy/backends/executable.h"
 #include "convoy/core/error.h"
 #include "convoy/core/threads.h"
@@ -15,8 +16,6 @@ namespace convoy {
 namespace {
 
 using cpu::CpuOp;
-
-int64_t aligned(int64_t floats) { return (floats + 15) / 16 * 16; }
 
 void copy_checked(std::span<const float> from, std::span<float> to, const char* what) {
   require(from.size() == to.size(), std::string(what) + ": expected " + std::to_string(to.size()) +
@@ -49,100 +48,66 @@ class CpuExecutable final : public Executable {
       profile_.push_back({.name = plan.name, .forward_flops = f.forward * n, .backward_flops = f.backward * n});
     }
 
-    // Plan. Activation a = 0 is the model input, a = i + 1 layer i's output;
-    // views (Flatten of a vector) share their input's memory. Each activation
-    // has a gradient buffer; an activation read by several layers (a residual
-    // branch) gets one gradient buffer per reading edge, summed into its own
-    // before its producer's backward runs. Offsets first, pointers once the
-    // arena exists.
-    const std::size_t count = layers.size() + 1;
-    std::vector<int> uses(count, 0);
-    for (const auto& plan : layers)
-      for (int in : plan.inputs) ++uses[in + 1];
-    std::vector<int64_t> act(count, -1), diff(count, -1);
-    std::vector<std::vector<int64_t>> edge_diff(layers.size());  // per layer, per input
-    int64_t cursor = 0;
-    act[0] = cursor;
-    cursor += aligned(n * example_size_);
-    if (options.input_gradient) {
-      diff[0] = cursor;
-      cursor += aligned(n * example_size_);
-    }
-    for (std::size_t i = 0; i < layers.size(); ++i) {
-      for (int in : layers[i].inputs) {
-        const int a = in + 1;
-        int64_t d = diff[a];
-        if (uses[a] > 1 && d >= 0) {  // a gradient of its own, summed later
-          d = cursor;
-          cursor += aligned(n * numel(a == 0 ? model.input_shape() : layers[a - 1].output_shape));
-          fan_in_.push_back({a, d});
-        }
-        edge_diff[i].push_back(d);
-      }
-      if (ops_[i]->is_view()) {
-        act[i + 1] = act[layers[i].inputs[0] + 1];
-        diff[i + 1] = edge_diff[i][0];
-        continue;
-      }
-      const int64_t size = aligned(n * numel(layers[i].output_shape));
-      act[i + 1] = cursor;
-      diff[i + 1] = cursor + size;
-      cursor += 2 * size;
-    }
+    // Plan (see graph_plan.h): offsets first, pointers once the arena exists.
+    std::vector<bool> views;
+    for (const auto& op : ops_) views.push_back(op->is_view());
+    const GraphPlan plan = plan_graph(model, n, options.input_gradient, views, /*align_floats=*/16);
     std::size_t scratch_bytes = 0;
     for (const auto& op : ops_) scratch_bytes = std::max(scratch_bytes, op->scratchpad_bytes());
-    arena_ = AlignedBuffer(cursor);
+    arena_ = AlignedBuffer(plan.floats);
     scratch_ = AlignedBuffer(scratch_bytes / sizeof(float) + 1);
 
     auto at = [&](int64_t offset) { return offset < 0 ? nullptr : arena_.data() + offset; };
     for (std::size_t i = 0; i < layers.size(); ++i) {
-      const auto& plan = layers[i];
+      const auto& layer = layers[i];
       cpu::OpBuffers b;
-      for (std::size_t k = 0; k < plan.inputs.size(); ++k) {
-        b.srcs.push_back(at(act[plan.inputs[k] + 1]));
-        b.diff_srcs.push_back(at(edge_diff[i][k]));
+      for (std::size_t k = 0; k < layer.inputs.size(); ++k) {
+        b.srcs.push_back(at(plan.activation[layer.inputs[k] + 1]));
+        b.diff_srcs.push_back(at(plan.input_gradient[i][k]));
       }
       b.src = b.srcs[0];
       b.diff_src = b.diff_srcs[0];
-      b.dst = at(act[i + 1]);
-      b.diff_dst = at(diff[i + 1]);
-      if (!plan.params.empty()) {
-        b.params = params_.data() + plan.params[0].offset;
-        b.grads = grads_.data() + plan.params[0].offset;
+      b.dst = at(plan.activation[i + 1]);
+      b.diff_dst = at(plan.gradient[i + 1]);
+      if (!layer.params.empty()) {
+        b.params = params_.data() + layer.params[0].offset;
+        b.grads = grads_.data() + layer.params[0].offset;
       }
-      if (!plan.state.empty()) b.state = state_.data() + plan.state[0].offset;
+      if (!layer.state.empty()) b.state = state_.data() + layer.state[0].offset;
       b.scratchpad = scratch_.data();
       ops_[i]->bind(env_, b);
     }
     // Gradient sums, grouped by activation: summed before the backward of
     // the layer that produced it (layer a - 1), or at the end for the input.
-    sums_.resize(count);
-    for (const auto& [a, offset] : fan_in_) {
-      sums_[a].elements = n * numel(a == 0 ? model.input_shape() : layers[a - 1].output_shape);
-      sums_[a].into = at(diff[a]);
-      sums_[a].parts.push_back(at(offset));
+    for (const GradientSum& s : plan.sums) {
+      Sum& sum = sums_.emplace_back();
+      if (s.parts.empty()) continue;
+      sum.into = at(s.into);
+      sum.elements = s.elements;
+      for (int64_t part : s.parts) sum.parts.push_back(at(part));
     }
     // The edges: callers pass NCHW; the first layer reads the activation layout.
     const Shape in_shape = cpu::with_batch(n, model.input_shape());
     const bool relayout = in_shape.size() == 4 && in_shape[1] > 1;
     staging_ = AlignedBuffer(relayout ? n * example_size_ : 0);
-    input_ = relayout ? staging_.data() : at(act[0]);
+    input_ = relayout ? staging_.data() : at(plan.activation[0]);
     if (relayout)
       input_relayout_ = cpu::Prim::reorder(env_, cpu::plain_desc(in_shape), input_, cpu::activation_desc(in_shape),
-                                           at(act[0]));
+                                           at(plan.activation[0]));
     if (options.input_gradient) {
-      d_input_ = at(diff[0]);
+      d_input_ = at(plan.gradient[0]);
       if (relayout) {
         d_input_canonical_ = AlignedBuffer(n * example_size_);
         d_input_relayout_ = cpu::Prim::reorder(env_, cpu::activation_desc(in_shape), d_input_,
                                                cpu::plain_desc(in_shape), d_input_canonical_.data());
       }
     }
-    output_ = at(act[count - 1]);
-    d_output_ = at(diff[count - 1]);
+    output_ = at(plan.activation.back());
+    d_output_ = at(plan.gradient.back());
   }
 
   int64_t batch_size() const override { return options_.batch_size; }
+  int64_t input_size() const override { return example_size_; }
   int64_t output_size() const override { return classes_; }
   std::string device() const override { return "cpu"; }
 
@@ -240,7 +205,7 @@ class CpuExecutable final : public Executable {
 
   // An activation read by several layers: its gradient is the sum of theirs.
   void sum_gradient(std::size_t a) {
-    const GradientSum& g = sums_[a];
+    const Sum& g = sums_[a];
     if (g.parts.empty() || !g.into) return;
     float* into = g.into;
     const int64_t n = g.elements;
@@ -267,13 +232,12 @@ class CpuExecutable final : public Executable {
   AlignedBuffer staging_, d_input_canonical_;  // NCHW copies at the edges, when layouts differ
   cpu::Prim input_relayout_, d_input_relayout_;
   std::vector<std::unique_ptr<CpuOp>> ops_;
-  struct GradientSum {
+  struct Sum {
     float* into = nullptr;
     std::vector<const float*> parts;
     int64_t elements = 0;
   };
-  std::vector<std::pair<int, int64_t>> fan_in_;  // (activation, offset of one reader's gradient), while planning
-  std::vector<GradientSum> sums_;                // per activation
+  std::vector<Sum> sums_;  // per activation
   float *input_ = nullptr, *d_input_ = nullptr, *output_ = nullptr, *d_output_ = nullptr;
   Metrics metrics_;
   bool profiling_ = false;

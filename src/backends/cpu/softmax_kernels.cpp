@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/targets.h"
 #include "convoy/core/error.h"
 
 namespace convoy::cpu {
@@ -53,9 +54,7 @@ void smoothed_targets(const Targets& targets, int64_t row, int64_t cols, float s
     return;
   }
   const int32_t label = targets.labels[row];
-  if (label < 0 || label >= cols)
-    throw UserError("label " + std::to_string(label) + " is outside [0, " + std::to_string(cols) +
-                    ") for a model with " + std::to_string(cols) + " outputs; check the dataset's labels");
+  check_label(label, cols);
   for (int64_t j = 0; j < cols; ++j) t[j] = uniform;
   t[label] += 1 - smoothing;
 }
@@ -69,10 +68,7 @@ int64_t target_class(const Targets& targets, int64_t row, int64_t cols) {
 
 LossResult loss_forward(Loss loss, float label_smoothing, const float* out, Targets targets, int64_t rows,
                         int64_t cols, float* d_out, int64_t grad_rows) {
-  require(targets.labels || targets.dense, "loss: no targets given");
-  require(loss != Loss::binary_cross_entropy || targets.dense,
-          "binary cross-entropy needs one-hot or multi-hot label rows, got class indices; "
-          "use softmax cross-entropy for single-label data");
+  check_target_kind(loss, targets);
   LossResult r;
   const float inv_n = 1.0f / static_cast<float>(grad_rows);
   const float uniform = loss == Loss::binary_cross_entropy ? label_smoothing / 2 : label_smoothing / cols;
