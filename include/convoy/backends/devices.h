@@ -1,0 +1,48 @@
+#pragma once
+// Which devices convoy can train on: the CPU always; CUDA GPUs when the CUDA
+// backend is built in and a driver and a GPU are present. "auto" picks the
+// GPU when one is usable and otherwise says, in one line, why it uses the CPU
+// (the seed's "locate the TPU, else GPU, else CPU").
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "convoy/backends/executable.h"
+
+namespace convoy {
+
+struct GpuInfo {
+  int index = 0;
+  std::string name;          // e.g. "NVIDIA H200"
+  int64_t memory_bytes = 0;  // total device memory
+  int major = 0, minor = 0;  // compute capability
+};
+
+struct GpuReport {
+  std::vector<GpuInfo> gpus;  // every CUDA GPU found; convoy trains on the first
+  std::string why_unusable;   // empty when convoy can train on GPU 0; else why not (not built, no driver, ...)
+  std::string versions;       // driver, runtime, cuDNN and cuBLAS versions, when a driver answered
+  bool usable() const { return !gpus.empty() && why_unusable.empty(); }
+};
+
+// Looks for CUDA GPUs and checks that GPU 0 is usable (a driver, kernels for
+// its architecture in this build, cuDNN and cuBLAS start on it). Never
+// throws; the answer is computed once per process.
+const GpuReport& find_gpus();
+
+enum class DeviceKind { cpu, cuda };
+
+struct DeviceChoice {
+  DeviceKind kind = DeviceKind::cpu;
+  std::string fallback;  // for "auto" without a usable GPU: one line saying why the CPU is used
+};
+
+// requested: "auto", "cpu" or "cuda". Throws UserError for an unknown name,
+// and for "cuda" when no GPU is usable (naming why).
+DeviceChoice choose_device(const std::string& requested);
+
+std::unique_ptr<Executable> compile_on(DeviceKind kind, const nn::Model& model, const CompileOptions& options,
+                                        uint64_t seed);
+
+}  // namespace convoy

@@ -1,0 +1,25 @@
+#include "backends/cuda/cuda_op.h"
+
+#include <stdexcept>
+
+#include "backends/cuda/ops.h"
+
+namespace convoy::cuda {
+
+std::unique_ptr<CudaOp> make_cuda_op(const nn::LayerPlan& plan, int64_t batch) {
+  Shape in{batch}, out{batch};
+  in.insert(in.end(), plan.input_shape.begin(), plan.input_shape.end());
+  out.insert(out.end(), plan.output_shape.begin(), plan.output_shape.end());
+  const nn::Layer& layer = plan.layer;
+  if (auto* c = std::get_if<nn::Conv2d>(&layer)) return make_conv2d(*c, in, out, plan.name);
+  if (auto* p = std::get_if<nn::MaxPool2d>(&layer)) return make_max_pool2d(*p, in, out, plan.name);
+  if (std::holds_alternative<nn::ReLU>(layer)) return make_relu(numel(in));
+  if (auto* b = std::get_if<nn::BatchNorm>(&layer)) return make_batch_norm(*b, in);
+  if (std::holds_alternative<nn::Flatten>(layer)) return make_flatten();
+  if (std::holds_alternative<nn::Dense>(layer)) return make_dense(batch, numel(plan.input_shape), out[1]);
+  if (std::holds_alternative<nn::LogSoftmax>(layer)) return make_log_softmax(batch, out[1]);
+  if (nn::arity(layer) == nn::kManyInputs) return make_join(plan, batch);
+  throw std::logic_error("CUDA backend has no kernel for layer " + plan.name);
+}
+
+}  // namespace convoy::cuda

@@ -1,0 +1,84 @@
+#pragma once
+// convoy's own CUDA kernels (elementwise.cu, softmax_loss.cu, optimizer.cu),
+// behind plain launch functions: callers need no CUDA syntax. Each launcher
+// enqueues on `stream` and checks the launch. The .cu files see only this
+// header (no convoy public headers), which keeps nvcc's work small; the
+// enums mirror convoy::Loss and optim::Kind.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+namespace convoy::cuda {
+
+// Blocks of the first pass of the global gradient norm (clip_norm).
+inline constexpr int kNormBlocks = 128;
+
+// Scalars that live on the device, so that captured CUDA graphs read their
+// current values: metrics accumulate here between take_metrics() calls, and
+// the learning rate is written here between executions.
+struct DeviceScalars {
+  double loss_sum;              // metrics: sum of per-example losses
+  unsigned long long correct;   // metrics: examples predicted right
+  double step_loss;             // the last loss_and_gradients step's loss sum
+  float lr;                     // the optimizer's current learning rate
+  float clip_scale;             // this step's gradient scale (clip_norm)
+  float adam_c1, adam_c2;       // this step's Adam bias corrections
+  double norm_partials[kNormBlocks];
+};
+
+// True when this build's kernels run on the current device; else sets `why`.
+bool kernels_run_here(std::string& why);
+
+// --- elementwise.cu
+void relu_forward(const float* x, float* y, int64_t n, cudaStream_t stream);
+void relu_backward(const float* x, const float* dy, float* dx, int64_t n, cudaStream_t stream);
+void add(const float* a, const float* b, float* out, int64_t n, cudaStream_t stream);  // out = a + b
+void accumulate(float* out, const float* a, int64_t n, cudaStream_t stream);          // out += a
+// y[r, c] += bias[c] over a [rows, cols] matrix.
+void add_bias_rows(float* y, const float* bias, int64_t rows, int64_t cols, cudaStream_t stream);
+// out[c] = sum over r of x[r, c] (a dense layer's bias gradient); a fixed order: the same bits every run.
+void column_sums(const float* x, float* out, int64_t rows, int64_t cols, cudaStream_t stream);
+
+// --- softmax_loss.cu
+void log_softmax_forward(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t stream);
+void log_softmax_backward(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols,
+                          cudaStream_t stream);
+
+// The loss of the model's output against the targets, as the CPU's
+// loss_forward (backends/cpu/softmax_kernels.h): label smoothing, the same
+// formulas, d_out = d(mean loss)/d(out) over grad_rows rows. Exactly one of
+// labels and dense is set; labels were checked on the host. Optional sinks:
+// step_loss (overwritten), loss_sum and correct (added to: the metrics).
+enum class LossKind { nll, softmax_cross_entropy, binary_cross_entropy };
+struct LossArgs {
+  LossKind loss = LossKind::nll;
+  float smoothing = 0;
+  const float* out = nullptr;
+  const int32_t* labels = nullptr;
+  const float* dense = nullptr;
+  int64_t rows = 0, cols = 0, grad_rows = 0;
+  float* d_out = nullptr;
+  double* step_loss = nullptr;
+  double* loss_sum = nullptr;
+  unsigned long long* correct = nullptr;
+};
+void loss_forward(const LossArgs& args, cudaStream_t stream);
+
+// --- optimizer.cu
+// One update of the flat parameter buffer, as optim::step (optim/optimizer.h):
+// global-norm clipping first (the gradients are scaled in place), then one
+// fused kernel for the optimizer kind. The learning rate is read from
+// scalars->lr; Adam's step count lives in state[2n] as on the CPU.
+enum class OptimizerKind { sgd, adam, adamw, rmsprop };
+struct OptimizerArgs {
+  OptimizerKind kind = OptimizerKind::sgd;
+  float momentum = 0, weight_decay = 0;
+  bool nesterov = false;
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, alpha = 0.99f;
+  float clip_norm = 0;
+};
+void optimizer_step(const OptimizerArgs& opt, float* params, float* grads, float* state, int64_t n,
+                    DeviceScalars* scalars, cudaStream_t stream);
+
+}  // namespace convoy::cuda

@@ -1,0 +1,20 @@
+#pragma once
+// Constructors of the CUDA ops; make_cuda_op (cuda_op.cpp) picks among them.
+// Shapes include the batch.
+#include <string>
+
+#include "backends/cuda/cuda_op.h"
+
+namespace convoy::cuda {
+
+std::unique_ptr<CudaOp> make_conv2d(const nn::Conv2d& c, const Shape& in, const Shape& out, const std::string& name);
+std::unique_ptr<CudaOp> make_max_pool2d(const nn::MaxPool2d& p, const Shape& in, const Shape& out,
+                                        const std::string& name);
+std::unique_ptr<CudaOp> make_batch_norm(const nn::BatchNorm& bn, const Shape& in);
+std::unique_ptr<CudaOp> make_dense(int64_t batch, int64_t in, int64_t out);
+std::unique_ptr<CudaOp> make_relu(int64_t elements);
+std::unique_ptr<CudaOp> make_log_softmax(int64_t rows, int64_t cols);
+std::unique_ptr<CudaOp> make_flatten();
+std::unique_ptr<CudaOp> make_join(const nn::LayerPlan& plan, int64_t batch);
+
+}  // namespace convoy::cuda
