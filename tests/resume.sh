@@ -6,7 +6,7 @@ set -eu
 convoy="$1"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-args=(train --epochs 3 --threads 2 --seed 5 --progress lines)
+args=(train --epochs 3 --threads 2 --seed 5 --progress lines --device cpu)  # bit-exact resume is a CPU promise
 
 "$convoy" "${args[@]}" --out "$tmp/full" >"$tmp/full.log"
 

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <optional>
 
+#include "convoy/backends/devices.h"
 #include "convoy/core/cpu_info.h"
 #include "convoy/core/error.h"
 #include "convoy/data/fashion_mnist.h"
@@ -23,7 +24,7 @@ struct TrainFlags {
   std::optional<double> lr, momentum;
   std::optional<int> threads;
   std::optional<uint64_t> seed;
-  std::optional<std::string> data, out, progress;
+  std::optional<std::string> data, out, progress, device;
   bool quiet = false, profile = false;
 };
 
@@ -38,6 +39,7 @@ RunConfig resolve(const TrainFlags& f) {
   if (f.data) c.data_dir = *f.data;
   if (f.out) c.out_dir = *f.out;
   if (f.progress) c.progress = *f.progress;
+  if (f.device) c.device = *f.device;
   if (f.quiet) c.progress = "quiet";
   if (f.profile) c.profile = true;
   return c;
@@ -46,7 +48,7 @@ RunConfig resolve(const TrainFlags& f) {
 int run_train(const TrainFlags& f) {
   if (!f.resume.empty()) {
     convoy::require(f.config.empty() && !f.epochs && !f.batch_size && !f.lr && !f.momentum && !f.seed && !f.data &&
-                        !f.out,
+                        !f.out && !f.device,
                     "--resume continues a run with its own settings; pass no other training flags");
     convoy::train::resume_training(f.resume, std::cout);
     return 0;
@@ -63,8 +65,13 @@ int run_devices() {
   std::string isa;
   for (const auto& f : cpu.isa) isa += (isa.empty() ? "" : " ") + f;
   std::printf("cpu   %s | %d threads | %s\n", cpu.model.c_str(), cpu.threads, isa.c_str());
-  std::printf("cuda  not built into this binary (the CUDA backend is a later issue)\n");
-  std::printf("auto  picks: cpu\n");
+  const convoy::GpuReport& gpus = convoy::find_gpus();
+  for (const auto& g : gpus.gpus)
+    std::printf("cuda:%d  %s | %.1f GiB | compute capability %d.%d\n", g.index, g.name.c_str(),
+                static_cast<double>(g.memory_bytes) / (1 << 30), g.major, g.minor);
+  if (!gpus.versions.empty()) std::printf("cuda  %s\n", gpus.versions.c_str());
+  if (!gpus.usable()) std::printf("cuda  none usable: %s\n", gpus.why_unusable.c_str());
+  std::printf("auto  picks: %s\n", gpus.usable() ? "cuda:0" : "cpu");
   return 0;
 }
 
@@ -99,6 +106,7 @@ int main(int argc, char** argv) {
   train->add_option("--data", f.data, "Folder with the Fashion-MNIST IDX files");
   train->add_option("--out", f.out, "Folder for checkpoint, history.csv, summary.json, model.safetensors");
   train->add_option("--progress", f.progress, "auto, bar, lines or quiet [auto]");
+  train->add_option("--device", f.device, "auto (a usable GPU, else the CPU), cpu or cuda [auto]");
   train->add_flag("--quiet", f.quiet, "Print only the final test accuracy");
   train->add_flag("--profile", f.profile, "Print per-layer forward/backward time and GFLOP/s at the end");
   std::string checkpoint, input, output;

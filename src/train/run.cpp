@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "convoy/backends/devices.h"
 #include "convoy/core/error.h"
 #include "convoy/core/threads.h"
 #include "convoy/data/fashion_mnist.h"
@@ -50,13 +51,18 @@ void write_reports(const fs::path& dir, const RunConfig& c, const RunOutcome& ou
                         h);
 }
 
-std::unique_ptr<Executable> compile_for(const nn::Model& model, const RunConfig& c) {
+// On the configured device; `log` (when given) gets the one line that says
+// why "auto" falls back to the CPU.
+std::unique_ptr<Executable> compile_for(const nn::Model& model, const RunConfig& c, std::ostream* log = nullptr) {
   CompileOptions options;
   options.batch_size = c.batch_size;
   options.loss = loss_kind(c);
   options.label_smoothing = static_cast<float>(c.label_smoothing);
   options.optimizer = optimizer_options(c);
-  return compile_cpu(model, options, c.seed);
+  options.steps_per_execution = c.steps_per_execution;
+  const DeviceChoice device = choose_device(c.device);
+  if (log && !device.fallback.empty()) *log << "convoy: " << device.fallback << "\n" << std::flush;
+  return compile_on(device.kind, model, options, c.seed);
 }
 
 Callbacks make_callbacks(const RunConfig& c, const nn::Model& model, std::ostream& log) {
@@ -85,9 +91,10 @@ RunOutcome run(const RunConfig& c, const std::optional<Checkpoint>& resume, std:
   validate(c);
   if (!c.out_dir.empty()) io::ensure_writable_dir(c.out_dir);  // fail now, not after training
   set_num_threads(c.threads);
+  choose_device(c.device);  // a missing GPU fails now, not after loading the data
   const nn::Model model = build_model(c, data::kFashionMnistShape);
   const data::TrainTest data = data::load_fashion_mnist(c.data_dir);
-  auto exe = compile_for(model, c);
+  auto exe = compile_for(model, c, c.progress == "quiet" ? nullptr : &log);
   History history;
   int64_t done = 0;
   if (resume) {

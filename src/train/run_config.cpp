@@ -105,6 +105,7 @@ RunConfig from_json(const json& root, const std::string& where) {
     s.get("steps_per_execution", c.steps_per_execution);
     s.get("seed", c.seed);
     s.get("threads", c.threads);
+    s.get("device", c.device);
     s.finish();
   }
   {
@@ -186,6 +187,8 @@ void validate(const RunConfig& c) {
   require(c.momentum >= 0 && c.momentum < 1, "optimizer.momentum (--momentum) must be in [0, 1)");
   require(c.weight_decay >= 0, "optimizer.weight_decay must be 0 or more");
   require(c.threads >= 0, "training.threads (--threads) must be 0 (all cores) or positive");
+  require(c.device == "auto" || c.device == "cpu" || c.device == "cuda",
+          "training.device (--device): '" + c.device + "' is not auto, cpu or cuda");
   require(c.progress == "auto" || c.progress == "bar" || c.progress == "lines" || c.progress == "quiet",
           "output.progress (--progress): '" + c.progress + "' is not auto, bar, lines or quiet");
   if (c.early_stopping) EarlyStopping check(*c.early_stopping);  // validates monitor, mode, patience
@@ -261,7 +264,7 @@ std::string run_config_json(const RunConfig& c) {
               {"warmup_epochs", c.schedule.warmup_epochs}}},
             {"training",
              {{"epochs", c.epochs}, {"batch_size", c.batch_size}, {"steps_per_execution", c.steps_per_execution},
-              {"seed", c.seed}, {"threads", c.threads}}},
+              {"seed", c.seed}, {"threads", c.threads}, {"device", c.device}}},
             {"callbacks", {{"terminate_on_nan", c.terminate_on_nan}}},
             {"output", {{"dir", c.out_dir}, {"progress", c.progress}, {"profile", c.profile}}}};
   if (c.early_stopping) {

@@ -49,6 +49,7 @@ struct RunConfig {
   int64_t steps_per_execution = 1;
   uint64_t seed = 2;  // arbitrary; docs/benchmarks.md shows the spread over seeds
   int threads = 0;    // 0 = all cores
+  std::string device = "auto";  // auto (a usable GPU, else the CPU), cpu or cuda
   // callbacks
   std::optional<EarlyStoppingOptions> early_stopping;
   std::optional<ReduceLrOptions> reduce_lr_on_plateau;

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Device discovery and --device, on any machine: `convoy devices` says whether
+# a GPU is usable (and, if not, why, in one line); `train --device auto` uses
+# the GPU when there is one and otherwise falls back to the CPU saying so in
+# one line; `--device cuda` without a usable GPU is a user error (exit 2).
+# Trains one epoch on tiny generated IDX files, so it takes a second.
+set -u
+convoy="$1"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+
+# IDX files: 16 training and 8 test images of 28x28 zeros, labels 0.
+be32() { printf "\\x$(printf %02x $(($1 >> 24 & 255)))\\x$(printf %02x $(($1 >> 16 & 255)))\\x$(printf %02x $(($1 >> 8 & 255)))\\x$(printf %02x $(($1 & 255)))"; }
+idx_images() { { printf '\x00\x00\x08\x03'; be32 "$2"; be32 28; be32 28; head -c $(($2 * 784)) /dev/zero; } >"$1"; }
+idx_labels() { { printf '\x00\x00\x08\x01'; be32 "$2"; head -c "$2" /dev/zero; } >"$1"; }
+mkdir -p "$tmp/data"
+idx_images "$tmp/data/train-images-idx3-ubyte" 16
+idx_labels "$tmp/data/train-labels-idx1-ubyte" 16
+idx_images "$tmp/data/t10k-images-idx3-ubyte" 8
+idx_labels "$tmp/data/t10k-labels-idx1-ubyte" 8
+
+"$convoy" devices >"$tmp/devices" 2>&1 || fail "convoy devices exited $?"
+cat "$tmp/devices"
+if grep -q '^auto  picks: cuda' "$tmp/devices"; then
+  gpu=1
+  grep -q '^cuda:0 ' "$tmp/devices" || fail "devices: picks cuda but lists no cuda:0"
+else
+  gpu=0
+  [[ $(grep -c '^cuda  none usable: ' "$tmp/devices") -eq 1 ]] || fail "devices: no GPU, but no one line saying why"
+fi
+
+train=(train --data "$tmp/data" --epochs 1 --batch-size 8 --progress lines)
+"$convoy" "${train[@]}" --device auto >"$tmp/auto" 2>&1 || fail "--device auto exited $?"
+fallbacks=$(grep -c 'no usable GPU (.*); training on the CPU' "$tmp/auto")
+if [[ $gpu -eq 1 ]]; then
+  [[ $fallbacks -eq 0 ]] || fail "--device auto fell back although a GPU is usable"
+  grep -q '| cuda:0' "$tmp/auto" || fail "--device auto did not train on cuda:0"
+else
+  [[ $fallbacks -eq 1 ]] || fail "--device auto: wanted one fallback line, got $fallbacks"
+  grep -q '| cpu,' "$tmp/auto" || fail "--device auto did not train on the cpu"
+fi
+[[ $gpu -eq 1 ]] || echo "ok   auto falls back: $(grep 'training on the CPU' "$tmp/auto")"
+
+"$convoy" "${train[@]}" --device cpu >"$tmp/cpu" 2>&1 || fail "--device cpu exited $?"
+grep -q 'no usable GPU' "$tmp/cpu" && fail "--device cpu printed a fallback line"
+
+"$convoy" "${train[@]}" --device cuda >"$tmp/cuda" 2>"$tmp/cuda.err"
+rc=$?
+if [[ $gpu -eq 1 ]]; then
+  [[ $rc -eq 0 ]] || fail "--device cuda exited $rc on a machine with a usable GPU"
+else
+  [[ $rc -eq 2 && $(wc -l <"$tmp/cuda.err") -eq 1 ]] && grep -q -- '--device cuda: no usable GPU' "$tmp/cuda.err" ||
+    fail "--device cuda without a GPU: rc=$rc, wanted 2 and one line: $(cat "$tmp/cuda.err")"
+  echo "ok   --device cuda: $(cat "$tmp/cuda.err")"
+fi
+
+"$convoy" "${train[@]}" --device tpu >/dev/null 2>"$tmp/tpu.err"
+rc=$?
+[[ $rc -eq 2 ]] && grep -q "'tpu' is not auto, cpu or cuda" "$tmp/tpu.err" || fail "--device tpu: rc=$rc, $(cat "$tmp/tpu.err")"
+
+[[ $failures -eq 0 ]] && echo "cuda_fallback: all passed" || { echo "cuda_fallback: $failures failed"; exit 1; }
