@@ -1,0 +1,222 @@
+// Whole models on the GPU against the CPU backend (fp32, TF32 off): the seed
+// CNN's loss and gradients, optimizer steps, a residual graph; and the GPU's
+// own promises: N steps in one CUDA graph equal N single steps, and fit with
+// steps_per_execution trains as the CPU does. Skipped without a usable GPU.
+#include <gtest/gtest.h>
+
+#include "convoy/train/fit.h"
+#include "cuda_test_helpers.h"
+
+namespace convoy {
+namespace {
+
+using namespace nn;
+using testing::relative_error;
+
+constexpr double kTolerance = 1e-4;
+
+// A batch of the seed CNN's input: pixels normalised as Fashion-MNIST's (x in
+// [0, 1], then (x - 0.1307) / 0.3081), so activations have realistic scales.
+std::vector<float> seed_images(int64_t batch, uint64_t seed) {
+  auto x = testing::uniform_values(batch * 28 * 28, seed, 0, 1);
+  for (float& v : x) v = (v - 0.1307f) / 0.3081f;
+  return x;
+}
+
+TEST(CudaTraining, SeedCnnLossAndGradientsMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const Model model = seed_cnn();
+  const int64_t batch = 32;
+  auto [cpu, gpu] = testing::compile_both(model, {.batch_size = batch, .loss = Loss::nll}, 5);
+  const auto x = seed_images(batch, 1);
+  const auto y = testing::class_indices(batch, 10, 2);
+  const double want = cpu->loss_and_gradients(x.data(), y.data());
+  const double got = gpu->loss_and_gradients(x.data(), y.data());
+  EXPECT_NEAR(got, want, kTolerance * want);
+  EXPECT_LT(relative_error(testing::output(*gpu), testing::output(*cpu)), kTolerance);
+  testing::expect_per_tensor(model, testing::gradients(*gpu), testing::gradients(*cpu), kTolerance, "gradient");
+  EXPECT_LT(relative_error(testing::state(*gpu), testing::state(*cpu)), kTolerance);
+}
+
+struct OptimizerCase {
+  const char* name;
+  optim::OptimizerOptions options;
+};
+
+TEST(CudaTraining, OptimizerStepsMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const OptimizerCase cases[] = {
+      {"sgd, the seed's", {.lr = 0.01f, .momentum = 0.5f}},
+      {"sgd nesterov + weight decay", {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 1e-3f, .nesterov = true}},
+      {"sgd clipped", {.lr = 0.05f, .momentum = 0.9f, .clip_norm = 0.05f}},
+      {"adam", {.kind = optim::Kind::adam, .lr = 1e-3f, .weight_decay = 1e-4f}},
+      {"adamw clipped", {.kind = optim::Kind::adamw, .lr = 1e-3f, .weight_decay = 1e-2f, .clip_norm = 0.1f}},
+      {"rmsprop with momentum", {.kind = optim::Kind::rmsprop, .lr = 1e-3f, .momentum = 0.5f}},
+  };
+  const Model model = seed_cnn();
+  const int64_t batch = 16;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto [cpu, gpu] = testing::compile_both(model, {.batch_size = batch, .loss = Loss::nll, .optimizer = c.options}, 9);
+    for (int step = 0; step < 3; ++step) {
+      const auto x = seed_images(batch, 10 + step);
+      const auto y = testing::class_indices(batch, 10, 20 + step);
+      cpu->train_step(x.data(), y.data());
+      gpu->train_step(x.data(), y.data());
+    }
+    testing::expect_per_tensor(model, testing::parameters(*gpu), testing::parameters(*cpu), kTolerance, "parameter");
+    EXPECT_LT(relative_error(testing::optimizer_state(*gpu), testing::optimizer_state(*cpu)), kTolerance);
+    EXPECT_LT(relative_error(testing::state(*gpu), testing::state(*cpu)), kTolerance);
+    // The clipped gradients are left in the gradient buffer on both.
+    testing::expect_per_tensor(model, testing::gradients(*gpu), testing::gradients(*cpu), kTolerance, "gradient");
+    const Metrics want = cpu->take_metrics(), got = gpu->take_metrics();
+    EXPECT_EQ(got.count, 3 * batch);
+    EXPECT_EQ(got.correct, want.correct);
+    EXPECT_NEAR(got.loss_sum, want.loss_sum, kTolerance * want.loss_sum);
+    // A new learning rate reaches the device (and captured graphs).
+    cpu->set_learning_rate(c.options.lr / 10);
+    gpu->set_learning_rate(c.options.lr / 10);
+    const auto x = seed_images(batch, 99);
+    const auto y = testing::class_indices(batch, 10, 98);
+    cpu->train_step(x.data(), y.data());
+    gpu->train_step(x.data(), y.data());
+    testing::expect_per_tensor(model, testing::parameters(*gpu), testing::parameters(*cpu), kTolerance,
+                               "parameter after a learning-rate change");
+  }
+}
+
+// The graph of tests/test_graph.cpp: a residual add that reads the input
+// twice, then a concat of two branches.
+Model joins_graph() {
+  GraphBuilder g({3, 8, 8});
+  auto x = g.input();
+  auto y = g.add(Conv2d{.filters = 4, .kernel = 3, .padding = 1}, x);
+  y = g.add(BatchNorm{}, y);
+  y = g.add(ReLU{}, y);
+  y = g.add(Conv2d{.filters = 3, .kernel = 3, .padding = 1}, y);
+  auto sum = g.add(Add{}, {x, y});
+  auto p = g.add(MaxPool2d{.kernel = 2}, sum);
+  auto q = g.add(Conv2d{.filters = 2, .kernel = 1}, p);
+  auto c = g.add(Concat{}, {p, q});
+  auto f = g.add(Flatten{}, c);
+  g.add(Dense{.units = 5}, f);
+  return g.build();
+}
+
+TEST(CudaTraining, ResidualGraphMatchesTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const Model model = joins_graph();
+  const int64_t batch = 6;
+  auto [cpu, gpu] = testing::compile_both(
+      model, {.batch_size = batch, .loss = Loss::softmax_cross_entropy, .optimizer = {.lr = 0.1f, .momentum = 0.9f},
+              .input_gradient = true},
+      3);
+  const auto x = testing::uniform_values(batch * 3 * 8 * 8, 7);
+  const auto y = testing::class_indices(batch, 5, 8);
+  const double want = cpu->loss_and_gradients(x.data(), y.data());
+  EXPECT_NEAR(gpu->loss_and_gradients(x.data(), y.data()), want, kTolerance * want);
+  // conv2d_0's bias feeds batch norm: its true gradient is 0 and both sides
+  // hold rounding noise, so it is compared against the whole gradient's scale.
+  const auto g_cpu = testing::gradients(*cpu), g_gpu = testing::gradients(*gpu);
+  EXPECT_LT(relative_error(g_gpu, g_cpu), kTolerance);
+  for (const auto& layer : model.layers())
+    for (const auto& slot : layer.params)
+      if (slot.name != "conv2d_0.bias") {
+        EXPECT_LT(relative_error({g_gpu.data() + slot.offset, static_cast<std::size_t>(slot.size())},
+                                 {g_cpu.data() + slot.offset, static_cast<std::size_t>(slot.size())}),
+                  kTolerance)
+            << slot.name;
+      }
+  std::vector<float> dx_cpu(x.size()), dx_gpu(x.size());
+  cpu->get_input_gradient(dx_cpu);
+  gpu->get_input_gradient(dx_gpu);
+  EXPECT_LT(relative_error(dx_gpu, dx_cpu), kTolerance) << "input gradient (summed over the fan-out)";
+  for (int step = 0; step < 2; ++step) {
+    cpu->train_step(x.data(), y.data());
+    gpu->train_step(x.data(), y.data());
+  }
+  EXPECT_LT(relative_error(testing::parameters(*gpu), testing::parameters(*cpu)), kTolerance);
+}
+
+// n steps through train_steps (one captured CUDA graph per n) against n
+// train_step calls on an executable that never captures. cuDNN may pick other
+// (equally exact) algorithms for the two, hence a tolerance, not bits.
+TEST(CudaTraining, StepsInOneCudaGraphEqualSingleSteps) {
+  SKIP_WITHOUT_GPU();
+  const Model model = seed_cnn();
+  const int64_t batch = 32, n = 5;
+  CompileOptions options{.batch_size = batch, .loss = Loss::nll, .optimizer = {.lr = 0.01f, .momentum = 0.5f},
+                         .steps_per_execution = 4};
+  options.gpu.tf32 = false;
+  auto graphed = testing::compile_gpu(model, options, 4);
+  options.gpu.graphs = false;
+  options.steps_per_execution = 1;
+  auto single = testing::compile_gpu(model, options, 4);
+  const auto x = seed_images(batch * n, 11);
+  const auto y = testing::class_indices(batch * n, 10, 12);
+  for (int round = 0; round < 2; ++round) {  // the second round replays the captured graphs
+    graphed->train_steps(x.data(), y.data(), n);  // chunks of 4 and 1
+    for (int64_t i = 0; i < n; ++i) single->train_step(x.data() + i * batch * 28 * 28, y.data() + i * batch);
+  }
+  EXPECT_LT(relative_error(testing::parameters(*graphed), testing::parameters(*single)), 1e-5);
+  EXPECT_LT(relative_error(testing::state(*graphed), testing::state(*single)), 1e-5);
+  const Metrics a = graphed->take_metrics(), b = single->take_metrics();
+  EXPECT_EQ(a.count, 2 * n * batch);
+  EXPECT_EQ(a.count, b.count);
+  EXPECT_EQ(a.correct, b.correct);
+  EXPECT_NEAR(a.loss_sum, b.loss_sum, 1e-5 * b.loss_sum);
+  // Dense targets take their own graph.
+  std::vector<float> rows(batch * n * 10, 0.0f);
+  for (int64_t i = 0; i < batch * n; ++i) rows[i * 10 + y[i]] = 1.0f;
+  graphed->train_steps(x.data(), Targets::rows(rows.data()), n);
+  single->train_steps(x.data(), Targets::rows(rows.data()), n);
+  EXPECT_LT(relative_error(testing::parameters(*graphed), testing::parameters(*single)), 1e-5);
+}
+
+data::LabeledImages random_images(int64_t count, uint64_t seed) {
+  data::LabeledImages d{Tensor(DType::f32, {count, 1, 28, 28}), Tensor(DType::i32, {count})};
+  const auto x = seed_images(count, seed);
+  std::copy(x.begin(), x.end(), d.images.data<float>().begin());
+  const auto y = testing::class_indices(count, 10, seed + 1);
+  std::copy(y.begin(), y.end(), d.labels.data<int32_t>().begin());
+  return d;
+}
+
+// fit with steps_per_execution 4 on the GPU (executions of 4 batches as CUDA
+// graphs, and a shorter one at each epoch's end) trains as fit on the CPU.
+TEST(CudaTraining, FitWithStepsPerExecutionMatchesTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const auto train = random_images(10 * 32 + 7, 1), test = random_images(50, 2);
+  CompileOptions options{.batch_size = 32, .loss = Loss::nll, .optimizer = {.lr = 0.01f, .momentum = 0.5f},
+                         .steps_per_execution = 4};
+  auto [cpu, gpu] = testing::compile_both(seed_cnn(), options, 6);
+  const train::History want = train::fit(*cpu, train, test, {.epochs = 2, .seed = 3});
+  const train::History got = train::fit(*gpu, train, test, {.epochs = 2, .seed = 3, .steps_per_execution = 4});
+  ASSERT_EQ(got.epochs.size(), 2u);
+  EXPECT_EQ(got.images_trained, 2 * 10 * 32);
+  for (std::size_t e = 0; e < 2; ++e) {
+    EXPECT_NEAR(got.epochs[e].train_loss, want.epochs[e].train_loss, kTolerance * want.epochs[e].train_loss);
+    EXPECT_NEAR(got.epochs[e].test_loss, want.epochs[e].test_loss, kTolerance * want.epochs[e].test_loss);
+    EXPECT_DOUBLE_EQ(got.epochs[e].test_accuracy, want.epochs[e].test_accuracy);
+  }
+  EXPECT_LT(relative_error(testing::parameters(*gpu), testing::parameters(*cpu)), kTolerance);
+}
+
+TEST(CudaTraining, ProfileTimesEveryLayer) {
+  SKIP_WITHOUT_GPU();
+  auto gpu = testing::compile_gpu(seed_cnn(), {.batch_size = 16}, 1);
+  gpu->set_profiling(true);
+  const auto x = seed_images(16, 1);
+  const auto y = testing::class_indices(16, 10, 2);
+  gpu->train_step(x.data(), y.data());
+  gpu->train_step(x.data(), y.data());
+  EXPECT_EQ(gpu->profiled_steps(), 2);
+  const auto p = gpu->profile();
+  ASSERT_EQ(p.size(), seed_cnn().layers().size());
+  EXPECT_EQ(p[0].name, "conv2d_0");
+  EXPECT_GT(p[0].forward_seconds, 0);
+  EXPECT_GT(p[0].backward_seconds, 0);
+}
+
+}  // namespace
+}  // namespace convoy
