@@ -326,7 +326,9 @@ class CudaExecutable final : public Executable {
                       "); use a smaller --batch-size or steps_per_execution");
     }
     arena_.reset(base);
-    CUDA_CHECK(cudaMemset(base, 0, static_cast<std::size_t>(cursor)));  // no NaN garbage anywhere
+    // No NaN garbage anywhere. On the compute stream: it does not wait for
+    // the legacy default stream, and everything after this runs on it.
+    CUDA_CHECK(cudaMemsetAsync(base, 0, static_cast<std::size_t>(cursor), compute_.get()));
     char* at = static_cast<char*>(base);
     params_ = reinterpret_cast<float*>(at + params);
     grads_ = reinterpret_cast<float*>(at + grads);
