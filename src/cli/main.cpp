@@ -8,8 +8,10 @@
 
 #include "convoy/core/cpu_info.h"
 #include "convoy/core/error.h"
+#include "convoy/data/bad_examples.h"
 #include "convoy/data/fashion_mnist.h"
 #include "convoy/nn/zoo.h"
+#include "convoy/records/shards.h"
 #include "convoy/train/run.h"
 
 namespace {
@@ -55,6 +57,34 @@ int run_train(const TrainFlags& f) {
   const auto outcome = convoy::train::run_training(c, std::cout);
   if (c.progress == "quiet" && !outcome.history.epochs.empty())
     std::printf("test_accuracy %.4f\n", outcome.history.epochs.back().test_accuracy);
+  return 0;
+}
+
+// `convoy shards`: a CSV manifest or class folders → TFRecord shards.
+struct ShardFlags {
+  std::string csv, folder, images = "images", id_column = "image_id", label_column, extension = ".jpg";
+  std::vector<std::string> classes;
+  std::string on_bad_example = "fail";
+  convoy::records::ShardOptions out;
+};
+
+int run_shards(const ShardFlags& f) {
+  namespace records = convoy::records;
+  convoy::require(f.csv.empty() != f.folder.empty(), "shards: pass either --csv FILE or --folder DIR (one of them)");
+  const auto policy = convoy::data::parse_on_bad_example(f.on_bad_example, "--on-bad-example");
+  const records::Manifest manifest =
+      f.csv.empty() ? records::read_folder_manifest(f.folder, {.classes = f.classes})
+                    : records::read_csv_manifest(f.csv, {.id_column = f.id_column,
+                                                         .label_column = f.label_column,
+                                                         .classes = f.classes,
+                                                         .image_dir = f.images,
+                                                         .extension = f.extension,
+                                                         .on_bad_example = policy});
+  const records::ShardsWritten w = records::write_shards(manifest, f.out);
+  uint64_t bytes = 0;
+  for (const auto& s : w.shards) bytes += s.bytes;
+  std::printf("wrote %zu shards to %s: %lld examples, %.1f MB, %zu classes\n", w.shards.size(), f.out.out_dir.c_str(),
+              static_cast<long long>(w.examples), bytes / 1e6, manifest.classes.size());
   return 0;
 }
 
@@ -111,6 +141,21 @@ int main(int argc, char** argv) {
   CLI::App* summary = app.add_subcommand("summary", "Print a model's layers, output shapes and parameter counts");
   summary->add_option("--config", f.config, "Run config naming the model");
   app.add_subcommand("devices", "List the devices convoy can train on");
+  ShardFlags sf;
+  CLI::App* shards = app.add_subcommand("shards", "Write TFRecord shards from a CSV + image folder or class folders");
+  shards->add_option("--csv", sf.csv, "Manifest CSV (e.g. train.csv: image_id and 0/1 class columns)");
+  shards->add_option("--folder", sf.folder, "Folder with one subfolder of images per class");
+  shards->add_option("--images", sf.images, "CSV: image folder, relative to the CSV's folder [images]");
+  shards->add_option("--id-column", sf.id_column, "CSV: the image id column [image_id]");
+  shards->add_option("--label-column", sf.label_column, "CSV: a column of class names (default: 0/1 class columns)");
+  shards->add_option("--extension", sf.extension, "CSV: appended to the id to name the image [.jpg]");
+  shards->add_option("--classes", sf.classes, "Class names in label order (default: inferred, sorted)")->delimiter(',');
+  shards->add_option("--on-bad-example", sf.on_bad_example, "CSV rows that cannot be used: fail or skip [fail]");
+  shards->add_option("--out", sf.out.out_dir, "Output folder")->required();
+  shards->add_option("--prefix", sf.out.prefix, "Shard name prefix [train]");
+  shards->add_option("--shard-mb", sf.out.shard_mb, "Target shard size in MB [100]");
+  shards->add_option("--seed", sf.out.seed, "Seed for shuffling examples across shards [0]");
+  shards->add_flag("--gzip", sf.out.gzip, "gzip-compress the shards (.tfrecord.gz)");
 
   // CLI11 would call an unknown command a missing one; name it instead.
   const auto known = [&](const std::string& name) {
@@ -119,7 +164,7 @@ int main(int argc, char** argv) {
     return false;
   };
   if (argc > 1 && argv[1][0] != '-' && !known(argv[1])) {
-    std::cerr << "convoy: error: unknown command '" << argv[1] << "'; commands: train, evaluate, predict, summary, devices (see 'convoy --help')"
+    std::cerr << "convoy: error: unknown command '" << argv[1] << "'; commands: train, evaluate, predict, summary, devices, shards (see 'convoy --help')"
               << std::endl;
     return 2;
   }
@@ -141,6 +186,7 @@ int main(int argc, char** argv) {
     }
     if (summary->parsed()) return run_summary(f);
     if (app.got_subcommand("devices")) return run_devices();
+    if (shards->parsed()) return run_shards(sf);
   } catch (const convoy::UserError& e) {
     std::cerr << "convoy: error: " << e.what() << std::endl;
     return 2;
