@@ -46,15 +46,17 @@ Image resize_cover(ImageView src, int width, int height, ResizeMethod method) {
 }
 
 void flip_horizontal(MutableImageView image) {
-  const int C = image.channels;
+  const int C = image.channels, W = image.width;
+  thread_local std::vector<uint8_t> tmp;
+  tmp.resize(image.row_bytes());
   for (int y = 0; y < image.height; ++y) {
     uint8_t* row = image.row(y);
     if (C == 1) {
-      std::reverse(row, row + image.width);
+      std::reverse(row, row + W);
       continue;
     }
-    for (int l = 0, r = image.width - 1; l < r; ++l, --r)
-      for (int c = 0; c < C; ++c) std::swap(row[l * C + c], row[r * C + c]);
+    for (int x = 0; x < W; ++x) std::memcpy(tmp.data() + 3 * x, row + 3 * (W - 1 - x), 3);
+    std::memcpy(row, tmp.data(), image.row_bytes());
   }
 }
 

@@ -1,12 +1,17 @@
-// Separable resizing: a table of taps (first source index and weights) per
-// output column and per output row, then one pass along each axis through a
-// float buffer (no rounding between the passes). The vertical pass runs
-// over whole rows and vectorises; the horizontal pass is the short dot
-// product per pixel. The pass order is chosen to do the least work.
+// Separable resizing, one output row at a time: a table of taps (first
+// source index and weights) per output row and per output column; for each
+// output row the vertical taps are summed over whole source rows into one
+// float row (vectorised, cache-resident), then the horizontal taps are
+// summed from that row into the output. No rounding between the passes and
+// no buffer larger than a row.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
+
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 #include "convoy/core/error.h"
 #include "convoy/image/geometry.h"
@@ -15,7 +20,7 @@ namespace convoy::image {
 namespace {
 
 // Every output index reads `taps` consecutive source indices from first[o];
-// rows near the edge are shifted inwards with zero weights, so the inner
+// indices near the edge are shifted inwards with zero weights, so the inner
 // loops have one fixed length.
 struct Taps {
   int taps = 0;
@@ -30,6 +35,7 @@ Taps make_taps(int in, int out, ResizeMethod method) {
   for (int o = 0; o < out; ++o) {
     auto& l = lists[o];
     if (method == ResizeMethod::bilinear) {
+      // Half-pixel centres, clamped at the borders (TF/torch antialias=False).
       const double center = (o + 0.5) * scale - 0.5;
       const double fl = std::floor(center);
       const double lerp = center - fl;
@@ -41,6 +47,7 @@ Taps make_taps(int in, int out, ResizeMethod method) {
         l.push_back({hi, lerp});
       }
     } else {
+      // Exact coverage of [o, o + 1) * scale (TF's resize_area).
       const double start = o * scale, end = (o + 1) * scale;
       for (int i = static_cast<int>(std::floor(start)); i < static_cast<int>(std::ceil(end)); ++i) {
         const double overlap = std::min(end, i + 1.0) - std::max(start, static_cast<double>(i));
@@ -63,68 +70,73 @@ Taps make_taps(int in, int out, ResizeMethod method) {
   return t;
 }
 
-inline uint8_t to_byte(float v) {
-  const int i = static_cast<int>(v + 0.5f);
-  return static_cast<uint8_t>(i < 0 ? 0 : (i > 255 ? 255 : i));
-}
-
-template <class Out> inline void store(Out* p, float v) {
-  if constexpr (std::is_same_v<Out, uint8_t>) *p = to_byte(v);
-  else *p = v;
-}
-
-// dst row o = sum_k w[o][k] * src row (first[o] + k), for rows of `len` values.
-template <class In, class Out>
-void vertical(const In* src, std::size_t src_stride, Out* dst, std::size_t dst_stride, std::size_t len,
-              const Taps& t, float* acc) {
-  for (std::size_t o = 0; o < t.first.size(); ++o) {
-    const float* w = t.w(static_cast<int>(o));
-    const In* s = src + static_cast<std::size_t>(t.first[o]) * src_stride;
-    float* a = std::is_same_v<Out, float> ? reinterpret_cast<float*>(dst + o * dst_stride) : acc;
-    const float w0 = w[0];
-    for (std::size_t j = 0; j < len; ++j) a[j] = w0 * static_cast<float>(s[j]);
-    for (int k = 1; k < t.taps; ++k) {
-      const In* sk = s + k * src_stride;
-      const float wk = w[k];
-      for (std::size_t j = 0; j < len; ++j) a[j] += wk * static_cast<float>(sk[j]);
-    }
-    if constexpr (std::is_same_v<Out, uint8_t>) {
-      Out* d = dst + o * dst_stride;
-      for (std::size_t j = 0; j < len; ++j) d[j] = to_byte(a[j]);
-    }
-  }
-}
-
-// Along each of `rows` rows: dst pixel o = sum_k w[o][k] * src pixel (first[o] + k).
-template <int C, class In, class Out>
-void horizontal(const In* src, std::size_t src_stride, Out* dst, std::size_t dst_stride, int rows, const Taps& t) {
-  const int out = static_cast<int>(t.first.size());
-  for (int r = 0; r < rows; ++r) {
-    const In* s = src + r * src_stride;
-    Out* d = dst + r * dst_stride;
-    for (int o = 0; o < out; ++o) {
-      const float* w = t.w(o);
-      const In* p = s + static_cast<std::size_t>(t.first[o]) * C;
-      float acc[C] = {};
-      for (int k = 0; k < t.taps; ++k)
-        for (int c = 0; c < C; ++c) acc[c] += w[k] * static_cast<float>(p[k * C + c]);
-      for (int c = 0; c < C; ++c) store(d + o * C + c, acc[c]);
-    }
-  }
-}
-
-template <class In, class Out>
-void horizontal_any(int channels, const In* src, std::size_t src_stride, Out* dst, std::size_t dst_stride, int rows,
-                    const Taps& t) {
-  if (channels == 3) horizontal<3>(src, src_stride, dst, dst_stride, rows, t);
-  else horizontal<1>(src, src_stride, dst, dst_stride, rows, t);
-}
-
-// Scratch per thread: resizing in a pipeline allocates nothing after the first image.
+// Row scratch per thread: resizing in a pipeline allocates nothing after the first image.
 float* scratch(std::size_t floats) {
   thread_local std::vector<float> buffer;
   if (buffer.size() < floats) buffer.resize(floats);
   return buffer.data();
+}
+
+// acc[j] = sum_k w[k] * rows[k][j]
+void vertical_row(const uint8_t* first_row, std::size_t stride, const float* w, int taps, std::size_t len,
+                  float* acc) {
+  const float w0 = w[0];
+  for (std::size_t j = 0; j < len; ++j) acc[j] = w0 * static_cast<float>(first_row[j]);
+  for (int k = 1; k < taps; ++k) {
+    const uint8_t* row = first_row + k * stride;
+    const float wk = w[k];
+    if (wk == 0) continue;
+    for (std::size_t j = 0; j < len; ++j) acc[j] += wk * static_cast<float>(row[j]);
+  }
+}
+
+void to_bytes(const float* v, uint8_t* out, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const float r = std::min(std::max(v[i] + 0.5f, 0.0f), 255.0f);
+    out[i] = static_cast<uint8_t>(static_cast<int>(r));
+  }
+}
+
+// out[o] = sum_k w[o][k] * in[first[o] + k], pixels of C floats. `in` must
+// have one readable float past its last pixel and `out` one past its end
+// (the 3-channel path moves pixels as 4-float vectors). TAPS > 0 fixes the
+// tap count at compile time (the common small ones), 0 reads it from t.
+template <int C, int TAPS>
+void horizontal_row(const float* in, const Taps& t, float* out) {
+  const int n = static_cast<int>(t.first.size());
+  const int taps = TAPS > 0 ? TAPS : t.taps;
+#if defined(__SSE2__)
+  if constexpr (C == 3) {
+    for (int o = 0; o < n; ++o) {
+      const float* w = t.w(o);
+      const float* p = in + static_cast<std::size_t>(t.first[o]) * 3;
+      __m128 acc = _mm_mul_ps(_mm_set1_ps(w[0]), _mm_loadu_ps(p));
+      for (int k = 1; k < taps; ++k) acc = _mm_add_ps(acc, _mm_mul_ps(_mm_set1_ps(w[k]), _mm_loadu_ps(p + 3 * k)));
+      _mm_storeu_ps(out + 3 * o, acc);  // lane 4 is overwritten by the next pixel
+    }
+    return;
+  }
+#endif
+  for (int o = 0; o < n; ++o) {
+    const float* w = t.w(o);
+    const float* p = in + static_cast<std::size_t>(t.first[o]) * C;
+    float acc[C] = {};
+    for (int k = 0; k < taps; ++k)
+      for (int c = 0; c < C; ++c) acc[c] += w[k] * p[k * C + c];
+    for (int c = 0; c < C; ++c) out[o * C + c] = acc[c];
+  }
+}
+
+template <int C>
+void horizontal_any(const float* in, const Taps& t, float* out) {
+  switch (t.taps) {
+    case 1: return horizontal_row<C, 1>(in, t, out);
+    case 2: return horizontal_row<C, 2>(in, t, out);
+    case 3: return horizontal_row<C, 3>(in, t, out);
+    case 4: return horizontal_row<C, 4>(in, t, out);
+    case 5: return horizontal_row<C, 5>(in, t, out);
+    default: return horizontal_row<C, 0>(in, t, out);
+  }
 }
 
 }  // namespace
@@ -135,36 +147,27 @@ void resize_into(ImageView src, MutableImageView dst, ResizeMethod method) {
   require(src.channels == dst.channels && (src.channels == 1 || src.channels == 3),
           "resize: source and target must have the same 1 or 3 channels, got " + std::to_string(src.channels) +
               " and " + std::to_string(dst.channels));
-  const int C = src.channels;
-  const bool same_w = src.width == dst.width, same_h = src.height == dst.height;
-  if (same_w && same_h) {
+  if (src.width == dst.width && src.height == dst.height) {
     std::memcpy(dst.data, src.data, src.bytes());
     return;
   }
-  if (same_w || same_h) {  // one pass
-    if (same_h) {
-      horizontal_any(C, src.data, src.row_bytes(), dst.data, dst.row_bytes(), src.height,
-                     make_taps(src.width, dst.width, method));
-    } else {
-      const Taps ty = make_taps(src.height, dst.height, method);
-      vertical(src.data, src.row_bytes(), dst.data, dst.row_bytes(), src.row_bytes(), ty, scratch(src.row_bytes()));
+  const int C = src.channels;
+  const Taps ty = make_taps(src.height, dst.height, method);
+  const bool same_width = src.width == dst.width;
+  const Taps tx = same_width ? Taps{} : make_taps(src.width, dst.width, method);
+  const std::size_t in_len = src.row_bytes(), out_len = dst.row_bytes();
+  float* column_sums = scratch(in_len + 1 + out_len + 1);
+  float* row_out = column_sums + in_len + 1;
+  column_sums[in_len] = 0;  // the float read past the last pixel
+  for (int o = 0; o < dst.height; ++o) {
+    vertical_row(src.row(ty.first[o]), in_len, ty.w(o), ty.taps, in_len, column_sums);
+    if (same_width) {
+      to_bytes(column_sums, dst.row(o), out_len);
+      continue;
     }
-    return;
-  }
-  const Taps tx = make_taps(src.width, dst.width, method), ty = make_taps(src.height, dst.height, method);
-  // Work of each order; the vertical pass runs ~8 lanes at a time.
-  const double h_first = double(src.height) * dst.width * tx.taps + double(dst.height) * dst.width * ty.taps / 8;
-  const double v_first = double(dst.height) * src.width * ty.taps / 8 + double(dst.height) * dst.width * tx.taps;
-  if (h_first <= v_first) {
-    const std::size_t len = static_cast<std::size_t>(dst.width) * C;
-    float* tmp = scratch(len * src.height + len);
-    horizontal_any(C, src.data, src.row_bytes(), tmp, len, src.height, tx);
-    vertical(static_cast<const float*>(tmp), len, dst.data, dst.row_bytes(), len, ty, tmp + len * src.height);
-  } else {
-    const std::size_t len = src.row_bytes();
-    float* tmp = scratch(len * dst.height);
-    vertical(src.data, len, tmp, len, len, ty, nullptr);
-    horizontal_any(C, static_cast<const float*>(tmp), len, dst.data, dst.row_bytes(), dst.height, tx);
+    if (C == 3) horizontal_any<3>(column_sums, tx, row_out);
+    else horizontal_any<1>(column_sums, tx, row_out);
+    to_bytes(row_out, dst.row(o), out_len);
   }
 }
 
