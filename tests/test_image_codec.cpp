@@ -26,7 +26,7 @@ constexpr double kJpegTolerance = 2;
 
 TEST(ImageCodec, DecodesEveryFixtureLikePil) {
   for (const char* name : {"rgb.jpg", "rgb_444.jpg", "progressive.jpg", "gray.jpg", "rgb.png", "gray.png", "bw1.png",
-                           "palette.png", "rgba.png", "gray16.png"}) {
+                           "palette.png", "rgba.png", "gray16.png", "interlaced.png"}) {
     SCOPED_TRACE(name);
     const image::Image im = image::read_image(image_fixture(name));
     const bool jpeg = std::string(name).ends_with(".jpg");
