@@ -77,9 +77,10 @@ data::MapFn resize_map(std::string feature, int width, int height, ResizeMethod 
 data::MapFn augment(AugmentOptions options, std::string feature) {
   validate(options);
   return [feature = std::move(feature), options](data::Example e, Rng& rng) {
-    const ImageView src = view_of(e.tensor(feature), feature);
-    Tensor out = image_tensor(src.width, src.height, src.channels);
-    augment_into(src, mutable_view_of(out), options, rng);
+    const Tensor& in = e.tensor(feature);
+    const ImageView src = view_of(in, feature);
+    Tensor out(DType::u8, in.shape());  // the input's shape, [H, W] or [H, W, C]
+    augment_into(src, mutable_view_of(out, feature), options, rng);
     e.set(feature, std::move(out));
     return e;
   };
