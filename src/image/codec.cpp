@@ -1,5 +1,6 @@
 #include "convoy/image/codec.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>

@@ -6,6 +6,7 @@
 // run_encode, which then returns false; the C++ caller throws. Nothing with a
 // destructor lives in those frames between setjmp and the calls into libjpeg:
 // everything they fill belongs to the caller.
+#include <algorithm>
 #include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
