@@ -167,7 +167,7 @@ TEST(ImageMaps, DecodeFromBytesOrPathToAFixedSize) {
   EXPECT_EQ(from_path(by_path, rng).tensor("image").shape(), (Shape{8, 8, 1}));
 }
 
-TEST(ImageMaps, BadFileInAPipelineNamesIt) {
+TEST(PipelineImages, BadFileNamesIt) {
   auto bytes = testing::file_bytes(testing::image_fixture("rgb.jpg"));
   bytes.resize(bytes.size() / 2);
   Tensor t(DType::u8, {static_cast<int64_t>(bytes.size())});
@@ -184,7 +184,7 @@ TEST(ImageMaps, BadFileInAPipelineNamesIt) {
       << msg;
 }
 
-TEST(ImageMaps, AugmentInAPipelineIsSeededPerElement) {
+TEST(PipelineImages, AugmentIsSeededPerElementWhateverTheThreads) {
   data::Example cols;
   Tensor images(DType::u8, {6, 12, 16, 3});
   const Image pic = testing::test_picture(16, 12);
