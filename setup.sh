@@ -46,6 +46,19 @@ for peer in tensorflow-cpu:tensorflow tensorboard:tensorboard safetensors:safete
     python3 -m pip install -q "${peer%%:*}" || echo "setup: could not install ${peer%%:*}; its checks will be skipped"
 done
 
+# Debian-packaged peers for the decode benchmark (bench/decode_vs_peers.py):
+# scikit-image's sample photos and torchvision for Debian's torch. Optional
+# too: the benchmark skips what is missing.
+optional=()
+for p in python3-skimage python3-torchvision; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || optional+=("$p")
+done
+if ((${#optional[@]})); then
+  sudo=""; [[ $(id -u) -ne 0 ]] && sudo="sudo"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${optional[@]}" >/dev/null 2>&1 ||
+    echo "setup: could not install ${optional[*]}; the decode benchmark will skip those peers"
+fi
+
 cmake -S . -B build -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" >/dev/null
 cmake --build build -j2
 echo "setup: built build/convoy"

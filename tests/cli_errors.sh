@@ -58,6 +58,11 @@ expect_error "predict without checkpoint" "checkpoint.safetensors" -- predict --
 expect_error "predict missing input" "--input" -- predict --checkpoint "$tmp"
 expect_error "corrupt checkpoint" "checkpoint.safetensors" -- evaluate --checkpoint "$tmp/o4"
 
+mkdir -p "$tmp/notdemo" && echo keep >"$tmp/notdemo/data.txt"
+expect_error "demo-data unknown kind" "flowers" -- demo-data flowers --out "$tmp/d1"
+expect_error "demo-data bad size" "--size" -- demo-data plant --out "$tmp/d2" --size 600by400
+expect_error "demo-data foreign folder" "$tmp/notdemo" -- demo-data plant --out "$tmp/notdemo" --train 2 --test 1
+
 for d in o1 o2 o3; do
   if [[ -e "$tmp/$d/summary.json" ]]; then
     echo "FAIL: $d/summary.json written by a failed run"

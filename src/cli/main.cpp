@@ -10,6 +10,7 @@
 #include "convoy/core/error.h"
 #include "convoy/data/bad_examples.h"
 #include "convoy/data/fashion_mnist.h"
+#include "convoy/image/plant_demo.h"
 #include "convoy/nn/zoo.h"
 #include "convoy/records/shards.h"
 #include "convoy/train/run.h"
@@ -104,6 +105,27 @@ int run_summary(const TrainFlags& f) {
   return 0;
 }
 
+struct DemoFlags {
+  std::string kind, size = "600x400";
+  convoy::image::PlantDemoOptions plant;
+};
+
+int run_demo_data(DemoFlags d) {
+  convoy::require(d.kind == "plant", "demo-data: unknown data set '" + d.kind + "'; the one there is: plant");
+  int w = 0, h = 0;
+  char rest = 0;
+  convoy::require(std::sscanf(d.size.c_str(), "%dx%d%c", &w, &h, &rest) == 2,
+                  "--size must be WIDTHxHEIGHT, like 600x400, got '" + d.size + "'");
+  d.plant.width = w;
+  d.plant.height = h;
+  const auto s = convoy::image::write_plant_demo(d.plant);
+  std::printf("wrote %s: %lld train images (", d.plant.out_dir.c_str(), static_cast<long long>(d.plant.train));
+  for (std::size_t c = 0; c < s.train_per_class.size(); ++c)
+    std::printf("%s%s %lld", c ? ", " : "", convoy::image::kPlantClasses[c], static_cast<long long>(s.train_per_class[c]));
+  std::printf("), %lld test images, %dx%d JPEG\n", static_cast<long long>(d.plant.test), w, h);
+  return 0;
+}
+
 int run_evaluate(const std::string& checkpoint) {
   const convoy::Metrics m = convoy::train::evaluate_checkpoint(checkpoint);
   std::printf("test_loss %.4f  test_accuracy %.4f  (%lld images)\n", m.mean_loss(), m.accuracy(),
@@ -156,6 +178,14 @@ int main(int argc, char** argv) {
   shards->add_option("--shard-mb", sf.out.shard_mb, "Target shard size in MB [100]");
   shards->add_option("--seed", sf.out.seed, "Seed for shuffling examples across shards [0]");
   shards->add_flag("--gzip", sf.out.gzip, "gzip-compress the shards (.tfrecord.gz)");
+  DemoFlags demo;
+  CLI::App* demo_data = app.add_subcommand("demo-data", "Write a small demo data set in a real data set's layout");
+  demo_data->add_option("kind", demo.kind, "plant: Plant Pathology 2020's layout (CSV + JPEG folder)")->required();
+  demo_data->add_option("--out", demo.plant.out_dir, "Folder to write (new, empty or a previous demo)")->required();
+  demo_data->add_option("--train", demo.plant.train, "Training images [400]");
+  demo_data->add_option("--test", demo.plant.test, "Test images [100]");
+  demo_data->add_option("--size", demo.size, "Image size WIDTHxHEIGHT [600x400]");
+  demo_data->add_option("--seed", demo.plant.seed, "Seed: same seed, same files [1]");
 
   // CLI11 would call an unknown command a missing one; name it instead.
   const auto known = [&](const std::string& name) {
@@ -164,7 +194,7 @@ int main(int argc, char** argv) {
     return false;
   };
   if (argc > 1 && argv[1][0] != '-' && !known(argv[1])) {
-    std::cerr << "convoy: error: unknown command '" << argv[1] << "'; commands: train, evaluate, predict, summary, devices, shards (see 'convoy --help')"
+    std::cerr << "convoy: error: unknown command '" << argv[1] << "'; commands: train, evaluate, predict, summary, devices, shards, demo-data (see 'convoy --help')"
               << std::endl;
     return 2;
   }
@@ -187,6 +217,7 @@ int main(int argc, char** argv) {
     if (summary->parsed()) return run_summary(f);
     if (app.got_subcommand("devices")) return run_devices();
     if (shards->parsed()) return run_shards(sf);
+    if (demo_data->parsed()) return run_demo_data(demo);
   } catch (const convoy::UserError& e) {
     std::cerr << "convoy: error: " << e.what() << std::endl;
     return 2;
