@@ -62,7 +62,9 @@ Tensor read_idx_u8(const std::string& path) {
   const int64_t limit = ec ? (int64_t{1} << 40) : (gzdirect(file.get()) ? file_bytes : file_bytes * 1032);
   int64_t total = 1;
   for (int64_t d : shape) {
-    total *= std::max<int64_t>(d, 1);
+    // Compared before multiplying, so no header can overflow the product.
+    const int64_t factor = std::max<int64_t>(d, 1);
+    total = factor > limit / total ? limit + 1 : total * factor;
     if (total > limit)
       throw UserError(path + ": truncated or corrupt, its IDX header " + to_string(shape) + " asks for more data (" +
                       std::to_string(total) + "+ bytes) than the file can hold; replace the file");

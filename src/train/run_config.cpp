@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "convoy/core/error.h"
+#include "convoy/train/numerical_guard.h"
 
 namespace convoy::train {
 namespace {
@@ -66,7 +67,8 @@ class Section {
       else if constexpr (std::is_floating_point_v<T>) return it->is_number();
       else return it->is_string();
     }();
-    require(ok, where_ + ": '" + dotted(key) + "' must be " + type_name<T>() + ", got " + it->dump());
+    require(ok, where_ + ": '" + dotted(key) + "' must be " + type_name<T>() + ", got " +
+                    it->dump(-1, ' ', false, json::error_handler_t::replace));
     out = it->template get<T>();
   }
 
@@ -143,6 +145,7 @@ RunConfig from_json(const json& root, const std::string& where) {
     s.get("epochs", c.epochs);
     s.get("batch_size", c.batch_size);
     s.get("steps_per_execution", c.steps_per_execution);
+    s.get("checkpoint_every_steps", c.checkpoint_every_steps);
     s.get("seed", c.seed);
     s.get("threads", c.threads);
     s.finish();
@@ -150,6 +153,7 @@ RunConfig from_json(const json& root, const std::string& where) {
   {
     Section s = top.sub("callbacks");
     s.get("terminate_on_nan", c.terminate_on_nan);
+    s.get("on_nan", c.on_nan);
     if (s.has("early_stopping")) {
       EarlyStoppingOptions e;
       Section es = s.sub("early_stopping");
@@ -194,9 +198,23 @@ RunConfig from_json(const json& root, const std::string& where) {
   return c;
 }
 
+// Configs are stored as JSON in checkpoints and summaries, which hold UTF-8 only.
+void require_utf8(const std::string& value, const std::string& key) {
+  try {
+    (void)json(value).dump();
+  } catch (const json::exception&) {
+    throw UserError(key + ": '" + json(value).dump(-1, ' ', false, json::error_handler_t::replace) +
+                    "' is not valid UTF-8; use a name in UTF-8");
+  }
+}
+
 }  // namespace
 
 void validate(const RunConfig& c) {
+  require_utf8(c.data_dir, "data.dir (--data)");
+  require_utf8(c.out_dir, "output.dir (--out)");
+  for (const auto* text : {&c.model, &c.optimizer, &c.schedule.kind, &c.progress, &c.on_nan})
+    require_utf8(*text, "a config value");
   require(c.model == "seed_cnn", "model.name: unknown model '" + c.model + "'; available: seed_cnn");
   try {
     optim::parse_kind(c.optimizer);
@@ -214,6 +232,9 @@ void validate(const RunConfig& c) {
   require(c.epochs >= 1, "training.epochs (--epochs) must be at least 1");
   require(c.batch_size >= 1, "training.batch_size (--batch-size) must be at least 1");
   require(c.steps_per_execution >= 1, "training.steps_per_execution must be at least 1");
+  require(c.checkpoint_every_steps >= 0,
+          "training.checkpoint_every_steps (--checkpoint-every-steps) must be 0 (off) or positive");
+  parse_on_nan(c.on_nan, "callbacks.on_nan (--on-nan)");
   require(c.lr > 0, "optimizer.lr (--lr) must be positive");
   require(c.momentum >= 0 && c.momentum < 1, "optimizer.momentum (--momentum) must be in [0, 1)");
   require(c.weight_decay >= 0, "optimizer.weight_decay must be 0 or more");
@@ -277,8 +298,8 @@ std::string run_config_json(const RunConfig& c) {
               {"warmup_epochs", c.schedule.warmup_epochs}}},
             {"training",
              {{"epochs", c.epochs}, {"batch_size", c.batch_size}, {"steps_per_execution", c.steps_per_execution},
-              {"seed", c.seed}, {"threads", c.threads}}},
-            {"callbacks", {{"terminate_on_nan", c.terminate_on_nan}}},
+              {"checkpoint_every_steps", c.checkpoint_every_steps}, {"seed", c.seed}, {"threads", c.threads}}},
+            {"callbacks", {{"terminate_on_nan", c.terminate_on_nan}, {"on_nan", c.on_nan}}},
             {"output", {{"dir", c.out_dir}, {"progress", c.progress}, {"profile", c.profile}}}};
   if (c.early_stopping) {
     const auto& e = *c.early_stopping;

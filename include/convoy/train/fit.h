@@ -7,6 +7,7 @@
 #include "convoy/backends/executable.h"
 #include "convoy/data/labeled_images.h"
 #include "convoy/train/callbacks.h"
+#include "convoy/train/numerical_guard.h"
 
 namespace convoy::train {
 
@@ -14,6 +15,14 @@ struct FitOptions {
   int64_t epochs = 50;  // the last epoch to run (as Keras's `epochs`)
   uint64_t seed = 1;
   int64_t initial_epoch = 0;  // epochs already done (resuming): training starts at initial_epoch + 1
+  // Resuming mid-epoch: the steps of epoch initial_epoch + 1 already done and
+  // their running sums (from a checkpoint). Those batches are skipped at the
+  // index level: none of their images is gathered.
+  EpochProgress initial_progress;
+  // A step whose loss or gradients hold NaN or Inf is never applied; then
+  // either the fit ends there (history.fault) or the step is counted and
+  // skipped (history.skipped_steps).
+  OnNonFinite on_nan = OnNonFinite::stop;
   // Batch callbacks (progress, NaN checks) run after every N steps and after
   // an epoch's last step, as Keras's steps_per_execution.
   int64_t steps_per_execution = 1;
@@ -24,6 +33,8 @@ struct FitOptions {
 // the seed's drop_last=True) and evaluates on all of `test` after every epoch.
 // Epoch e's batch order depends only on (seed, e), so a resumed run sees the
 // same batches as an uninterrupted one. `history` may hold earlier epochs.
+// A callback that sets FitState::interrupted ends the fit after that step,
+// leaving the epoch unfinished (no evaluation, no epoch-end callbacks).
 History fit(Executable& exe, const data::LabeledImages& train, const data::LabeledImages& test,
             const FitOptions& options, History history = {});
 
