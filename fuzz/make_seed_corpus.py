@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """Writes the fuzz targets' seed inputs into fuzz/corpus/<name>/: small valid
 files of each format and a few near misses. Standard library only.
-Run from anywhere: python3 fuzz/make_seed_corpus.py"""
+Run from anywhere: python3 fuzz/make_seed_corpus.py [CHECKPOINT...]
+(checkpoint_metadata's seeds come from real checkpoints: pass the
+checkpoint.safetensors files of `convoy train --out` runs, e.g. one stopped
+mid-epoch with SIGTERM and one finished.)"""
 import gzip
 import json
 import os
 import struct
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -93,3 +97,23 @@ put("safetensors", "int_and_bytes.safetensors",
     safetensors({"labels": ("I32", [2], struct.pack("<2i", 4, -1)), "img": ("U8", [2, 2], bytes([1, 2, 3, 4])),
                  "empty": ("F32", [0, 5], b"")}))
 put("safetensors", "bad_dtype.safetensors", safetensors({"x": ("F64", [1], bytes(8))}))
+
+
+# checkpoint_metadata: the safetensors __metadata__ of a checkpoint as
+# key NUL value NUL ..., so that mutations reach the JSON inside the values.
+def metadata_input(meta):
+    return b"".join(k.encode() + b"\0" + v.encode() + b"\0" for k, v in meta.items())
+
+
+for i, path in enumerate(sys.argv[1:]):
+    with open(path, "rb") as f:
+        data = f.read()
+    (length,) = struct.unpack("<Q", data[:8])
+    meta = json.loads(data[8:8 + length])["__metadata__"]
+    meta.pop("checksum", None)  # not read by the metadata parser
+    put("checkpoint_metadata", "from_run_%d" % i, metadata_input(meta))
+put("checkpoint_metadata", "version_1", metadata_input({
+    "format": "convoy-checkpoint-1", "epoch": "1", "config": json.dumps(config),
+    "history": json.dumps({"epochs": [{"epoch": 1, "train_loss": 1.5, "train_accuracy": 0.5, "test_loss": 1.0,
+                                        "test_accuracy": 0.7, "train_seconds": 1.0, "images_per_second": 100.0,
+                                        "lr": 0.01}], "total_train_seconds": 2.0, "images_trained": 2048})}))

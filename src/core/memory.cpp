@@ -68,7 +68,8 @@ int64_t available_memory_bytes() {
 std::string human_bytes(int64_t bytes) {
   char text[32];
   const double b = static_cast<double>(bytes);
-  if (b >= 1024.0 * 1024 * 1024) std::snprintf(text, sizeof text, "%.1f GiB", b / (1024.0 * 1024 * 1024));
+  if (b >= 1024.0 * 1024 * 1024 * 1024) std::snprintf(text, sizeof text, "%.1f TiB", b / (1024.0 * 1024 * 1024 * 1024));
+  else if (b >= 1024.0 * 1024 * 1024) std::snprintf(text, sizeof text, "%.1f GiB", b / (1024.0 * 1024 * 1024));
   else std::snprintf(text, sizeof text, "%.0f MiB", b / (1024.0 * 1024));
   return text;
 }

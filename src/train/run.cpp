@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -90,11 +91,18 @@ Callbacks make_callbacks(const RunConfig& c, const nn::Sequential& model, std::o
 // good step's: write them, then fail with one line saying where and what to do.
 [[noreturn]] void stop_for_fault(const NumericalFault& fault, const RunConfig& c, const nn::Sequential& model,
                                  const Executable& exe) {
+  std::vector<float> params(model.num_parameters()), state(model.num_state());
+  exe.get_parameters(params);
+  exe.get_state(state);
+  const auto finite = [](const std::vector<float>& v) {
+    return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+  };
   std::string kept = "; nothing written (no --out)";
-  if (!c.out_dir.empty()) {
-    std::vector<float> params(model.num_parameters()), state(model.num_state());
-    exe.get_parameters(params);
-    exe.get_state(state);
+  if (!finite(params) || !finite(state)) {
+    // An earlier update overflowed the weights themselves (finite gradients
+    // times a huge learning rate): they are not worth keeping.
+    kept = "; the weights had already overflowed, so model.safetensors was not written (checkpoints hold earlier ones)";
+  } else if (!c.out_dir.empty()) {
     const std::string path = (fs::path(c.out_dir) / "model.safetensors").string();
     io::write_safetensors(path, io::to_named(model, params, state));
     kept = "; the last good weights are in " + path;

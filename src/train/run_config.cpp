@@ -203,8 +203,8 @@ void require_utf8(const std::string& value, const std::string& key) {
   try {
     (void)json(value).dump();
   } catch (const json::exception&) {
-    throw UserError(key + ": '" + json(value).dump(-1, ' ', false, json::error_handler_t::replace) +
-                    "' is not valid UTF-8; use a name in UTF-8");
+    const std::string shown = json(value).dump(-1, ' ', false, json::error_handler_t::replace);
+    throw UserError(key + ": " + shown.substr(1, shown.size() - 2) + " is not valid UTF-8; use a name in UTF-8");
   }
 }
 

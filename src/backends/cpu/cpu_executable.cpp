@@ -46,6 +46,7 @@ class CpuExecutable final : public Executable {
     set_state(model.initial_state());
 
     const auto& layers = model.layers();
+    require_memory_for_batch(layers);
     for (const auto& plan : layers) {
       ops_.push_back(cpu::make_cpu_op(env_, plan, n));
       const nn::LayerFlops f = nn::layer_flops(plan);
@@ -76,8 +77,6 @@ class CpuExecutable final : public Executable {
     }
     std::size_t scratch_bytes = 0;
     for (const auto& op : ops_) scratch_bytes = std::max(scratch_bytes, op->scratchpad_bytes());
-    require_memory_for_batch(static_cast<int64_t>(sizeof(float)) * (cursor + n * example_size_) +
-                             static_cast<int64_t>(scratch_bytes));
     arena_ = AlignedBuffer(cursor);
     remember_buffers_for_report(layers, act, diff);
     scratch_ = AlignedBuffer(scratch_bytes / sizeof(float) + 1);
@@ -189,13 +188,21 @@ class CpuExecutable final : public Executable {
   }
 
  private:
-  // Fails with a clear message before allocating an arena the machine cannot hold.
-  void require_memory_for_batch(int64_t bytes) const {
+  // Fails with a clear message before any primitive or arena is made for a
+  // batch the machine cannot hold: every layer's output and its gradient,
+  // plus the input twice (staging), in floating point so no size overflows.
+  void require_memory_for_batch(const std::vector<nn::LayerPlan>& layers) const {
+    double floats = 2.0 * static_cast<double>(example_size_);
+    for (const auto& plan : layers) floats += 2.0 * static_cast<double>(numel(plan.output_shape));
+    const double bytes = floats * sizeof(float) * static_cast<double>(options_.batch_size);
     const int64_t available = available_memory_bytes();
-    require(available < 0 || bytes <= available,
-            "batch size " + std::to_string(options_.batch_size) + " needs " + human_bytes(bytes) +
-                " for activations and gradients, but only " + human_bytes(available) +
-                " of memory is available; use a smaller --batch-size");
+    constexpr double kNoMachineHasThat = 1e15;  // bytes; also keeps every later size product in range
+    if (bytes <= kNoMachineHasThat && (available < 0 || bytes <= static_cast<double>(available))) return;
+    throw UserError("batch size " + std::to_string(options_.batch_size) + " needs " +
+                    human_bytes(static_cast<int64_t>(std::min(bytes, 9e18))) +
+                    " for activations and gradients, but only " +
+                    (available < 0 ? std::string("less") : human_bytes(available)) +
+                    " of memory is available; use a smaller --batch-size");
   }
 
   // Where each layer's output and gradients live, for nonfinite_report().
