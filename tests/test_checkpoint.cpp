@@ -153,6 +153,30 @@ TEST(Checkpoint, BadFilesAreOneClearUserErrorEach) {
   }
 }
 
+// Metadata numbers that a plain JSON get<> would convert with undefined
+// behaviour (1e300 into an integer) or that contradict each other.
+TEST(Checkpoint, MetadataOutOfRangeOrInconsistentIsAUserError) {
+  Saved s;
+  testing::TempDir dir;
+  s.save(dir.file("c.safetensors"), 2);
+  io::Metadata meta;
+  io::read_safetensors(dir.file("c.safetensors"), &meta);
+  EXPECT_EQ(parse_checkpoint_metadata(meta, "m").progress.step, 2);
+  auto broken = [&](const std::string& key, const std::string& from, const std::string& to) {
+    io::Metadata m = meta;
+    const auto at = m[key].find(from);
+    EXPECT_NE(at, std::string::npos) << key << " has no " << from;
+    if (at != std::string::npos) m[key].replace(at, from.size(), to);
+    return testing::error_of([&] { parse_checkpoint_metadata(m, "m"); });
+  };
+  EXPECT_NE(broken("history", "\"epoch\":1", "\"epoch\":1e300").find("m: bad training history"), std::string::npos);
+  EXPECT_NE(broken("position", "\"step\":2", "\"step\":-2").find("'step'"), std::string::npos);
+  EXPECT_NE(broken("position", "\"epoch\":1", "\"epoch\":5").find("does not match its history"), std::string::npos);
+  EXPECT_NE(broken("position", "\"count\":16", "\"count\":1").find("does not match"), std::string::npos);
+  EXPECT_NE(broken("format", "convoy-checkpoint-2", "convoy-checkpoint-9").find("not a convoy checkpoint"),
+            std::string::npos);
+}
+
 // The library-level proof of exact resume: a fit interrupted mid-epoch and
 // resumed from its checkpoint ends bit-identical to one never interrupted.
 TEST(Checkpoint, AFitResumedMidEpochEndsBitIdentical) {

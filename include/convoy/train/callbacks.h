@@ -95,7 +95,8 @@ using Callbacks = std::vector<std::shared_ptr<Callback>>;
 // Stops when `monitor` has not improved by more than min_delta for `patience`
 // epochs; mode "min", "max" or "auto" (max for accuracies). With
 // restore_best_weights, the parameters and BN statistics of the best epoch are
-// put back when it stops (Keras's semantics).
+// put back when it stops (Keras's semantics). A resumed fit replays the
+// history's epochs first, so it stops at the same epoch as an uninterrupted one.
 struct EarlyStoppingOptions {
   std::string monitor = "val_loss";
   std::string mode = "auto";
@@ -121,7 +122,9 @@ class EarlyStopping : public Callback {
   std::vector<float> best_params_, best_state_;
 };
 
-// Stops at the first batch whose running loss is NaN or infinite.
+// Stops at the first batch whose running loss is NaN or infinite. The fit
+// loop's numerical guard (FitOptions::on_nan) now catches such steps before
+// their update and keeps them out of the metrics; this stays for custom loops.
 class TerminateOnNaN : public Callback {
  public:
   void on_batch_end(FitState&, int64_t step, const Metrics& running) override;
@@ -166,6 +169,7 @@ class ProgressLogger : public Callback {
   void on_epoch_begin(FitState&) override;
   void on_batch_end(FitState&, int64_t step, const Metrics& running) override;
   void on_epoch_end(FitState&, const EpochRecord&) override;
+  void on_train_end(FitState&) override;
 
  private:
   std::ostream& out_;
