@@ -78,6 +78,11 @@ printf '\x00\x00\x08\x03\xff\xff\xff\xff\x00\x00\x00\x1c\x00\x00\x00\x1c\x00' | 
 expect_error "IDX count -1 (0xffffffff)" "asks for more data" -- train --data "$tmp/idx_negative" --epochs 1
 head -c 1000 "$tmp/small/train-images-idx3-ubyte" | bad_idx idx_cut
 expect_error "IDX truncated (raw)" "truncated" -- train --data "$tmp/idx_cut" --epochs 1
+printf '\x00\x00\x0d\x03\x00\x00\x00\x01\x00\x00\x00\x1c\x00\x00\x00\x1c' | bad_idx idx_float
+expect_error "IDX of floats (unsupported type)" "type 0x0d is not supported" -- train --data "$tmp/idx_float" --epochs 1
+mkdir -p "$tmp/idx_label" && cp "$tmp/small"/* "$tmp/idx_label/"
+printf '\x0c' | dd of="$tmp/idx_label/t10k-labels-idx1-ubyte" bs=1 seek=20 conv=notrunc status=none
+expect_error "IDX label outside the classes" "label 12" -- train --data "$tmp/idx_label" --epochs 1
 weird=$'\xff\xfe-data'
 mkdir -p "$tmp/$weird" && cp "$tmp/small"/* "$tmp/$weird/"
 expect_error "non-UTF-8 data folder name" "not valid UTF-8" -- train --data "$tmp/$weird" --epochs 1
@@ -103,6 +108,11 @@ expect_error "non-UTF-8 config key" "unknown key 'training." -- train --config "
 expect_error "non-UTF-8 config value" "nonutf8value.json" -- train --config "$tmp/nonutf8value.json"
 expect_error "bad --on-nan" "on_nan" -- train --on-nan ignore
 expect_error "checkpoint every steps without --out" "needs an output folder" -- "${small[@]}" --checkpoint-every-steps 5
+
+# A learning rate that blows the weights up: stopped at the step (on_nan: stop),
+# the last good weights written, one line.
+expect_error "NaN blow-up" "NaN or Inf at epoch 1 step" -- "${small[@]}" --lr 1e20 --out "$tmp/nan"
+[[ -e "$tmp/nan/model.safetensors" ]] || { echo "FAIL NaN blow-up: no model.safetensors with the last good weights"; failures=$((failures + 1)); }
 
 # Checkpoints (safetensors): every kind of damage is one line, exit 2.
 "$convoy" "${small[@]}" --out "$tmp/good" >/dev/null 2>&1 || echo "FAIL: could not make a checkpoint to damage"

@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -46,9 +47,12 @@ Tensor read_idx_u8(const std::string& path) {
   read_exact(file.get(), magic, 4, path, "the IDX header");
   if (magic[0] != 0 || magic[1] != 0 || magic[3] == 0 || magic[3] > 4)
     throw UserError(path + ": not an IDX file (bad magic number); pass an IDX file such as train-images-idx3-ubyte.gz");
-  if (magic[2] != 0x08)
-    throw UserError(path + ": IDX element type 0x" + std::to_string(magic[2]) +
+  if (magic[2] != 0x08) {
+    char type[8];
+    std::snprintf(type, sizeof type, "0x%02x", magic[2]);
+    throw UserError(path + ": IDX element type " + type +
                     " is not supported; convoy reads unsigned-byte (0x08) IDX files");
+  }
   Shape shape(magic[3]);
   for (auto& d : shape) {
     unsigned char be[4];
