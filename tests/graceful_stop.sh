@@ -22,9 +22,8 @@ stop_mid_run() {
   local signal="$1" want="$2" dir="$tmp/$1"
   "$convoy" "${args[@]}" --out "$dir" >"$tmp/$signal.log" 2>"$tmp/$signal.err" &
   local pid=$!
-  for _ in $(seq 3000); do [[ -e "$dir/history.csv" ]] && break; sleep 0.01; done  # epoch 1 is done
-  sleep 0.2
-  kill "-$signal" "$pid"
+  for _ in $(seq 6000); do [[ -e "$dir/history.csv" ]] && break; sleep 0.01; done  # epoch 1 is done
+  kill "-$signal" "$pid"  # the run stops at its next step, early in epoch 2
   wait "$pid"
   local rc=$?
   local line
@@ -50,10 +49,11 @@ dir="$tmp/twice"
 CONVOY_TEST_CHECKPOINT_DELAY_MS=2000 "$convoy" "${args[@]}" --out "$dir" >/dev/null 2>"$tmp/twice.err" &
 pid=$!
 # Epoch 1's checkpoints: the latest, then best.safetensors (also held 2 s).
-for _ in $(seq 3000); do [[ -e "$dir/best.safetensors" ]] && break; sleep 0.01; done
+for _ in $(seq 6000); do [[ -e "$dir/best.safetensors" ]] && break; sleep 0.01; done
 cp "$dir/checkpoint.safetensors" "$tmp/before.safetensors"
 kill -INT "$pid"
-sleep 0.5  # the step ends within milliseconds; the stop's checkpoint write is now held
+# The step ends; the stop's checkpoint write begins and is held.
+for _ in $(seq 6000); do compgen -G "$dir/checkpoint.safetensors.tmp.$pid" >/dev/null && break; sleep 0.01; done
 start=$(date +%s%N)
 kill -INT "$pid"
 wait "$pid"

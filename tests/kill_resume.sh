@@ -44,7 +44,7 @@ while ((kills < 20)); do
   before=$(inode "$ckpt")
   case $((kills % 4)) in
     0)  # inside a checkpoint write: its temporary file exists
-      for _ in $(seq 3000); do
+      for _ in $(seq 6000); do
         compgen -G "$run/checkpoint.safetensors.tmp.$pid" >/dev/null && break
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.01
@@ -52,7 +52,7 @@ while ((kills < 20)); do
     1)  # anywhere in start-up or the first steps
       sleep "0.$(printf %03d $((RANDOM % 1000)))" ;;
     *)  # after this process's first checkpoint, at a random point of the next interval
-      for _ in $(seq 3000); do
+      for _ in $(seq 6000); do
         [[ $(inode "$ckpt") != "$before" ]] && break
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.01
@@ -74,8 +74,12 @@ echo "killed 20 times, $inside_writes of them inside a checkpoint write ($fresh_
 
 # Damage the newest checkpoint (one byte of its tensor data): the resume must
 # reject it by its checksum, say so in one line and use the previous one.
+# (Through a copy: a kill between the two renames of a rotation leaves both
+# names on one file for a moment, and damage must hit only the newest.)
 size=$(stat -c %s "$ckpt")
-printf '\xff' | dd of="$ckpt" bs=1 seek=$((size - 1000)) conv=notrunc status=none
+cp "$ckpt" "$tmp/damaged"
+printf '\xff' | dd of="$tmp/damaged" bs=1 seek=$((size - 1000)) conv=notrunc status=none
+mv "$tmp/damaged" "$ckpt"
 "$convoy" train --resume "$run" --progress lines >>"$tmp/cut.log" 2>"$tmp/final.err" || fail "the final resume failed"
 grep -q "checksum mismatch.*using the previous checkpoint" "$tmp/final.err" ||
   fail "no fallback warning for a damaged checkpoint: $(cat "$tmp/final.err")"

@@ -38,7 +38,7 @@ same() {  # same NAME FILE COPY: the earlier output is untouched
 # A run of 2 epochs stopped after the first: its checkpoint is the earlier output.
 "$convoy" "${args[@]}" --epochs 2 --out "$tmp/run" >/dev/null 2>&1 &
 pid=$!
-for _ in $(seq 3000); do [[ -e "$tmp/run/best.safetensors" ]] && break; sleep 0.01; done
+for _ in $(seq 6000); do [[ -e "$tmp/run/best.safetensors" ]] && break; sleep 0.01; done
 kill -TERM "$pid"; wait "$pid"
 cp "$tmp/run/checkpoint.safetensors" "$tmp/checkpoint.before"
 
