@@ -128,3 +128,30 @@ TEST(RunConfig, BadKeysTypesAndValuesNameTheKeyAndFile) {
 }
 
 }  // namespace convoy::train
+
+namespace convoy::train {
+
+// Found by reasoning about the fuzz target: a wrong-type value holding bytes
+// that are not UTF-8 used to escape as an internal error while the message
+// was built; non-UTF-8 paths would have broken checkpoints' JSON later.
+TEST(RunConfig, NonUtf8ValuesAreUserErrorsNamingTheKey) {
+  const std::string bad_type = testing::error_of([] { parse_run_config("training:\n  epochs: \"\xff\"\n", "c.yaml", true); });
+  EXPECT_NE(bad_type.find("training.epochs"), std::string::npos) << bad_type;
+  const std::string bad_dir = testing::error_of([] { parse_run_config("data:\n  dir: \"/x/\xc3\x28\"\n", "c.yaml", true); });
+  EXPECT_NE(bad_dir.find("data.dir"), std::string::npos) << bad_dir;
+  EXPECT_NE(bad_dir.find("UTF-8"), std::string::npos) << bad_dir;
+}
+
+TEST(RunConfig, ReliabilityKeysParseAndAreChecked) {
+  const RunConfig c = parse_run_config(
+      R"({"training": {"checkpoint_every_steps": 50}, "callbacks": {"on_nan": "skip_step"}})", "c.json", false);
+  EXPECT_EQ(c.checkpoint_every_steps, 50);
+  EXPECT_EQ(c.on_nan, "skip_step");
+  const RunConfig back = parse_run_config(run_config_json(c), "back.json", false);  // as checkpoints store it
+  EXPECT_EQ(back.checkpoint_every_steps, 50);
+  EXPECT_EQ(back.on_nan, "skip_step");
+  EXPECT_THROW(parse_run_config(R"({"callbacks": {"on_nan": "ignore"}})", "c.json", false), UserError);
+  EXPECT_THROW(parse_run_config(R"({"training": {"checkpoint_every_steps": -1}})", "c.json", false), UserError);
+}
+
+}  // namespace convoy::train

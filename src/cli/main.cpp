@@ -2,8 +2,10 @@
 // user can cause prints one line and exits 2.
 #include <CLI/CLI.hpp>
 
+#include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <new>
 #include <optional>
 
 #include "convoy/core/cpu_info.h"
@@ -13,6 +15,7 @@
 #include "convoy/image/plant_demo.h"
 #include "convoy/nn/zoo.h"
 #include "convoy/records/shards.h"
+#include "convoy/train/graceful_stop.h"
 #include "convoy/train/run.h"
 
 namespace {
@@ -22,11 +25,11 @@ using convoy::train::RunConfig;
 // Flags given on the command line; each overrides the config file's key.
 struct TrainFlags {
   std::string config, resume;
-  std::optional<int64_t> epochs, batch_size;
+  std::optional<int64_t> epochs, batch_size, checkpoint_every_steps;
   std::optional<double> lr, momentum;
   std::optional<int> threads;
   std::optional<uint64_t> seed;
-  std::optional<std::string> data, out, progress;
+  std::optional<std::string> data, out, progress, on_nan;
   bool quiet = false, profile = false;
 };
 
@@ -41,21 +44,40 @@ RunConfig resolve(const TrainFlags& f) {
   if (f.data) c.data_dir = *f.data;
   if (f.out) c.out_dir = *f.out;
   if (f.progress) c.progress = *f.progress;
+  if (f.checkpoint_every_steps) c.checkpoint_every_steps = *f.checkpoint_every_steps;
+  if (f.on_nan) c.on_nan = *f.on_nan;
   if (f.quiet) c.progress = "quiet";
   if (f.profile) c.profile = true;
   return c;
 }
 
+// SIGINT/SIGTERM stopped the run after a step: say how to continue; exit 128 + signal.
+int stopped(const convoy::train::RunOutcome& outcome, const std::string& dir) {
+  std::cout << std::flush;
+  std::cerr << "convoy: stopped by " << convoy::train::signal_name(outcome.stopped_by_signal)
+            << "; the checkpoint in " << dir << " has the position; continue with: convoy train --resume " << dir
+            << std::endl;
+  return 128 + outcome.stopped_by_signal;
+}
+
 int run_train(const TrainFlags& f) {
   if (!f.resume.empty()) {
     convoy::require(f.config.empty() && !f.epochs && !f.batch_size && !f.lr && !f.momentum && !f.seed && !f.data &&
-                        !f.out,
+                        !f.out && !f.checkpoint_every_steps && !f.on_nan,
                     "--resume continues a run with its own settings; pass no other training flags");
-    convoy::train::resume_training(f.resume, std::cout);
-    return 0;
+    const auto outcome = convoy::train::resume_training(f.resume, std::cout);
+    return outcome.stopped_by_signal ? stopped(outcome, f.resume) : 0;
   }
   const RunConfig c = resolve(f);
   const auto outcome = convoy::train::run_training(c, std::cout);
+  if (outcome.stopped_by_signal) {
+    if (c.out_dir.empty()) {
+      std::cerr << "convoy: stopped by " << convoy::train::signal_name(outcome.stopped_by_signal)
+                << "; nothing saved (no --out folder)" << std::endl;
+      return 128 + outcome.stopped_by_signal;
+    }
+    return stopped(outcome, c.out_dir);
+  }
   if (c.progress == "quiet" && !outcome.history.epochs.empty())
     std::printf("test_accuracy %.4f\n", outcome.history.epochs.back().test_accuracy);
   return 0;
@@ -136,6 +158,9 @@ int run_evaluate(const std::string& checkpoint) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A file-size limit (ulimit -f) then makes write() fail with EFBIG, which
+  // convoy reports like a full disk, instead of killing the process.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"convoy: train convolutional networks fast, in C++"};
   app.require_subcommand(1);
   TrainFlags f;
@@ -151,6 +176,9 @@ int main(int argc, char** argv) {
   train->add_option("--data", f.data, "Folder with the Fashion-MNIST IDX files");
   train->add_option("--out", f.out, "Folder for checkpoint, history.csv, summary.json, model.safetensors");
   train->add_option("--progress", f.progress, "auto, bar, lines or quiet [auto]");
+  train->add_option("--checkpoint-every-steps", f.checkpoint_every_steps,
+                    "Also checkpoint every N steps within an epoch (needs --out) [0 = off]");
+  train->add_option("--on-nan", f.on_nan, "NaN/Inf in a loss or gradient: stop or skip_step [stop]");
   train->add_flag("--quiet", f.quiet, "Print only the final test accuracy");
   train->add_flag("--profile", f.profile, "Print per-layer forward/backward time and GFLOP/s at the end");
   std::string checkpoint, input, output;
@@ -220,6 +248,9 @@ int main(int argc, char** argv) {
     if (demo_data->parsed()) return run_demo_data(demo);
   } catch (const convoy::UserError& e) {
     std::cerr << "convoy: error: " << e.what() << std::endl;
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "convoy: error: out of memory; use a smaller --batch-size or free memory" << std::endl;
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "convoy: internal error: " << e.what() << " (please report this)" << std::endl;

@@ -82,15 +82,29 @@ TrainingData in_memory(const data::LabeledImages& train, const data::LabeledImag
   require(train.size() >= batch_size, "batch size " + std::to_string(batch_size) + " exceeds the " +
                                           std::to_string(train.size()) +
                                           " training examples; use a smaller --batch-size");
-  // Positions are shuffled and batched before the images are looked up: a
-  // small shuffle buffer, one copy per batch.
-  return {.train = data::Dataset::range(train.size())
-                       .shuffle(train.size(), seed)
-                       .batch(batch_size, /*drop_remainder=*/true)
-                       .map(data::rows_of(train))
-                       .prefetch(2),
+  // Each epoch a fresh full shuffle fixed by (seed, epoch), full batches only
+  // (the seed's drop_last=True), gathered on prefetch's background thread
+  // while the step runs. Positions are shuffled and batched before the images
+  // are looked up: a small shuffle buffer, one copy per batch — and resuming
+  // mid-epoch skips batches of positions, never gathering their images.
+  const data::Dataset position_batches =
+      data::Dataset::range(train.size()).shuffle(train.size(), seed).batch(batch_size, /*drop_remainder=*/true);
+  return {.open_train =
+              [position_batches, &train](int64_t epoch, int64_t skip_steps) {
+                const data::Dataset positions = skip_steps > 0 ? position_batches.skip(skip_steps) : position_batches;
+                return positions.map(data::rows_of(train)).prefetch(2).iterate(epoch);
+              },
           .steps_per_epoch = train.size() / batch_size,
           .validation = in_order(test, batch_size)};
+}
+
+TrainingData TrainingData::from_batches(data::Dataset train, int64_t steps_per_epoch, data::Dataset validation) {
+  return {.open_train =
+              [train](int64_t epoch, int64_t skip_steps) {
+                return (skip_steps > 0 ? train.skip(skip_steps) : train).iterate(epoch);
+              },
+          .steps_per_epoch = steps_per_epoch,
+          .validation = std::move(validation)};
 }
 
 Metrics evaluate(Executable& exe, const data::Dataset& batches) {
@@ -144,8 +158,12 @@ History fit(Executable& exe, const TrainingData& data, const FitOptions& options
   require(options.steps_per_execution >= 1, "steps_per_execution must be at least 1");
   require(data.steps_per_epoch >= 1, "no full batch of " + std::to_string(batch) +
                                          " training examples; use a smaller --batch-size");
-  const data::Dataset& batches = data.train;
-  std::unique_ptr<data::Iterator> next_epoch = batches.iterate(options.initial_epoch + 1);
+  const EpochProgress& resumed = options.initial_progress;
+  require(resumed.step >= 0 && resumed.step <= data.steps_per_epoch,
+          "resuming at step " + std::to_string(resumed.step) + " of an epoch of " +
+              std::to_string(data.steps_per_epoch) + " steps; the checkpoint does not belong to this data");
+  auto open_epoch = [&](int64_t epoch, int64_t skip_steps) { return data.open_train(epoch, skip_steps); };
+  std::unique_ptr<data::Iterator> next_epoch = open_epoch(options.initial_epoch + 1, resumed.step);
   FitState state{.exe = exe, .history = history, .epoch = options.initial_epoch, .epochs = options.epochs,
                  .steps_per_epoch = data.steps_per_epoch, .batch_size = batch};
   const auto fit_start = Clock::now();
@@ -156,28 +174,46 @@ History fit(Executable& exe, const TrainingData& data, const FitOptions& options
     for (auto& cb : options.callbacks) cb->on_epoch_begin(state);
     const auto start = Clock::now();
     std::unique_ptr<data::Iterator> batches_of_epoch = std::move(next_epoch);
-    double input_wait = 0;  // time the step loop spent waiting for a batch
+    // A resumed epoch continues its saved step count, sums and times.
+    const bool resuming = epoch == options.initial_epoch + 1 && resumed.step > 0;
+    const EpochProgress carried = resuming ? resumed : EpochProgress{};
+    state.step = carried.step;
+    double input_wait = carried.input_wait_seconds;  // time the step loop spent waiting for a batch
     exe.take_metrics();
-    for (int64_t b = 0; !state.stop_training; ++b) {
+    if (resuming) exe.restore_metrics(carried.metrics);
+    while (!state.stop_training) {
       const auto asked = Clock::now();
       std::optional<data::Example> xy = batches_of_epoch->next();
       input_wait += seconds_since(asked);
       if (!xy) break;
       exe.train_step(xy->tensor("image").data<float>().data(), targets_of(xy->tensor("label")));
-      const bool boundary = (b + 1) % options.steps_per_execution == 0 || b + 1 == state.steps_per_epoch;
+      ++state.step;
+      state.epoch_train_seconds = carried.train_seconds + seconds_since(start);
+      state.epoch_input_wait_seconds = input_wait;
+      if (!exe.last_step_finite() && !handle_nonfinite_step(state, options.on_nan, history)) {
+        state.interrupted = true;  // the weights stay those of the last good step
+        break;
+      }
+      for (auto& cb : options.callbacks) cb->on_step_end(state);
+      if (state.interrupted) break;
+      const bool boundary = state.step % options.steps_per_execution == 0 || state.step == state.steps_per_epoch;
       if (boundary && !options.callbacks.empty()) {
         const Metrics running = exe.peek_metrics();
-        for (auto& cb : options.callbacks) cb->on_batch_end(state, b + 1, running);
+        for (auto& cb : options.callbacks) cb->on_batch_end(state, state.step, running);
       }
     }
     batches_of_epoch.reset();  // stops its thread if the epoch was cut short
+    if (state.interrupted) {  // the epoch stays unfinished; a checkpoint has its position
+      history.interrupted = !history.fault;
+      break;
+    }
     // The next epoch's shuffle buffer fills during this epoch's evaluation.
-    if (epoch < options.epochs && !state.stop_training) next_epoch = batches.iterate(epoch + 1);
+    if (epoch < options.epochs && !state.stop_training) next_epoch = open_epoch(epoch + 1, 0);
     const Metrics train_metrics = exe.take_metrics();
     EpochRecord rec;
     rec.epoch = epoch;
     rec.lr = exe.learning_rate();
-    rec.train_seconds = seconds_since(start);
+    rec.train_seconds = carried.train_seconds + seconds_since(start);
     rec.input_wait_seconds = input_wait;
     rec.train_loss = train_metrics.mean_loss();
     rec.train_accuracy = train_metrics.accuracy();

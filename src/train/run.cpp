@@ -2,9 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <iostream>
 #include <optional>
 
 #include "convoy/core/error.h"
@@ -19,6 +21,7 @@
 #include "convoy/train/checkpoint.h"
 #include "convoy/train/evaluation.h"
 #include "convoy/train/fit.h"
+#include "convoy/train/graceful_stop.h"
 #include "convoy/train/profile_report.h"
 #include "convoy/train/schedules.h"
 
@@ -61,6 +64,7 @@ std::unique_ptr<Executable> compile_for(const nn::Model& model, const RunConfig&
 
 Callbacks make_callbacks(const RunConfig& c, const nn::Model& model, std::ostream& log) {
   Callbacks cbs;
+  cbs.push_back(std::make_shared<StopOnSignal>());  // first: the checkpoint saver sees the interruption
   if (c.progress != "quiet") {
     const bool bar = c.progress == "bar" || (c.progress == "auto" && ::isatty(STDOUT_FILENO));
     cbs.push_back(std::make_shared<ProgressLogger>(log, bar));
@@ -72,31 +76,69 @@ Callbacks make_callbacks(const RunConfig& c, const nn::Model& model, std::ostrea
   if (!c.out_dir.empty()) {
     cbs.push_back(std::make_shared<CsvLogger>((fs::path(c.out_dir) / "history.csv").string()));
     cbs.push_back(std::make_shared<TensorBoardLogger>((fs::path(c.out_dir) / "tensorboard").string()));
-    cbs.push_back(std::make_shared<CheckpointSaver>((fs::path(c.out_dir) / kCheckpointFile).string(), model, c));
+    cbs.push_back(std::make_shared<CheckpointSaver>(
+        (fs::path(c.out_dir) / kCheckpointFile).string(), model, c,
+        CheckpointSaverOptions{.every_steps = c.checkpoint_every_steps, .keep_previous = true}));
     // The best epoch's weights by validation loss, beside the latest.
     cbs.push_back(std::make_shared<CheckpointSaver>((fs::path(c.out_dir) / "best.safetensors").string(), model, c,
-                                                    /*save_best_only=*/true, "val_loss"));
+                                                    CheckpointSaverOptions{.save_best_only = true, .monitor = "val_loss"}));
   }
   return cbs;
+}
+
+// on_nan: stop. The faulty step changed nothing, so the weights are the last
+// good step's: write them, then fail with one line saying where and what to do.
+[[noreturn]] void stop_for_fault(const NumericalFault& fault, const RunConfig& c, const nn::Model& model,
+                                 const Executable& exe) {
+  std::vector<float> params(model.num_parameters()), state(model.num_state());
+  exe.get_parameters(params);
+  exe.get_state(state);
+  const auto finite = [](const std::vector<float>& v) {
+    return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+  };
+  std::string kept = "; nothing written (no --out)";
+  if (!finite(params) || !finite(state)) {
+    // An earlier update overflowed the weights themselves (finite gradients
+    // times a huge learning rate): they are not worth keeping.
+    kept = "; the weights had already overflowed, so model.safetensors was not written (checkpoints hold earlier ones)";
+  } else if (!c.out_dir.empty()) {
+    const std::string path = (fs::path(c.out_dir) / "model.safetensors").string();
+    io::write_safetensors(path, io::to_named(model, params, state));
+    kept = "; the last good weights are in " + path;
+  }
+  throw UserError(describe(fault) + "; stopped (on_nan: stop)" + kept +
+                  "; lower the learning rate, check the data, or set callbacks.on_nan: skip_step");
 }
 
 // The shared body of a fresh and a resumed run.
 RunOutcome run(const RunConfig& c, const std::optional<Checkpoint>& resume, std::ostream& log) {
   validate(c);
-  if (!c.out_dir.empty()) io::ensure_writable_dir(c.out_dir);  // fail now, not after training
+  require(c.checkpoint_every_steps == 0 || !c.out_dir.empty(),
+          "training.checkpoint_every_steps (--checkpoint-every-steps) needs an output folder; pass --out DIR");
+  if (!c.out_dir.empty()) {
+    io::ensure_writable_dir(c.out_dir);  // fail now, not after training
+    io::remove_stale_temporaries(c.out_dir);  // left by a run killed inside a write
+  }
   set_num_threads(c.threads);
   const nn::Model model = build_model(c, data::kFashionMnistShape);
   const data::TrainTest data = data::load_fashion_mnist(c.data_dir);
   auto exe = compile_for(model, c);
   History history;
   int64_t done = 0;
+  EpochProgress progress;
   if (resume) {
     exe->set_parameters(resume->params);
     exe->set_state(resume->state);
     exe->set_optimizer_state(resume->optimizer_state);
     history = resume->history;
     done = resume->epoch;
-    if (!history.epochs.empty()) exe->set_learning_rate(static_cast<float>(history.epochs.back().lr));
+    progress = resume->progress;
+    exe->set_learning_rate(resume->lr);
+  }
+  std::string resuming;
+  if (resume) {
+    resuming = ", resuming after epoch " + std::to_string(done);
+    if (progress.step > 0) resuming += " and " + std::to_string(progress.step) + " steps of epoch " + std::to_string(done + 1);
   }
   RunOutcome out{.history = {}, .device = exe->device(), .threads = num_threads()};
   if (c.progress != "quiet") {
@@ -108,13 +150,20 @@ RunOutcome run(const RunConfig& c, const std::optional<Checkpoint>& resume, std:
                   out.device.c_str(), out.threads, static_cast<long long>(c.batch_size),
                   c.optimizer == "sgd" ? "SGD" : c.optimizer.c_str(), c.lr, c.momentum,
                   static_cast<long long>(c.epochs), static_cast<unsigned long long>(c.seed),
-                  resume ? (", resuming after epoch " + std::to_string(done)).c_str() : "");
+                  resuming.c_str());
     log << line << std::flush;
   }
-  FitOptions fit_options{.epochs = c.epochs, .seed = c.seed, .initial_epoch = done,
+  FitOptions fit_options{.epochs = c.epochs, .seed = c.seed, .initial_epoch = done, .initial_progress = progress,
+                         .on_nan = parse_on_nan(c.on_nan, "callbacks.on_nan"),
                          .steps_per_execution = c.steps_per_execution, .callbacks = make_callbacks(c, model, log)};
   exe->set_profiling(c.profile);
-  out.history = fit(*exe, data.train, data.test, fit_options, std::move(history));
+  {
+    const StopSignals stop_signals;  // SIGINT/SIGTERM: finish the step, checkpoint, stop
+    out.history = fit(*exe, data.train, data.test, fit_options, std::move(history));
+    if (out.history.interrupted) out.stopped_by_signal = StopSignals::received();
+  }
+  if (out.stopped_by_signal) return out;  // the checkpoint has the position; no reports for an unfinished run
+  if (out.history.fault) stop_for_fault(*out.history.fault, c, model, *exe);
   if (c.profile) log << profile_table(exe->profile(), exe->profiled_steps()) << std::flush;
   const auto& h = out.history;
   if (h.epochs.empty()) return out;
@@ -144,18 +193,13 @@ RunOutcome run(const RunConfig& c, const std::optional<Checkpoint>& resume, std:
   return out;
 }
 
-std::string checkpoint_path(const std::string& dir) {
-  const std::string path = (fs::path(dir) / kCheckpointFile).string();
-  require(fs::exists(path), dir + ": no " + kCheckpointFile + " here; pass the --out folder of a convoy train run");
-  return path;
-}
 
 }  // namespace
 
 RunOutcome run_training(const RunConfig& config, std::ostream& log) { return run(config, std::nullopt, log); }
 
 RunOutcome resume_training(const std::string& dir, std::ostream& log) {
-  Checkpoint ck = load_checkpoint(checkpoint_path(dir));
+  Checkpoint ck = load_latest_checkpoint(dir, std::cerr);
   ck.config.out_dir = dir;
   return run(ck.config, ck, log);
 }
@@ -170,13 +214,13 @@ std::unique_ptr<Executable> restore(const Checkpoint& ck) {
 }
 
 Metrics evaluate_checkpoint(const std::string& dir) {
-  const Checkpoint ck = load_checkpoint(checkpoint_path(dir));
+  const Checkpoint ck = load_latest_checkpoint(dir, std::cerr);
   const data::TrainTest data = data::load_fashion_mnist(ck.config.data_dir);
   return evaluate(*restore(ck), data.test);
 }
 
 int64_t predict_to_csv(const std::string& dir, const std::string& images_idx, const std::string& output_csv) {
-  const Checkpoint ck = load_checkpoint(checkpoint_path(dir));
+  const Checkpoint ck = load_latest_checkpoint(dir, std::cerr);
   const Tensor raw = data::read_idx_u8(images_idx);
   const nn::Model model = build_model(ck.config, data::kFashionMnistShape);
   const Shape& want = model.input_shape();

@@ -85,6 +85,22 @@ class Executable {
   virtual Metrics take_metrics() = 0;
   // The running sums without resetting them (progress bars, NaN checks).
   virtual Metrics peek_metrics() const = 0;
+  // Puts back the running sums a mid-epoch checkpoint saved, so the epoch's
+  // metrics continue exactly (same additions, same order) after a resume.
+  virtual void restore_metrics(const Metrics& m) = 0;
+
+  // The numerical guard (docs/reliability.md). Before its optimizer update,
+  // train_step checks the loss and the whole flat gradient buffer for NaN and
+  // Inf in one fused pass. When anything is not finite the step changes
+  // nothing: no update, BN running statistics and metrics as they were; and
+  // last_step_finite() is false until the next train_step.
+  virtual bool last_step_finite() const = 0;
+  // After such a step: where non-finite values first showed, scanning that
+  // step's buffers in the order they were computed — the input batch, each
+  // layer's output in layer order, the loss, then gradients from the last
+  // layer back — e.g. "the forward output of conv2d_0". Only this scan is
+  // per layer; call it before the next step.
+  virtual std::string nonfinite_report() const = 0;
 
   virtual void set_learning_rate(float lr) = 0;
 

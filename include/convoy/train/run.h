@@ -12,11 +12,16 @@ struct RunOutcome {
   History history;
   std::string device;
   int threads = 0;
+  // SIGINT or SIGTERM stopped the run after a step; its checkpoint has the
+  // position (`convoy train --resume DIR` continues it). 0: it was not stopped.
+  int stopped_by_signal = 0;
 };
 
 // Trains as configured, printing progress on `log`. With config.out_dir set:
-// checkpoint.safetensors and history.csv after every epoch, and at the end
-// summary.json and model.safetensors.
+// checkpoint.safetensors and history.csv after every epoch (and every
+// checkpoint_every_steps steps), and at the end summary.json and
+// model.safetensors. A NaN/Inf with on_nan: stop writes the last good weights
+// to model.safetensors and throws UserError saying where it appeared.
 RunOutcome run_training(const RunConfig& config, std::ostream& log);
 
 // Continues the run whose checkpoint is in `dir` (its own config; outputs go

@@ -47,12 +47,14 @@ struct RunConfig {
   // training
   int64_t epochs = 50, batch_size = 128;
   int64_t steps_per_execution = 1;
+  int64_t checkpoint_every_steps = 0;  // > 0: also checkpoint every N steps within an epoch (needs an output dir)
   uint64_t seed = 2;  // arbitrary; docs/benchmarks.md shows the spread over seeds
   int threads = 0;    // 0 = all cores
   // callbacks
   std::optional<EarlyStoppingOptions> early_stopping;
   std::optional<ReduceLrOptions> reduce_lr_on_plateau;
   bool terminate_on_nan = true;
+  std::string on_nan = "stop";  // a NaN/Inf loss or gradient: stop (keep the last good weights) or skip_step
   // output
   std::string out_dir;            // empty: write nothing
   std::string progress = "auto";  // auto (bar on a terminal), bar, lines, quiet

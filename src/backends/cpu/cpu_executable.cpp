@@ -2,13 +2,16 @@
 // Memory is planned once here; a step only runs primitives and small loops.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <utility>
 
 #include "backends/cpu/cpu_op.h"
+#include "backends/cpu/finite_check.h"
 #include "backends/cpu/softmax_kernels.h"
 #include "convoy/backends/executable.h"
 #include "convoy/core/error.h"
+#include "convoy/core/memory.h"
 #include "convoy/core/threads.h"
 
 namespace convoy {
@@ -43,6 +46,7 @@ class CpuExecutable final : public Executable {
     set_state(model.initial_state());
 
     const auto& layers = model.layers();
+    require_memory_for_batch(layers);
     for (const auto& plan : layers) {
       ops_.push_back(cpu::make_cpu_op(env_, plan, n));
       const nn::LayerFlops f = nn::layer_flops(plan);
@@ -92,6 +96,7 @@ class CpuExecutable final : public Executable {
     std::size_t scratch_bytes = 0;
     for (const auto& op : ops_) scratch_bytes = std::max(scratch_bytes, op->scratchpad_bytes());
     arena_ = AlignedBuffer(cursor);
+    remember_buffers_for_report(layers, act, diff);
     scratch_ = AlignedBuffer(scratch_bytes / sizeof(float) + 1);
 
     auto at = [&](int64_t offset) { return offset < 0 ? nullptr : arena_.data() + offset; };
@@ -147,7 +152,17 @@ class CpuExecutable final : public Executable {
   std::string device() const override { return "cpu"; }
 
   void train_step(const float* x, Targets y) override {
-    accumulate(forward_backward(x, y), batch_size());
+    // The numerical guard: BN statistics are updated by the forward pass, so
+    // they are saved first and put back when the step turns out non-finite.
+    std::copy(state_.data(), state_.data() + state_.size(), state_before_step_.data());
+    const cpu::LossResult r = forward_backward(x, y);
+    last_loss_sum_ = r.loss_sum;
+    step_finite_ = std::isfinite(r.loss_sum) && cpu::all_finite(grads_.span());
+    if (!step_finite_) {
+      std::copy(state_before_step_.data(), state_before_step_.data() + state_.size(), state_.data());
+      return;
+    }
+    accumulate(r, batch_size());
     optim::step(options_.optimizer, params_.span(), grads_.span(), optimizer_state_.span());
   }
 
@@ -177,6 +192,9 @@ class CpuExecutable final : public Executable {
 
   Metrics take_metrics() override { return std::exchange(metrics_, {}); }
   Metrics peek_metrics() const override { return metrics_; }
+  void restore_metrics(const Metrics& m) override { metrics_ = m; }
+  bool last_step_finite() const override { return step_finite_; }
+  std::string nonfinite_report() const override;
   void set_learning_rate(float lr) override { options_.optimizer.lr = lr; }
   float learning_rate() const override { return options_.optimizer.lr; }
   int64_t parameter_count() const override { return static_cast<int64_t>(params_.size()); }
@@ -200,6 +218,38 @@ class CpuExecutable final : public Executable {
   }
 
  private:
+  // Fails with a clear message before any primitive or arena is made for a
+  // batch the machine cannot hold: every layer's output and its gradient,
+  // plus the input twice (staging), in floating point so no size overflows.
+  void require_memory_for_batch(const std::vector<nn::LayerPlan>& layers) const {
+    double floats = 2.0 * static_cast<double>(example_size_);
+    for (const auto& plan : layers) floats += 2.0 * static_cast<double>(numel(plan.output_shape));
+    const double bytes = floats * sizeof(float) * static_cast<double>(options_.batch_size);
+    const int64_t available = available_memory_bytes();
+    constexpr double kNoMachineHasThat = 1e15;  // bytes; also keeps every later size product in range
+    if (bytes <= kNoMachineHasThat && (available < 0 || bytes <= static_cast<double>(available))) return;
+    throw UserError("batch size " + std::to_string(options_.batch_size) + " needs " +
+                    human_bytes(static_cast<int64_t>(std::min(bytes, 9e18))) +
+                    " for activations and gradients, but only " +
+                    (available < 0 ? std::string("less") : human_bytes(available)) +
+                    " of memory is available; use a smaller --batch-size");
+  }
+
+  // Where each layer's output and gradients live, for nonfinite_report().
+  void remember_buffers_for_report(const std::vector<nn::LayerPlan>& layers, const std::vector<int64_t>& act,
+                                   const std::vector<int64_t>& diff) {
+    const int64_t n = batch_size();
+    state_before_step_ = AlignedBuffer(state_.size());
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      const auto& plan = layers[i];
+      LayerBuffers b{.name = plan.name, .output = act[i + 1], .output_gradient = diff[i + 1],
+                     .size = n * numel(plan.output_shape), .is_view = ops_[i]->is_view()};
+      for (const auto& slot : plan.params) b.params.emplace_back(slot.offset, slot.size());
+      report_layers_.push_back(std::move(b));
+    }
+    input_offset_ = act[0];
+  }
+
   cpu::LossResult forward_backward(const float* x, Targets y) {
     const int64_t n = batch_size();
     std::memcpy(input_, x, sizeof(float) * n * example_size_);
@@ -276,10 +326,48 @@ class CpuExecutable final : public Executable {
   std::vector<GradientSum> sums_;                // per activation
   float *input_ = nullptr, *d_input_ = nullptr, *output_ = nullptr, *d_output_ = nullptr;
   Metrics metrics_;
+  // The numerical guard's state and what its report scans.
+  struct LayerBuffers {
+    std::string name;
+    int64_t output = -1, output_gradient = -1, size = 0;  // arena offsets (-1: none), floats
+    bool is_view = false;
+    std::vector<std::pair<int64_t, int64_t>> params;  // (offset, size) in params_/grads_
+  };
+  bool step_finite_ = true;
+  double last_loss_sum_ = 0;
+  AlignedBuffer state_before_step_;
+  std::vector<LayerBuffers> report_layers_;
+  int64_t input_offset_ = 0;
   bool profiling_ = false;
   int64_t profiled_steps_ = 0;
   std::vector<LayerProfile> profile_;
 };
+
+std::string CpuExecutable::nonfinite_report() const {
+  if (step_finite_) return "";
+  const int64_t n = batch_size();
+  const float* arena = arena_.data();
+  auto span_at = [&](int64_t offset, int64_t size) {
+    return std::span<const float>(arena + offset, static_cast<std::size_t>(offset < 0 ? 0 : size));
+  };
+  // In the order the step computed them: the forward pass, the loss, then
+  // the backward pass from the last layer to the first.
+  std::vector<cpu::NamedValues> forward;
+  forward.push_back({"the input batch (check the data)", span_at(input_offset_, n * example_size_)});
+  for (const auto& l : report_layers_)
+    if (!l.is_view) forward.push_back({"the forward output of " + l.name, span_at(l.output, l.size)});
+  if (std::string where = cpu::first_nonfinite(forward); !where.empty()) return where;
+  if (!std::isfinite(last_loss_sum_)) return "the loss";
+  for (auto l = report_layers_.rbegin(); l != report_layers_.rend(); ++l) {
+    if (!l->is_view && l->output_gradient >= 0 &&
+        !cpu::all_finite(span_at(l->output_gradient, l->size)))
+      return "the gradient at the output of " + l->name;
+    for (const auto& [offset, size] : l->params)
+      if (!cpu::all_finite({grads_.data() + offset, static_cast<std::size_t>(size)}))
+        return "the gradient of " + l->name + "'s parameters";
+  }
+  return "a gradient";
+}
 
 }  // namespace
 
