@@ -7,6 +7,7 @@
 #include "convoy/core/error.h"
 #include "convoy/data/dataset.h"
 #include "convoy/data/transforms.h"
+#include "convoy/dist/data_parallel.h"
 
 namespace convoy::train {
 namespace {
@@ -78,22 +79,25 @@ std::vector<int32_t> predict_classes(Executable& exe, const data::LabeledImages&
 History fit(Executable& exe, const data::LabeledImages& train, const data::LabeledImages& test,
             const FitOptions& options, History history) {
   const int64_t batch = exe.batch_size();
+  dist::Strategy& replicas = options.strategy ? *options.strategy : dist::single();
+  const int64_t shard = dist::shard_size(train.size(), replicas);  // examples per replica and epoch
   require(options.epochs >= 1, "epochs must be at least 1, got " + std::to_string(options.epochs));
   require(options.steps_per_execution >= 1, "steps_per_execution must be at least 1");
-  require(train.size() >= batch, "batch size " + std::to_string(batch) + " exceeds the " +
-                                     std::to_string(train.size()) + " training examples; use a smaller --batch-size");
+  require(shard >= batch, "batch size " + std::to_string(batch) + " exceeds the " + std::to_string(shard) +
+                              " training examples per replica; use a smaller --batch-size");
   // Each epoch a fresh full shuffle fixed by (seed, epoch), full batches only
   // (the seed's drop_last=True), gathered on prefetch's background thread
   // while the step runs. Positions are shuffled and batched before the images
   // are looked up: a small shuffle buffer, one copy per batch.
-  const data::Dataset batches = data::Dataset::range(train.size())
-                                    .shuffle(train.size(), options.seed)
+  const data::Dataset batches = dist::shard(data::Dataset::range(train.size()).shuffle(train.size(), options.seed),
+                                            train.size(), replicas)
                                     .batch(batch, /*drop_remainder=*/true)
                                     .map(data::rows_of(train))
                                     .prefetch(2);
   std::unique_ptr<data::Iterator> next_epoch = batches.iterate(options.initial_epoch + 1);
   FitState state{.exe = exe, .history = history, .epoch = options.initial_epoch, .epochs = options.epochs,
-                 .steps_per_epoch = train.size() / batch, .batch_size = batch};
+                 .steps_per_epoch = shard / batch, .batch_size = batch};
+  const dist::EvalShard test_shard(test, replicas);
   const auto fit_start = Clock::now();
   const double seconds_before = history.total_train_seconds;
   for (auto& cb : options.callbacks) cb->on_train_begin(state);
@@ -111,15 +115,18 @@ History fit(Executable& exe, const data::LabeledImages& train, const data::Label
       if (!xy) break;
       exe.train_step(xy->tensor("image").data<float>().data(), xy->tensor("label").data<int32_t>().data());
       const bool boundary = (b + 1) % options.steps_per_execution == 0 || b + 1 == state.steps_per_epoch;
-      if (boundary && !options.callbacks.empty()) {
-        const Metrics running = exe.peek_metrics();
+      // Replicas (whose callbacks differ: only rank 0's write) see the same
+      // sums and stop at the same step.
+      if (boundary && (!options.callbacks.empty() || replicas.world_size() > 1)) {
+        const Metrics running = dist::sum(replicas, exe.peek_metrics());
         for (auto& cb : options.callbacks) cb->on_batch_end(state, b + 1, running);
+        state.stop_training = dist::any(replicas, state.stop_training);
       }
     }
     batches_of_epoch.reset();  // stops its thread if the epoch was cut short
     // The next epoch's shuffle buffer fills during this epoch's evaluation.
     if (epoch < options.epochs && !state.stop_training) next_epoch = batches.iterate(epoch + 1);
-    const Metrics train_metrics = exe.take_metrics();
+    const Metrics train_metrics = dist::sum(replicas, exe.take_metrics());
     EpochRecord rec;
     rec.epoch = epoch;
     rec.lr = exe.learning_rate();
@@ -129,12 +136,14 @@ History fit(Executable& exe, const data::LabeledImages& train, const data::Label
     rec.train_accuracy = train_metrics.accuracy();
     rec.images_per_second = static_cast<double>(train_metrics.count) / rec.train_seconds;
     history.images_trained += train_metrics.count;
-    const Metrics test_metrics = evaluate(exe, test);
+    dist::average_state(replicas, exe);  // one model to evaluate and save
+    const Metrics test_metrics = dist::sum(replicas, evaluate(exe, test_shard.data()));
     rec.test_loss = test_metrics.mean_loss();
     rec.test_accuracy = test_metrics.accuracy();
     history.epochs.push_back(rec);
     history.total_train_seconds = seconds_before + seconds_since(fit_start);
     for (auto& cb : options.callbacks) cb->on_epoch_end(state, rec);
+    state.stop_training = dist::any(replicas, state.stop_training);
   }
   history.total_train_seconds = seconds_before + seconds_since(fit_start);
   for (auto& cb : options.callbacks) cb->on_train_end(state);

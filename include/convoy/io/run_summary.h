@@ -16,6 +16,7 @@ struct RunInfo {
   int64_t batch_size = 0;
   double lr = 0, momentum = 0;
   uint64_t seed = 0;
+  int replicas = 1;  // data-parallel replicas (batch_size is per replica)
 };
 
 std::string run_summary_json(const RunInfo& info, const train::History& history);

@@ -6,6 +6,7 @@
 
 #include "convoy/backends/executable.h"
 #include "convoy/data/labeled_images.h"
+#include "convoy/dist/strategy.h"
 #include "convoy/train/callbacks.h"
 
 namespace convoy::train {
@@ -18,6 +19,11 @@ struct FitOptions {
   // an epoch's last step, as Keras's steps_per_execution.
   int64_t steps_per_execution = 1;
   Callbacks callbacks;
+  // Data parallelism (dist/data_parallel.h): this replica trains on its shard
+  // of every epoch and evaluates its slice of `test`; metrics are summed over
+  // replicas before callbacks see them, and replicas stop together. The
+  // executable must be attached to it. nullptr: one replica.
+  dist::Strategy* strategy = nullptr;
 };
 
 // Trains on full batches (the remainder of each shuffled epoch is dropped, as

@@ -84,10 +84,14 @@ class CpuExecutable final : public Executable {
       b.dst = at(act[i + 1]);
       b.diff_src = at(diff[i]);
       b.diff_dst = at(diff[i + 1]);
+      int64_t param_floats = 0;
+      for (const auto& p : plan.params) param_floats += p.size();
       if (!plan.params.empty()) {
         b.params = params_.data() + plan.params[0].offset;
         b.grads = grads_.data() + plan.params[0].offset;
       }
+      layer_grads_.push_back({b.grads, static_cast<std::size_t>(param_floats)});
+      b.reduce_statistics = &statistics_reducer_;
       if (!plan.state.empty()) b.state = state_.data() + plan.state[0].offset;
       b.scratchpad = scratch_.data();
       ops_[i]->bind(env_, b);
@@ -163,6 +167,8 @@ class CpuExecutable final : public Executable {
   void get_output(std::span<float> out) const override {
     copy_checked({output_, static_cast<std::size_t>(batch_size() * classes_)}, out, "output");
   }
+  void set_gradient_reducer(GradientReducer* reducer) override { gradient_reducer_ = reducer; }
+  void set_batch_norm_reducer(StatisticsReducer reducer) override { statistics_reducer_ = std::move(reducer); }
   void get_input_gradient(std::span<float> g) const override {
     require(d_input_ != nullptr, "input gradient: compile with input_gradient = true");
     const float* canonical = d_input_relayout_ ? d_input_canonical_.data() : d_input_;
@@ -177,8 +183,12 @@ class CpuExecutable final : public Executable {
     if (profiling_) return profiled_forward_backward(y);
     for (auto& op : ops_) op->forward(env_, true);
     auto result = cpu::loss_forward(options_.loss, output_, y, n, classes_, d_output_, n);
-    for (auto it = ops_.rbegin(); it != ops_.rend(); ++it) (*it)->backward(env_);
+    for (std::size_t i = ops_.size(); i-- > 0;) {
+      ops_[i]->backward(env_);
+      if (gradient_reducer_) gradients_ready(i);
+    }
     if (d_input_relayout_) d_input_relayout_.run(env_);
+    if (gradient_reducer_) gradient_reducer_->finish(grads_.span());
     return result;
   }
 
@@ -196,10 +206,17 @@ class CpuExecutable final : public Executable {
       const auto t = Clock::now();
       ops_[i]->backward(env_);
       profile_[i].backward_seconds += seconds(t);
+      if (gradient_reducer_) gradients_ready(i);
     }
     if (d_input_relayout_) d_input_relayout_.run(env_);
+    if (gradient_reducer_) gradient_reducer_->finish(grads_.span());
     ++profiled_steps_;
     return result;
+  }
+
+  // Layer i's parameter gradients are final: the reducer may start on them.
+  void gradients_ready(std::size_t i) {
+    if (!layer_grads_[i].empty()) gradient_reducer_->ready(layer_grads_[i]);
   }
 
   void accumulate(const cpu::LossResult& r, int64_t rows) {
@@ -220,6 +237,10 @@ class CpuExecutable final : public Executable {
   bool profiling_ = false;
   int64_t profiled_steps_ = 0;
   std::vector<LayerProfile> profile_;
+  // Data parallelism: unset for one replica.
+  GradientReducer* gradient_reducer_ = nullptr;
+  StatisticsReducer statistics_reducer_;
+  std::vector<std::span<float>> layer_grads_;  // per op; empty for ops without parameters
 };
 
 }  // namespace

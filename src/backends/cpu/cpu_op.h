@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "backends/cpu/dnnl_env.h"
+#include "convoy/backends/replica_hooks.h"
 #include "convoy/nn/layers.h"
 
 namespace convoy::cpu {
@@ -19,6 +20,8 @@ struct OpBuffers {
   float* grads = nullptr;     // ... of the flat gradient buffer
   float* state = nullptr;     // ... of the flat state buffer (running statistics)
   void* scratchpad = nullptr;
+  // Synchronised batch norm: sums statistics over replicas when set (see replica_hooks.h).
+  const StatisticsReducer* reduce_statistics = nullptr;
 };
 
 class CpuOp {
