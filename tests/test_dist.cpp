@@ -220,6 +220,27 @@ TEST(DataParallel, SynchronisedBatchNormSumsStatisticsThroughTheHook) {
             1e-5);
 }
 
+TEST(DataParallel, TheConfigsDistributedSectionRoundTripsAndIsChecked) {
+  const auto c = train::parse_run_config(
+      "distributed: {strategy: mpi, scale_lr: true, sync_batch_norm: true, timeout_seconds: 5, bucket_kib: 64}\n", "d.yaml",
+      true);
+  EXPECT_EQ(c.strategy, "mpi");
+  EXPECT_TRUE(c.scale_lr);
+  EXPECT_TRUE(c.sync_batch_norm);
+  EXPECT_DOUBLE_EQ(c.dist_timeout, 5);
+  EXPECT_EQ(c.bucket_kib, 64);
+  // Checkpoints store the JSON form: resuming keeps the strategy.
+  const auto again = train::parse_run_config(train::run_config_json(c), "again", false);
+  EXPECT_EQ(train::run_config_json(again), train::run_config_json(c));
+  auto error = [](const std::string& yaml) {
+    return testing::error_of([&] { train::parse_run_config(yaml, "d.yaml", true); });
+  };
+  EXPECT_NE(error("distributed: {strategy: gloo}").find("distributed.strategy"), std::string::npos);
+  EXPECT_NE(error("distributed: {timeout_seconds: 0}").find("--dist-timeout"), std::string::npos);
+  EXPECT_NE(error("distributed: {bucket_kib: -1}").find("bucket_kib"), std::string::npos);
+  EXPECT_NE(error("distributed: {replicas: 8}").find("unknown key 'distributed.replicas'"), std::string::npos);
+}
+
 TEST(Watchdog, ReportsAWaitThatOutlastsTheTimeout) {
   std::atomic<int> fired{0};
   std::string what;

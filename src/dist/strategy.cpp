@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "convoy/core/error.h"
+#include "convoy/core/threads.h"
 #ifdef CONVOY_HAVE_MPI
 #include "dist/mpi_strategy.h"
 #endif
@@ -46,6 +47,16 @@ int launched_processes() {
   for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
     if (const char* v = std::getenv(var)) return std::max(1, std::atoi(v));
   return 1;
+}
+
+int default_threads_per_process() {
+  int local = 1;
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
+    if (const char* v = std::getenv(var)) {
+      local = std::max(1, std::atoi(v));
+      break;
+    }
+  return std::max(1, hardware_threads() / local);
 }
 
 std::unique_ptr<Strategy> make_strategy(const StrategyOptions& o) {

@@ -97,7 +97,7 @@ RunOutcome run(const RunConfig& config, const std::optional<Checkpoint>& resume,
   std::ostream& log = primary ? primary_log : discard;
   const RunConfig c = scaled_for_replicas(config, replicas->world_size());
   if (!c.out_dir.empty() && primary) io::ensure_writable_dir(c.out_dir);  // fail now, not after training
-  set_num_threads(c.threads);
+  set_num_threads(c.threads > 0 ? c.threads : dist::default_threads_per_process());
   const nn::Sequential model = nn::model_by_name(c.model);
   const data::TrainTest data = data::load_fashion_mnist(c.data_dir);
   auto exe = compile_for(model, c);

@@ -78,4 +78,9 @@ bool mpi_available();
 // its environment; 1 when not launched by one.
 int launched_processes();
 
+// Worker threads for "all cores" (--threads 0): the cores shared among the
+// processes the launcher started on this host, so replicas do not
+// oversubscribe them.
+int default_threads_per_process();
+
 }  // namespace convoy::dist
