@@ -16,6 +16,7 @@ packages=(
   libyaml-cpp-dev                # YAML run configs
   libcairo2-dev fonts-dejavu-core  # plots
   googletest libgtest-dev        # tests
+  libopenmpi-dev openmpi-bin     # MPI: data-parallel training (--strategy mpi), its tests
   dataset-fashion-mnist          # the default dataset
   pkg-config
   python3-torch python3-numpy    # the peer: benchmarks and parity fixtures

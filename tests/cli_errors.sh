@@ -53,6 +53,8 @@ expect_error "missing config" "nope.yaml" -- train --config "$tmp/nope.yaml"
 expect_error "resume without checkpoint" "checkpoint.safetensors" -- train --resume "$tmp"
 expect_error "evaluate without checkpoint" "checkpoint.safetensors" -- evaluate --checkpoint "$tmp"
 expect_error "bad progress mode" "progress" -- train --progress sideways
+expect_error "unknown strategy" "--strategy" -- train --strategy gloo
+expect_error "zero dist timeout" "--dist-timeout" -- train --dist-timeout 0
 head -c 300 /dev/urandom >"$tmp/o4-checkpoint.safetensors"; mkdir -p "$tmp/o4"; mv "$tmp/o4-checkpoint.safetensors" "$tmp/o4/checkpoint.safetensors"
 expect_error "predict without checkpoint" "checkpoint.safetensors" -- predict --checkpoint "$tmp" --input x --output y
 expect_error "predict missing input" "--input" -- predict --checkpoint "$tmp"

@@ -31,7 +31,19 @@ struct TrainFlags {
   std::optional<uint64_t> seed;
   std::optional<std::string> data, out, progress, on_nan;
   bool quiet = false, profile = false;
+  // data parallelism
+  std::optional<std::string> strategy;
+  std::optional<double> dist_timeout;
+  std::optional<int64_t> bucket_kib;
+  bool scale_lr = false, sync_bn = false;
 };
+
+// How to run, as opposed to what to train: may change on --resume too.
+void apply_distribution_flags(const TrainFlags& f, RunConfig& c) {
+  if (f.strategy) c.strategy = *f.strategy;
+  if (f.dist_timeout) c.dist_timeout = *f.dist_timeout;
+  if (f.bucket_kib) c.bucket_kib = *f.bucket_kib;
+}
 
 RunConfig resolve(const TrainFlags& f) {
   RunConfig c = f.config.empty() ? RunConfig{} : convoy::train::load_run_config(f.config);
@@ -48,6 +60,9 @@ RunConfig resolve(const TrainFlags& f) {
   if (f.on_nan) c.on_nan = *f.on_nan;
   if (f.quiet) c.progress = "quiet";
   if (f.profile) c.profile = true;
+  if (f.scale_lr) c.scale_lr = true;
+  if (f.sync_bn) c.sync_batch_norm = true;
+  apply_distribution_flags(f, c);
   return c;
 }
 
@@ -63,9 +78,10 @@ int stopped(const convoy::train::RunOutcome& outcome, const std::string& dir) {
 int run_train(const TrainFlags& f) {
   if (!f.resume.empty()) {
     convoy::require(f.config.empty() && !f.epochs && !f.batch_size && !f.lr && !f.momentum && !f.seed && !f.data &&
-                        !f.out && !f.checkpoint_every_steps && !f.on_nan,
+                        !f.out && !f.checkpoint_every_steps && !f.on_nan && !f.scale_lr && !f.sync_bn,
                     "--resume continues a run with its own settings; pass no other training flags");
-    const auto outcome = convoy::train::resume_training(f.resume, std::cout);
+    const auto outcome =
+        convoy::train::resume_training(f.resume, std::cout, [&](RunConfig& c) { apply_distribution_flags(f, c); });
     return outcome.stopped_by_signal ? stopped(outcome, f.resume) : 0;
   }
   const RunConfig c = resolve(f);
@@ -78,7 +94,7 @@ int run_train(const TrainFlags& f) {
     }
     return stopped(outcome, c.out_dir);
   }
-  if (c.progress == "quiet" && !outcome.history.epochs.empty())
+  if (c.progress == "quiet" && outcome.primary && !outcome.history.epochs.empty())
     std::printf("test_accuracy %.4f\n", outcome.history.epochs.back().test_accuracy);
   return 0;
 }
@@ -181,6 +197,13 @@ int main(int argc, char** argv) {
   train->add_option("--on-nan", f.on_nan, "NaN/Inf in a loss or gradient: stop or skip_step [stop]");
   train->add_flag("--quiet", f.quiet, "Print only the final test accuracy");
   train->add_flag("--profile", f.profile, "Print per-layer forward/backward time and GFLOP/s at the end");
+  train->add_option("--strategy", f.strategy, "single, or mpi: one replica per process under mpirun [single]");
+  train->add_flag("--scale-lr", f.scale_lr, "Multiply the learning rate by the number of replicas");
+  train->add_flag("--sync-bn", f.sync_bn, "Batch-norm statistics over all replicas' batches (default: per replica)");
+  train->add_option("--dist-timeout", f.dist_timeout,
+                    "Seconds a replica waits for the others before it stops with an error [60]");
+  train->add_option("--dist-bucket-kib", f.bucket_kib,
+                    "Send gradients in buckets of this many KiB during backward; 0: all after it [0]");
   std::string checkpoint, input, output;
   CLI::App* evaluate = app.add_subcommand("evaluate", "Evaluate a checkpoint on its test data");
   evaluate->add_option("--checkpoint", checkpoint, "The --out folder of a train run")->required();

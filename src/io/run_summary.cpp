@@ -93,6 +93,7 @@ std::string run_summary_json(const RunInfo& info, const train::History& h) {
   j["lr"] = info.lr;
   j["momentum"] = info.momentum;
   j["seed"] = info.seed;
+  j["replicas"] = info.replicas;
   nlohmann::json seconds = nlohmann::json::array();
   for (const auto& e : h.epochs) seconds.push_back(e.train_seconds);
   const auto& last = h.epochs.back();

@@ -7,6 +7,7 @@
 #include "convoy/core/error.h"
 #include "convoy/data/dataset.h"
 #include "convoy/data/transforms.h"
+#include "convoy/dist/data_parallel.h"
 
 namespace convoy::train {
 namespace {
@@ -78,24 +79,29 @@ data::Dataset in_order(const data::LabeledImages& data, int64_t batch_size) {
 }
 
 TrainingData in_memory(const data::LabeledImages& train, const data::LabeledImages& test, int64_t batch_size,
-                       uint64_t seed) {
-  require(train.size() >= batch_size, "batch size " + std::to_string(batch_size) + " exceeds the " +
-                                          std::to_string(train.size()) +
-                                          " training examples; use a smaller --batch-size");
+                       uint64_t seed, dist::Strategy* strategy) {
+  dist::Strategy& replicas = strategy ? *strategy : dist::single();
+  const int64_t shard = dist::shard_size(train.size(), replicas);  // examples per replica and epoch
+  require(shard >= batch_size, "batch size " + std::to_string(batch_size) + " exceeds the " + std::to_string(shard) +
+                                   " training examples" + (replicas.world_size() > 1 ? " per replica" : "") +
+                                   "; use a smaller --batch-size");
   // Each epoch a fresh full shuffle fixed by (seed, epoch), full batches only
   // (the seed's drop_last=True), gathered on prefetch's background thread
   // while the step runs. Positions are shuffled and batched before the images
   // are looked up: a small shuffle buffer, one copy per batch — and resuming
   // mid-epoch skips batches of positions, never gathering their images.
+  // With several replicas each takes its shard of the same shuffled order
+  // and its slice of the validation set (dist/data_parallel.h).
   const data::Dataset position_batches =
-      data::Dataset::range(train.size()).shuffle(train.size(), seed).batch(batch_size, /*drop_remainder=*/true);
+      dist::shard(data::Dataset::range(train.size()).shuffle(train.size(), seed), train.size(), replicas)
+          .batch(batch_size, /*drop_remainder=*/true);
   return {.open_train =
-              [position_batches, &train](int64_t epoch, int64_t skip_steps) {
+              [position_batches, rows = data::rows_of(train)](int64_t epoch, int64_t skip_steps) {
                 const data::Dataset positions = skip_steps > 0 ? position_batches.skip(skip_steps) : position_batches;
-                return positions.map(data::rows_of(train)).prefetch(2).iterate(epoch);
+                return positions.map(rows).prefetch(2).iterate(epoch);
               },
-          .steps_per_epoch = train.size() / batch_size,
-          .validation = in_order(test, batch_size)};
+          .steps_per_epoch = shard / batch_size,
+          .validation = in_order(dist::EvalShard(test, replicas).data(), batch_size)};
 }
 
 TrainingData TrainingData::from_batches(data::Dataset train, int64_t steps_per_epoch, data::Dataset validation) {
@@ -149,7 +155,8 @@ std::vector<int32_t> predict_classes(Executable& exe, const data::LabeledImages&
 
 History fit(Executable& exe, const data::LabeledImages& train, const data::LabeledImages& test,
             const FitOptions& options, History history) {
-  return fit(exe, in_memory(train, test, exe.batch_size(), options.seed), options, std::move(history));
+  return fit(exe, in_memory(train, test, exe.batch_size(), options.seed, options.strategy), options,
+             std::move(history));
 }
 
 History fit(Executable& exe, const TrainingData& data, const FitOptions& options, History history) {
@@ -158,6 +165,7 @@ History fit(Executable& exe, const TrainingData& data, const FitOptions& options
   require(options.steps_per_execution >= 1, "steps_per_execution must be at least 1");
   require(data.steps_per_epoch >= 1, "no full batch of " + std::to_string(batch) +
                                          " training examples; use a smaller --batch-size");
+  dist::Strategy& replicas = options.strategy ? *options.strategy : dist::single();
   const EpochProgress& resumed = options.initial_progress;
   require(resumed.step >= 0 && resumed.step <= data.steps_per_epoch,
           "resuming at step " + std::to_string(resumed.step) + " of an epoch of " +
@@ -197,9 +205,12 @@ History fit(Executable& exe, const TrainingData& data, const FitOptions& options
       for (auto& cb : options.callbacks) cb->on_step_end(state);
       if (state.interrupted) break;
       const bool boundary = state.step % options.steps_per_execution == 0 || state.step == state.steps_per_epoch;
-      if (boundary && !options.callbacks.empty()) {
-        const Metrics running = exe.peek_metrics();
+      // Replicas (whose callbacks differ: only rank 0's write) see the same
+      // sums and stop at the same step.
+      if (boundary && (!options.callbacks.empty() || replicas.world_size() > 1)) {
+        const Metrics running = dist::sum(replicas, exe.peek_metrics());
         for (auto& cb : options.callbacks) cb->on_batch_end(state, state.step, running);
+        state.stop_training = dist::any(replicas, state.stop_training);
       }
     }
     batches_of_epoch.reset();  // stops its thread if the epoch was cut short
@@ -209,7 +220,7 @@ History fit(Executable& exe, const TrainingData& data, const FitOptions& options
     }
     // The next epoch's shuffle buffer fills during this epoch's evaluation.
     if (epoch < options.epochs && !state.stop_training) next_epoch = open_epoch(epoch + 1, 0);
-    const Metrics train_metrics = exe.take_metrics();
+    const Metrics train_metrics = dist::sum(replicas, exe.take_metrics());
     EpochRecord rec;
     rec.epoch = epoch;
     rec.lr = exe.learning_rate();
@@ -219,12 +230,14 @@ History fit(Executable& exe, const TrainingData& data, const FitOptions& options
     rec.train_accuracy = train_metrics.accuracy();
     rec.images_per_second = static_cast<double>(train_metrics.count) / rec.train_seconds;
     history.images_trained += train_metrics.count;
-    const Metrics test_metrics = evaluate(exe, data.validation);
+    dist::average_state(replicas, exe);  // one model to evaluate and save
+    const Metrics test_metrics = dist::sum(replicas, evaluate(exe, data.validation));
     rec.test_loss = test_metrics.mean_loss();
     rec.test_accuracy = test_metrics.accuracy();
     history.epochs.push_back(rec);
     history.total_train_seconds = seconds_before + seconds_since(fit_start);
     for (auto& cb : options.callbacks) cb->on_epoch_end(state, rec);
+    state.stop_training = dist::any(replicas, state.stop_training);
   }
   history.total_train_seconds = seconds_before + seconds_since(fit_start);
   for (auto& cb : options.callbacks) cb->on_train_end(state);

@@ -13,6 +13,7 @@
 #include "convoy/core/threads.h"
 #include "convoy/data/fashion_mnist.h"
 #include "convoy/data/idx.h"
+#include "convoy/dist/data_parallel.h"
 #include "convoy/io/atomic_file.h"
 #include "convoy/io/model_weights.h"
 #include "convoy/io/plots.h"
@@ -23,6 +24,7 @@
 #include "convoy/train/fit.h"
 #include "convoy/train/graceful_stop.h"
 #include "convoy/train/profile_report.h"
+#include "convoy/train/replicas.h"
 #include "convoy/train/schedules.h"
 
 namespace convoy::train {
@@ -62,25 +64,29 @@ std::unique_ptr<Executable> compile_for(const nn::Model& model, const RunConfig&
   return compile_cpu(model, options, c.seed);
 }
 
-Callbacks make_callbacks(const RunConfig& c, const nn::Model& model, std::ostream& log) {
+// `saved` is the config checkpoints record (before scaling for replicas).
+// Replicas other than the primary get only the callbacks that steer training
+// (fit makes them agree on stopping); printing and files are the primary's.
+Callbacks make_callbacks(const RunConfig& c, const RunConfig& saved, const nn::Model& model, std::ostream& log,
+                         bool primary) {
   Callbacks cbs;
   cbs.push_back(std::make_shared<StopOnSignal>());  // first: the checkpoint saver sees the interruption
-  if (c.progress != "quiet") {
+  if (c.progress != "quiet" && primary) {
     const bool bar = c.progress == "bar" || (c.progress == "auto" && ::isatty(STDOUT_FILENO));
     cbs.push_back(std::make_shared<ProgressLogger>(log, bar));
   }
-  if (c.terminate_on_nan) cbs.push_back(std::make_shared<TerminateOnNaN>());
+  if (c.terminate_on_nan && primary) cbs.push_back(std::make_shared<TerminateOnNaN>());
   if (c.early_stopping) cbs.push_back(std::make_shared<EarlyStopping>(*c.early_stopping));
   if (c.schedule.active()) cbs.push_back(std::make_shared<LearningRateScheduler>(c.schedule, c.lr));
   if (c.reduce_lr_on_plateau) cbs.push_back(std::make_shared<ReduceLrOnPlateau>(*c.reduce_lr_on_plateau));
-  if (!c.out_dir.empty()) {
+  if (!c.out_dir.empty() && primary) {
     cbs.push_back(std::make_shared<CsvLogger>((fs::path(c.out_dir) / "history.csv").string()));
     cbs.push_back(std::make_shared<TensorBoardLogger>((fs::path(c.out_dir) / "tensorboard").string()));
     cbs.push_back(std::make_shared<CheckpointSaver>(
-        (fs::path(c.out_dir) / kCheckpointFile).string(), model, c,
+        (fs::path(c.out_dir) / kCheckpointFile).string(), model, saved,
         CheckpointSaverOptions{.every_steps = c.checkpoint_every_steps, .keep_previous = true}));
     // The best epoch's weights by validation loss, beside the latest.
-    cbs.push_back(std::make_shared<CheckpointSaver>((fs::path(c.out_dir) / "best.safetensors").string(), model, c,
+    cbs.push_back(std::make_shared<CheckpointSaver>((fs::path(c.out_dir) / "best.safetensors").string(), model, saved,
                                                     CheckpointSaverOptions{.save_best_only = true, .monitor = "val_loss"}));
   }
   return cbs;
@@ -110,16 +116,22 @@ Callbacks make_callbacks(const RunConfig& c, const nn::Model& model, std::ostrea
                   "; lower the learning rate, check the data, or set callbacks.on_nan: skip_step");
 }
 
-// The shared body of a fresh and a resumed run.
-RunOutcome run(const RunConfig& c, const std::optional<Checkpoint>& resume, std::ostream& log) {
-  validate(c);
+// The shared body of a fresh and a resumed run. Every replica runs it; only
+// the primary prints and writes.
+RunOutcome run(const RunConfig& config, const std::optional<Checkpoint>& resume, std::ostream& primary_log) {
+  validate(config);
+  const std::unique_ptr<dist::Strategy> replicas = dist::make_strategy(strategy_options(config));
+  const bool primary = replicas->is_primary();
+  std::ostream discard(nullptr);
+  std::ostream& log = primary ? primary_log : discard;
+  const RunConfig c = scaled_for_replicas(config, replicas->world_size());
   require(c.checkpoint_every_steps == 0 || !c.out_dir.empty(),
           "training.checkpoint_every_steps (--checkpoint-every-steps) needs an output folder; pass --out DIR");
-  if (!c.out_dir.empty()) {
+  if (!c.out_dir.empty() && primary) {
     io::ensure_writable_dir(c.out_dir);  // fail now, not after training
     io::remove_stale_temporaries(c.out_dir);  // left by a run killed inside a write
   }
-  set_num_threads(c.threads);
+  set_num_threads(c.threads > 0 ? c.threads : dist::default_threads_per_process());
   const nn::Model model = build_model(c, data::kFashionMnistShape);
   const data::TrainTest data = data::load_fashion_mnist(c.data_dir);
   auto exe = compile_for(model, c);
@@ -140,7 +152,9 @@ RunOutcome run(const RunConfig& c, const std::optional<Checkpoint>& resume, std:
     resuming = ", resuming after epoch " + std::to_string(done);
     if (progress.step > 0) resuming += " and " + std::to_string(progress.step) + " steps of epoch " + std::to_string(done + 1);
   }
-  RunOutcome out{.history = {}, .device = exe->device(), .threads = num_threads()};
+  dist::attach(*replicas, *exe, c.sync_batch_norm);
+  RunOutcome out{.history = {}, .device = exe->device(), .threads = num_threads(),
+                 .replicas = replicas->world_size(), .primary = primary};
   if (c.progress != "quiet") {
     char line[320];
     std::snprintf(line, sizeof line,
@@ -151,11 +165,17 @@ RunOutcome run(const RunConfig& c, const std::optional<Checkpoint>& resume, std:
                   c.optimizer == "sgd" ? "SGD" : c.optimizer.c_str(), c.lr, c.momentum,
                   static_cast<long long>(c.epochs), static_cast<unsigned long long>(c.seed),
                   resuming.c_str());
-    log << line << std::flush;
+    log << line;
+    if (replicas->world_size() > 1)
+      log << "  " << replicas->world_size() << " replicas (" << replicas->name() << "): global batch "
+          << c.batch_size * replicas->world_size() << (c.scale_lr ? ", lr scaled by replicas" : "")
+          << (c.sync_batch_norm ? ", synchronised batch norm" : ", batch norm per replica") << "\n";
+    log << std::flush;
   }
   FitOptions fit_options{.epochs = c.epochs, .seed = c.seed, .initial_epoch = done, .initial_progress = progress,
                          .on_nan = parse_on_nan(c.on_nan, "callbacks.on_nan"),
-                         .steps_per_execution = c.steps_per_execution, .callbacks = make_callbacks(c, model, log)};
+                         .steps_per_execution = c.steps_per_execution,
+                         .callbacks = make_callbacks(c, config, model, log, primary), .strategy = replicas.get()};
   exe->set_profiling(c.profile);
   {
     const StopSignals stop_signals;  // SIGINT/SIGTERM: finish the step, checkpoint, stop
@@ -164,9 +184,10 @@ RunOutcome run(const RunConfig& c, const std::optional<Checkpoint>& resume, std:
   }
   if (out.stopped_by_signal) return out;  // the checkpoint has the position; no reports for an unfinished run
   if (out.history.fault) stop_for_fault(*out.history.fault, c, model, *exe);
-  if (c.profile) log << profile_table(exe->profile(), exe->profiled_steps()) << std::flush;
+  if (c.profile) log << profile_table(exe->profile(), exe->profiled_steps()) << communication_report(*replicas)
+                     << std::flush;
   const auto& h = out.history;
-  if (h.epochs.empty()) return out;
+  if (h.epochs.empty() || !primary) return out;
   if (c.progress != "quiet") {
     char line[200];
     std::snprintf(line, sizeof line, "total training time %.2f s | test accuracy %.2f%% | %.0f images/s\n",
@@ -177,7 +198,7 @@ RunOutcome run(const RunConfig& c, const std::optional<Checkpoint>& resume, std:
     const fs::path dir(c.out_dir);
     io::RunInfo info{.model = c.model, .dataset = c.data_dir, .device = out.device, .threads = out.threads,
                      .epochs = c.epochs, .batch_size = c.batch_size, .lr = c.lr, .momentum = c.momentum,
-                     .seed = c.seed};
+                     .seed = c.seed, .replicas = replicas->world_size()};
     const EvaluationReport ev = evaluate_report(*exe, data.test, loss_kind(c));
     info.evaluation_json = evaluation_json(ev, kFashionMnistClasses);
     std::vector<float> params(model.num_parameters()), state(model.num_state());
@@ -198,9 +219,10 @@ RunOutcome run(const RunConfig& c, const std::optional<Checkpoint>& resume, std:
 
 RunOutcome run_training(const RunConfig& config, std::ostream& log) { return run(config, std::nullopt, log); }
 
-RunOutcome resume_training(const std::string& dir, std::ostream& log) {
+RunOutcome resume_training(const std::string& dir, std::ostream& log, const std::function<void(RunConfig&)>& adjust) {
   Checkpoint ck = load_latest_checkpoint(dir, std::cerr);
   ck.config.out_dir = dir;
+  if (adjust) adjust(ck.config);
   return run(ck.config, ck, log);
 }
 

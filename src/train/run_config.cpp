@@ -142,6 +142,15 @@ RunConfig from_json(const json& root, const std::string& where) {
     s.finish();
   }
   {
+    Section s = top.sub("distributed");
+    s.get("strategy", c.strategy);
+    s.get("scale_lr", c.scale_lr);
+    s.get("sync_batch_norm", c.sync_batch_norm);
+    s.get("timeout_seconds", c.dist_timeout);
+    s.get("bucket_kib", c.bucket_kib);
+    s.finish();
+  }
+  {
     Section s = top.sub("output");
     s.get("dir", c.out_dir);
     s.get("progress", c.progress);
@@ -209,6 +218,10 @@ void validate(const RunConfig& c) {
   require(c.progress == "auto" || c.progress == "bar" || c.progress == "lines" || c.progress == "quiet",
           "output.progress (--progress): '" + c.progress + "' is not auto, bar, lines or quiet");
   if (c.early_stopping) EarlyStopping check(*c.early_stopping);  // validates monitor, mode, patience
+  require(c.strategy == "single" || c.strategy == "mpi",
+          "distributed.strategy (--strategy): '" + c.strategy + "' is not single or mpi");
+  require(c.dist_timeout > 0, "distributed.timeout_seconds (--dist-timeout) must be positive");
+  require(c.bucket_kib >= 0, "distributed.bucket_kib (--dist-bucket-kib) must be 0 (off) or positive");
 }
 
 optim::OptimizerOptions optimizer_options(const RunConfig& c) {
@@ -283,6 +296,9 @@ std::string run_config_json(const RunConfig& c) {
              {{"epochs", c.epochs}, {"batch_size", c.batch_size}, {"steps_per_execution", c.steps_per_execution},
               {"checkpoint_every_steps", c.checkpoint_every_steps}, {"seed", c.seed}, {"threads", c.threads}}},
             {"callbacks", {{"terminate_on_nan", c.terminate_on_nan}, {"on_nan", c.on_nan}}},
+            {"distributed",
+             {{"strategy", c.strategy}, {"scale_lr", c.scale_lr}, {"sync_batch_norm", c.sync_batch_norm},
+              {"timeout_seconds", c.dist_timeout}, {"bucket_kib", c.bucket_kib}}},
             {"output", {{"dir", c.out_dir}, {"progress", c.progress}, {"profile", c.profile}}}};
   if (c.early_stopping) {
     const auto& e = *c.early_stopping;

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "convoy/backends/replica_hooks.h"
+#include "convoy/core/error.h"
 #include "convoy/nn/model.h"
 #include "convoy/optim/optimizer.h"
 
@@ -126,6 +128,16 @@ class Executable {
   // Model outputs [batch, classes] and d loss/d input of the last step.
   virtual void get_output(std::span<float> out) const = 0;
   virtual void get_input_gradient(std::span<float> grad) const = 0;
+
+  // Data parallelism (dist/, see replica_hooks.h). Off by default; the
+  // reducer must outlive the executable or be unset. A backend that cannot
+  // take part throws UserError rather than train replicas apart.
+  virtual void set_gradient_reducer(GradientReducer* reducer) {
+    require(reducer == nullptr, device() + ": this backend cannot train as one of several replicas");
+  }
+  virtual void set_batch_norm_reducer(StatisticsReducer reducer) {
+    require(!reducer, device() + ": this backend has no synchronised batch norm");
+  }
 };
 
 // Compiles for the CPU (oneDNN). Parameters start from model.initial_parameters(seed).

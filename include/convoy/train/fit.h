@@ -7,6 +7,7 @@
 #include "convoy/backends/executable.h"
 #include "convoy/data/dataset.h"
 #include "convoy/data/labeled_images.h"
+#include "convoy/dist/strategy.h"
 #include "convoy/train/callbacks.h"
 #include "convoy/train/numerical_guard.h"
 
@@ -28,6 +29,11 @@ struct FitOptions {
   // an epoch's last step, as Keras's steps_per_execution.
   int64_t steps_per_execution = 1;
   Callbacks callbacks;
+  // Data parallelism (dist/data_parallel.h): this replica trains on its shard
+  // of every epoch and evaluates its slice of `test`; metrics are summed over
+  // replicas before callbacks see them, and replicas stop together. The
+  // executable must be attached to it. nullptr: one replica.
+  dist::Strategy* strategy = nullptr;
 };
 
 // What fit trains and validates on, as pipelines of batches: each batch has
@@ -51,9 +57,11 @@ struct TrainingData {
 // In-memory images: each epoch a fresh shuffle of `train` fixed by (seed,
 // epoch) cut into full batches (the remainder dropped, as the seed's
 // drop_last=True), gathered on a background thread while the step runs;
-// `test` in order as validation. Both must outlive the fit.
+// `test` in order as validation.
+// With a strategy of several replicas, this replica's shard of each epoch
+// and its slice of `test` (dist/data_parallel.h).
 TrainingData in_memory(const data::LabeledImages& train, const data::LabeledImages& test, int64_t batch_size,
-                       uint64_t seed);
+                       uint64_t seed, dist::Strategy* strategy = nullptr);
 // `data` in order, batches of at most `batch_size` (for evaluation).
 data::Dataset in_order(const data::LabeledImages& data, int64_t batch_size);
 

@@ -1,6 +1,7 @@
 #pragma once
 // A whole run from a RunConfig: data, model, compile, callbacks, fit, outputs.
 // The CLI is a thin layer over these.
+#include <functional>
 #include <ostream>
 #include <string>
 
@@ -15,6 +16,8 @@ struct RunOutcome {
   // SIGINT or SIGTERM stopped the run after a step; its checkpoint has the
   // position (`convoy train --resume DIR` continues it). 0: it was not stopped.
   int stopped_by_signal = 0;
+  int replicas = 1;      // data-parallel replicas that trained together
+  bool primary = true;   // this process is the replica that prints and writes
 };
 
 // Trains as configured, printing progress on `log`. With config.out_dir set:
@@ -27,7 +30,10 @@ RunOutcome run_training(const RunConfig& config, std::ostream& log);
 // Continues the run whose checkpoint is in `dir` (its own config; outputs go
 // back to `dir`). Same seed and thread count: the same weights as a run that
 // was never interrupted.
-RunOutcome resume_training(const std::string& dir, std::ostream& log);
+// `adjust` may change how the run continues (not what it trains: e.g. the
+// distribution strategy) before it starts.
+RunOutcome resume_training(const std::string& dir, std::ostream& log,
+                           const std::function<void(RunConfig&)>& adjust = nullptr);
 
 // Inference-mode loss and accuracy of the checkpoint in `dir` on its test data.
 Metrics evaluate_checkpoint(const std::string& dir);

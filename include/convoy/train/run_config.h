@@ -55,6 +55,12 @@ struct RunConfig {
   std::optional<ReduceLrOptions> reduce_lr_on_plateau;
   bool terminate_on_nan = true;
   std::string on_nan = "stop";  // a NaN/Inf loss or gradient: stop (keep the last good weights) or skip_step
+  // data parallelism (docs/distributed.md; dist/strategy.h)
+  std::string strategy = "single";  // single, mpi (one replica per process under mpirun)
+  bool scale_lr = false;            // every learning rate x replicas, as the seed article
+  bool sync_batch_norm = false;     // BN statistics over all replicas' batches (default: per replica)
+  double dist_timeout = 60;         // seconds a replica waits in a collective before it stops
+  int64_t bucket_kib = 0;           // gradient buckets sent during backward; 0: one allreduce after it
   // output
   std::string out_dir;            // empty: write nothing
   std::string progress = "auto";  // auto (bar on a terminal), bar, lines, quiet

@@ -7,8 +7,14 @@
 //   inference: the same with the running mean and variance
 // Sums are per thread over fixed row ranges, combined in thread order, in
 // double: the same bits for the same thread count.
+// Synchronised (a StatisticsReducer bound): the per-channel sums of the
+// forward (mean, then variance) and of the backward are summed over replicas,
+// so every replica normalises over the global batch; gamma and beta keep
+// their local gradients, which the gradient mean over replicas completes (as
+// PyTorch's SyncBatchNorm).
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -22,7 +28,8 @@ class BatchNormOp final : public CpuOp {
   BatchNormOp(const nn::BatchNorm& bn, const Shape& shape)
       : bn_(bn), c_(shape[1]), rows_(numel(shape) / shape[1]), threads_(omp_get_max_threads()),
         partial_(static_cast<std::size_t>(threads_ * c_ * 2)), mean_(c_), invstd_(c_), sum_a_(c_), sum_b_(c_),
-        scale_(c_), shift_(c_), k_dy_(c_), k_x_(c_), k_c_(c_) {}
+        scale_(c_), shift_(c_), k_dy_(c_), k_x_(c_), k_c_(c_),
+        synced_(static_cast<std::size_t>(2 * c_ + 1)) {}
 
   void bind(DnnlEnv&, const OpBuffers& b) override { b_ = b; }
 
@@ -32,15 +39,18 @@ class BatchNormOp final : public CpuOp {
     if (training) {
       // Two passes (mean, then centred squares) for accuracy.
       reduce([&](int64_t r, int64_t c, double* acc) { acc[c] += b_.src[r * c_ + c]; });
-      for (int64_t c = 0; c < c_; ++c) mean_[c] = sum_a_[c] / rows_;
+      count_ = static_cast<double>(rows_);
+      if (synchronised()) count_ = sum_over_replicas(1);
+      for (int64_t c = 0; c < c_; ++c) mean_[c] = sum_a_[c] / count_;
       reduce([&](int64_t r, int64_t c, double* acc) {
         const double d = b_.src[r * c_ + c] - mean_[c];
         acc[c] += d * d;
       });
-      const double unbias = rows_ > 1 ? static_cast<double>(rows_) / (rows_ - 1) : 1.0;
+      if (synchronised()) sum_over_replicas(1);
+      const double unbias = count_ > 1 ? count_ / (count_ - 1) : 1.0;
       const double m = bn_.momentum;
       for (int64_t c = 0; c < c_; ++c) {
-        const double var = sum_a_[c] / rows_;
+        const double var = sum_a_[c] / count_;
         invstd_[c] = 1.0 / std::sqrt(var + bn_.eps);
         running_mean[c] = static_cast<float>((1 - m) * running_mean[c] + m * mean_[c]);
         running_var[c] = static_cast<float>((1 - m) * running_var[c] + m * var * unbias);
@@ -75,14 +85,15 @@ class BatchNormOp final : public CpuOp {
       b_.grads[c_ + c] = static_cast<float>(sum_a_[c]);
     }
     if (!b_.diff_src) return;
+    if (synchronised()) sum_over_replicas(2);
     // dx = gamma*invstd * (dy - sum_a/M - (x-mean)*invstd^2 * sum_b/M)
     //    = k_dy * dy + k_x * x + k_c
     for (int64_t c = 0; c < c_; ++c) {
       const double g = gamma[c] * invstd_[c];
-      const double kx = -g * invstd_[c] * invstd_[c] * sum_b_[c] / rows_;
+      const double kx = -g * invstd_[c] * invstd_[c] * sum_b_[c] / count_;
       k_dy_[c] = static_cast<float>(g);
       k_x_[c] = static_cast<float>(kx);
-      k_c_[c] = static_cast<float>(-g * sum_a_[c] / rows_ - kx * mean_[c]);
+      k_c_[c] = static_cast<float>(-g * sum_a_[c] / count_ - kx * mean_[c]);
     }
     const float *x = b_.src, *dy = b_.diff_dst, *a = k_dy_.data(), *bx = k_x_.data(), *k = k_c_.data();
     float* dx = b_.diff_src;
@@ -94,6 +105,21 @@ class BatchNormOp final : public CpuOp {
   }
 
  private:
+  bool synchronised() const { return b_.reduce_statistics && *b_.reduce_statistics; }
+
+  // Sums sum_a_ (and with arrays == 2, sum_b_) and this batch's row count over
+  // all replicas in place; returns the global row count.
+  double sum_over_replicas(int arrays) {
+    const std::size_t c = static_cast<std::size_t>(c_), n = c * arrays;
+    std::copy(sum_a_.begin(), sum_a_.end(), synced_.begin());
+    if (arrays == 2) std::copy(sum_b_.begin(), sum_b_.end(), synced_.begin() + c);
+    synced_[n] = static_cast<double>(rows_);
+    (*b_.reduce_statistics)({synced_.data(), n + 1});
+    std::copy(synced_.begin(), synced_.begin() + c, sum_a_.begin());
+    if (arrays == 2) std::copy(synced_.begin() + c, synced_.begin() + n, sum_b_.begin());
+    return synced_[n];
+  }
+
   // Runs fn(row, channel, acc) over all elements, each thread into its own
   // accumulators (2*C doubles), then sums them in thread order into sum_a_
   // (acc[0, C)) and sum_b_ (acc[C, 2C)).
@@ -126,6 +152,8 @@ class BatchNormOp final : public CpuOp {
   std::vector<double> mean_, invstd_, sum_a_, sum_b_;  // the last training batch's statistics
   std::vector<float> scale_, shift_;    // forward: y = scale * x + shift
   std::vector<float> k_dy_, k_x_, k_c_;  // backward: dx = k_dy * dy + k_x * x + k_c
+  double count_ = 0;             // rows the last training batch's statistics cover (all replicas' when synced)
+  std::vector<double> synced_;   // staging for the replicas' sums: 2C sums and a count
   OpBuffers b_;
 };
 

@@ -111,10 +111,14 @@ class CpuExecutable final : public Executable {
       b.diff_src = b.diff_srcs[0];
       b.dst = at(act[i + 1]);
       b.diff_dst = at(diff[i + 1]);
+      int64_t param_floats = 0;
+      for (const auto& p : plan.params) param_floats += p.size();
       if (!plan.params.empty()) {
         b.params = params_.data() + plan.params[0].offset;
         b.grads = grads_.data() + plan.params[0].offset;
       }
+      layer_grads_.push_back({b.grads, static_cast<std::size_t>(param_floats)});
+      b.reduce_statistics = &statistics_reducer_;
       if (!plan.state.empty()) b.state = state_.data() + plan.state[0].offset;
       b.scratchpad = scratch_.data();
       ops_[i]->bind(env_, b);
@@ -211,6 +215,8 @@ class CpuExecutable final : public Executable {
   void get_output(std::span<float> out) const override {
     copy_checked({output_, static_cast<std::size_t>(batch_size() * classes_)}, out, "output");
   }
+  void set_gradient_reducer(GradientReducer* reducer) override { gradient_reducer_ = reducer; }
+  void set_batch_norm_reducer(StatisticsReducer reducer) override { statistics_reducer_ = std::move(reducer); }
   void get_input_gradient(std::span<float> g) const override {
     require(d_input_ != nullptr, "input gradient: compile with input_gradient = true");
     const float* canonical = d_input_relayout_ ? d_input_canonical_.data() : d_input_;
@@ -260,9 +266,11 @@ class CpuExecutable final : public Executable {
     for (std::size_t i = ops_.size(); i-- > 0;) {
       sum_gradient(i + 1);
       ops_[i]->backward(env_);
+      if (gradient_reducer_) gradients_ready(i);
     }
     sum_gradient(0);
     if (d_input_relayout_) d_input_relayout_.run(env_);
+    if (gradient_reducer_) gradient_reducer_->finish(grads_.span());
     return result;
   }
 
@@ -281,11 +289,18 @@ class CpuExecutable final : public Executable {
       sum_gradient(i + 1);
       ops_[i]->backward(env_);
       profile_[i].backward_seconds += seconds(t);
+      if (gradient_reducer_) gradients_ready(i);
     }
     sum_gradient(0);
     if (d_input_relayout_) d_input_relayout_.run(env_);
+    if (gradient_reducer_) gradient_reducer_->finish(grads_.span());
     ++profiled_steps_;
     return result;
+  }
+
+  // Layer i's parameter gradients are final: the reducer may start on them.
+  void gradients_ready(std::size_t i) {
+    if (!layer_grads_[i].empty()) gradient_reducer_->ready(layer_grads_[i]);
   }
 
   // An activation read by several layers: its gradient is the sum of theirs.
@@ -341,6 +356,10 @@ class CpuExecutable final : public Executable {
   bool profiling_ = false;
   int64_t profiled_steps_ = 0;
   std::vector<LayerProfile> profile_;
+  // Data parallelism: unset for one replica.
+  GradientReducer* gradient_reducer_ = nullptr;
+  StatisticsReducer statistics_reducer_;
+  std::vector<std::span<float>> layer_grads_;  // per op; empty for ops without parameters
 };
 
 std::string CpuExecutable::nonfinite_report() const {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends/cpu/dnnl_env.h"
+#include "convoy/backends/replica_hooks.h"
 #include "convoy/nn/layers.h"
 
 namespace convoy::cpu {
@@ -24,6 +25,8 @@ struct OpBuffers {
   // (srcs[0] == src). A null diff_srcs[k]: that input needs no gradient.
   std::vector<const float*> srcs;
   std::vector<float*> diff_srcs;
+  // Synchronised batch norm: sums statistics over replicas when set (see replica_hooks.h).
+  const StatisticsReducer* reduce_statistics = nullptr;
 };
 
 class CpuOp {
