@@ -21,8 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Fashion-MNIST label of each plant class (see the header).
-constexpr std::array<int, 4> kGarment = {5, 6, 2, 4};
+// Fashion-MNIST label of each plant class (see the header): trouser, shirt, sneaker, coat.
+constexpr std::array<int, 4> kGarment = {1, 6, 7, 4};
 // Shares of the real train.csv: 516, 91, 622, 592 of 1821.
 constexpr std::array<double, 4> kShare = {516.0 / 1821, 91.0 / 1821, 622.0 / 1821, 592.0 / 1821};
 constexpr const char* kMarker = ".convoy-demo-data";
@@ -77,7 +77,7 @@ Image render(const Garments& g, int plant_class, int width, int height, Rng& rng
   const double base[3] = {rng.uniform(40, 95), rng.uniform(105, 165), rng.uniform(25, 70)};
   Image coarse(std::max(2, width / 40), std::max(2, height / 40), 3);
   for (std::size_t i = 0; i < coarse.bytes(); i += 3) {
-    const double shade = rng.uniform(-28, 28);
+    const double shade = rng.uniform(-18, 18);
     for (int c = 0; c < 3; ++c) coarse.data()[i + c] = clamp_byte(base[c] + shade + rng.uniform(-6, 6));
   }
   Image leaf = resize(coarse, width, height, ResizeMethod::bilinear);
@@ -97,9 +97,9 @@ Image render(const Garments& g, int plant_class, int width, int height, Rng& rng
   const Affine place = Affine::translation(gx, gy);
   const Affine turn = Affine::rotation(rng.uniform(-0.5f, 0.5f), side, side);
   warp_affine(big, garment.view(), turn.after(place), FillMode::constant, 0);
-  static constexpr double kInks[4][3] = {{150, 90, 30}, {200, 170, 60}, {90, 60, 40}, {170, 120, 80}};
+  static constexpr double kInks[4][3] = {{150, 80, 25}, {225, 200, 70}, {60, 40, 30}, {200, 140, 90}};
   const double* ink = kInks[rng.below(4)];
-  const double strength = rng.uniform(0.55f, 0.9f);
+  const double strength = rng.uniform(0.75f, 1.0f);
 
   Image out(width, height, 3);
   const double ca = std::cos(vein_angle), sa = std::sin(vein_angle);
