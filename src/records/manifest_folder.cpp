@@ -45,8 +45,9 @@ Manifest read_folder_manifest(const std::string& root, const FolderManifestOptio
       const fs::path dir = fs::path(root) / m.classes[c];
       require(fs::is_directory(dir, ec), dir.string() + ": class folder missing; create it or drop the class");
       std::vector<fs::path> files;
-      for (const fs::directory_entry& f :
-           fs::recursive_directory_iterator(dir, fs::directory_options::follow_directory_symlink))
+      // Links below a class folder are not followed (as Keras' default), so a
+      // link cycle cannot make the walk endless.
+      for (const fs::directory_entry& f : fs::recursive_directory_iterator(dir))
         if (f.is_regular_file() && wanted(f.path(), options.extensions)) files.push_back(f.path());
       std::sort(files.begin(), files.end());
       for (const fs::path& f : files)

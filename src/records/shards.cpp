@@ -2,11 +2,11 @@
 // size (from the image files' sizes), write each shard's records.
 #include "convoy/records/shards.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <regex>
 
 #include "convoy/core/error.h"
 #include "convoy/core/rng.h"
@@ -70,17 +70,26 @@ std::vector<int64_t> cut_into_shards(const std::vector<uint64_t>& sizes, double 
   return shard;
 }
 
+// The shard count in "<prefix>-DDDDD-of-DDDDD.tfrecord[.gz]", or -1 when
+// `name` is not a shard of `prefix`.
+int64_t shard_count_in(const std::string& name, const std::string& prefix) {
+  const std::string_view rest = std::string_view(name).substr(std::min(name.size(), prefix.size()));
+  auto digits = [](std::string_view d) { return std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; }); };
+  if (!name.starts_with(prefix) || rest.size() < 24 || rest[0] != '-' || rest.substr(6, 4) != "-of-" ||
+      !digits(rest.substr(1, 5)) || !digits(rest.substr(10, 5)) ||
+      (rest.substr(15) != ".tfrecord" && rest.substr(15) != ".tfrecord.gz"))
+    return -1;
+  return std::stoll(std::string(rest.substr(10, 5)));
+}
+
 // Shards of an earlier run under the same prefix but another count would mix
 // with these when read by a glob: refuse rather than delete someone's files.
 void check_no_stale_shards(const ShardOptions& o, int64_t count) {
-  const std::regex pattern(std::regex_replace(o.prefix, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
-                           R"(-\d{5}-of-(\d{5})\.tfrecord(\.gz)?)");
   std::error_code ec;
   for (const fs::directory_entry& f : fs::directory_iterator(o.out_dir, ec)) {
-    std::smatch match;
-    const std::string name = f.path().filename().string();
-    if (std::regex_match(name, match, pattern) && std::stoll(match[1].str()) != count)
-      throw UserError(f.path().string() + ": shards of an earlier run (of " + match[1].str() +
+    const int64_t other = shard_count_in(f.path().filename().string(), o.prefix);
+    if (other >= 0 && other != count)
+      throw UserError(f.path().string() + ": shards of an earlier run (of " + std::to_string(other) +
                       ") are in the output folder and would mix with these " + std::to_string(count) +
                       "; remove them or choose another prefix");
   }
