@@ -137,10 +137,8 @@ RunOutcome run(const RunConfig& c, const std::optional<Checkpoint>& resume, std:
     exe->set_learning_rate(resume->lr);
   }
   std::string resuming;
-  if (resume) {
-    resuming = ", resuming after epoch " + std::to_string(done);
-    if (progress.step > 0) resuming += " and " + std::to_string(progress.step) + " steps of epoch " + std::to_string(done + 1);
-  }
+  if (resume) resuming = ", resuming after epoch " + std::to_string(done);
+  if (progress.step > 0) resuming += " and " + std::to_string(progress.step) + " steps of epoch " + std::to_string(done + 1);
   RunOutcome out{.history = {}, .device = exe->device(), .threads = num_threads()};
   if (c.progress != "quiet") {
     char line[320];
@@ -191,7 +189,6 @@ RunOutcome run(const RunConfig& c, const std::optional<Checkpoint>& resume, std:
   }
   return out;
 }
-
 
 }  // namespace
 
