@@ -148,10 +148,8 @@ RunOutcome run(const RunConfig& config, const std::optional<Checkpoint>& resume,
     exe->set_learning_rate(resume->lr);
   }
   std::string resuming;
-  if (resume) {
-    resuming = ", resuming after epoch " + std::to_string(done);
-    if (progress.step > 0) resuming += " and " + std::to_string(progress.step) + " steps of epoch " + std::to_string(done + 1);
-  }
+  if (resume) resuming = ", resuming after epoch " + std::to_string(done);
+  if (progress.step > 0) resuming += " and " + std::to_string(progress.step) + " steps of epoch " + std::to_string(done + 1);
   dist::attach(*replicas, *exe, c.sync_batch_norm);
   RunOutcome out{.history = {}, .device = exe->device(), .threads = num_threads(),
                  .replicas = replicas->world_size(), .primary = primary};
@@ -213,7 +211,6 @@ RunOutcome run(const RunConfig& config, const std::optional<Checkpoint>& resume,
   }
   return out;
 }
-
 
 }  // namespace
 
