@@ -136,9 +136,10 @@ class MpiStrategy final : public Strategy {
     check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall");
   }
   void wait(std::vector<MPI_Request>& requests) {
-    Timed t(*this, "the gradient allreduce", 0);
-    stats_.collectives -= 1;  // counted when started
+    Watchdog::Guard guard(*watchdog_, "the gradient allreduce");
+    const auto start = Clock::now();
     check(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+    stats_.wait_seconds += std::chrono::duration<double>(Clock::now() - start).count();
     requests.clear();
   }
 

@@ -78,7 +78,7 @@ Trained train_model(const nn::Sequential& net, int64_t batch, dist::Strategy* s,
 bool same_on_every_replica(dist::Strategy& s, std::vector<float> v) {
   std::vector<float> root = v;
   s.broadcast(root);
-  int64_t differs = std::memcmp(root.data(), v.data(), v.size() * sizeof(float)) != 0;
+  int64_t differs = !v.empty() && std::memcmp(root.data(), v.data(), v.size() * sizeof(float)) != 0;
   s.allreduce_sum(std::span<int64_t>(&differs, 1));
   return differs == 0;
 }
