@@ -23,6 +23,10 @@ args=(train --data "$tmp/data" --epochs 4 --batch-size 32 --threads 1 --seed 5 -
 export CONVOY_TEST_CHECKPOINT_DELAY_MS=30
 
 "$convoy" "${args[@]}" --out "$tmp/full" >"$tmp/full.log"
+# The interrupted runs also sleep 40 ms per step: 256 steps then take at least
+# 10 s on any machine, more than the 20 kill intervals can use up, so a fast
+# idle machine does not finish the run before the last kill.
+export CONVOY_TEST_STEP_DELAY_MS=40
 
 run="$tmp/cut"
 ckpt="$run/checkpoint.safetensors"

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <optional>
+#include <thread>
 
 #include "convoy/core/error.h"
 #include "convoy/data/dataset.h"
@@ -177,6 +179,8 @@ History fit(Executable& exe, const TrainingData& data, const FitOptions& options
   const auto fit_start = Clock::now();
   const double seconds_before = history.total_train_seconds;
   for (auto& cb : options.callbacks) cb->on_train_begin(state);
+  const char* delay_env = std::getenv(kStepDelayEnv);
+  const int step_delay_ms = delay_env ? std::atoi(delay_env) : 0;
   for (int64_t epoch = options.initial_epoch + 1; epoch <= options.epochs && !state.stop_training; ++epoch) {
     state.epoch = epoch;
     for (auto& cb : options.callbacks) cb->on_epoch_begin(state);
@@ -195,6 +199,7 @@ History fit(Executable& exe, const TrainingData& data, const FitOptions& options
       input_wait += seconds_since(asked);
       if (!xy) break;
       exe.train_step(xy->tensor("image").data<float>().data(), targets_of(xy->tensor("label")));
+      if (step_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(step_delay_ms));
       ++state.step;
       state.epoch_train_seconds = carried.train_seconds + seconds_since(start);
       state.epoch_input_wait_seconds = input_wait;
