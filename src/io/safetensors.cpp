@@ -28,7 +28,8 @@ DType parse_dtype(const std::string& tag, const std::string& where) {
 
 }  // namespace
 
-NamedTensors read_safetensors(const std::string& path, Metadata* metadata) {
+NamedTensors read_safetensors(const std::string& path, Metadata* metadata,
+                              const std::function<bool(const std::string&)>& skip) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError(path + ": cannot open; check the path");
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -50,6 +51,7 @@ NamedTensors read_safetensors(const std::string& path, Metadata* metadata) {
         if (metadata) *metadata = entry.get<Metadata>();
         continue;
       }
+      if (skip && skip(name)) continue;
       const std::string where = path + ": tensor '" + name + "'";
       Tensor t(parse_dtype(entry.at("dtype").get<std::string>(), where), entry.at("shape").get<Shape>());
       const auto offsets = entry.at("data_offsets").get<std::vector<uint64_t>>();
