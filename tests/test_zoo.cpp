@@ -96,6 +96,7 @@ TEST(Zoo, ResNet34MatchesTorchvision) { check_against_pytorch("resnet34"); }
 TEST(Zoo, ResNet50MatchesTorchvision) { check_against_pytorch("resnet50"); }
 TEST(Zoo, MobileNetV2MatchesTorchvision) { check_against_pytorch("mobilenet_v2"); }
 TEST(Zoo, EfficientNetLite0MatchesGeffnet) { check_against_pytorch("efficientnet_lite0"); }
+TEST(Zoo, EfficientNetB0MatchesGeffnet) { check_against_pytorch("efficientnet_b0"); }
 
 TEST(Zoo, ParameterCountsAreTorchvisions) {
   // torchvision's published sizes (1000 classes, 224x224).
@@ -104,6 +105,7 @@ TEST(Zoo, ParameterCountsAreTorchvisions) {
   EXPECT_EQ(resnet50().num_parameters(), 25557032);
   EXPECT_EQ(mobilenet_v2().num_parameters(), 3504872);
   EXPECT_EQ(efficientnet_lite0().num_parameters(), 4652008);
+  EXPECT_EQ(efficientnet_b0().num_parameters(), 5288548);
   EXPECT_EQ(resnet18().output_shape(), (Shape{1000}));
 }
 

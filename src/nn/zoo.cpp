@@ -17,6 +17,7 @@ const Entry kZoo[] = {
     {"resnet34", resnet34},
     {"resnet50", resnet50},
     {"mobilenet_v2", mobilenet_v2},
+    {"efficientnet_b0", efficientnet_b0},
     {"efficientnet_lite0", efficientnet_lite0},
 };
 

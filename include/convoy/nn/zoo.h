@@ -1,7 +1,7 @@
 #pragma once
 // Models by name, for configs and checkpoints, and standard architectures
 // laid out like torchvision's (ResNets, MobileNetV2) or geffnet's
-// (EfficientNet-Lite0): the same layer names, parameter names and shapes and
+// (EfficientNet-B0, -Lite0): the same layer names, parameter names and shapes and
 // BN running statistics as state, so a PyTorch state dict maps onto them one
 // to one (io/pretrained.h). Each ends in logits (no softmax): train them with
 // Loss::softmax_cross_entropy.
@@ -25,7 +25,9 @@ Model resnet34(const ZooOptions& options = {});
 Model resnet50(const ZooOptions& options = {});
 // torchvision.models.mobilenet_v2 (width 1.0, dropout 0.2).
 Model mobilenet_v2(const ZooOptions& options = {});
-// geffnet's efficientnet_lite0 (no squeeze-excitation, ReLU6, dropout 0.2).
+// geffnet's efficientnet_b0 (SiLU, squeeze-excitation, dropout 0.2; no
+// drop-connect) and efficientnet_lite0 (no squeeze-excitation, ReLU6).
+Model efficientnet_b0(const ZooOptions& options = {});
 Model efficientnet_lite0(const ZooOptions& options = {});
 // convoy's own small network for Plant-Pathology-sized problems (a few
 // thousand photos, a handful of classes, ~3x224x224 or smaller inputs):
