@@ -204,11 +204,11 @@ class CpuExecutable final : public Executable {
   }
 
  private:
-  // Frozen layers (trainable = false) are left out of the update: their
-  // parameters, and everything else, is optimised as one contiguous buffer
-  // when every layer trains; otherwise the trainable runs are gathered into
-  // one, updated, and scattered back, so the optimizer state covers only
-  // them (as a PyTorch optimizer given only the trainable parameters).
+  // Frozen layers (trainable = false) are left out of the update. When every
+  // layer trains, the optimizer runs over the whole flat buffer; otherwise
+  // the trainable runs are gathered into one buffer, updated and scattered
+  // back, so the optimizer state covers only them (as a PyTorch optimizer
+  // given only the trainable parameters).
   void plan_updates(const nn::Model& model) {
     int64_t trainable = 0;
     for (const auto& plan : model.layers()) {
