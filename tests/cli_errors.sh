@@ -60,6 +60,10 @@ expect_error "predict without checkpoint" "checkpoint.safetensors" -- predict --
 expect_error "predict missing input" "--input" -- predict --checkpoint "$tmp"
 expect_error "corrupt checkpoint" "checkpoint.safetensors" -- evaluate --checkpoint "$tmp/o4"
 
+state_dict="$(dirname "$0")/fixtures/zoo_plant_cnn_state_dict.safetensors"
+expect_error "unknown zoo model" "resnet9000" -- summary --model resnet9000
+expect_error "state dict of another shape" "'classifier.weight' has shape [10, 256]" -- summary --model plant_cnn --weights "$state_dict"
+expect_error "state dict of another architecture" "no tensor 'conv1.weight'" -- summary --model resnet18 --weights "$state_dict"
 mkdir -p "$tmp/notdemo" && echo keep >"$tmp/notdemo/data.txt"
 expect_error "demo-data unknown kind" "flowers" -- demo-data flowers --out "$tmp/d1"
 expect_error "demo-data bad size" "--size" -- demo-data plant --out "$tmp/d2" --size 600by400

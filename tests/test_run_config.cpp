@@ -89,6 +89,58 @@ model:
   EXPECT_EQ(m.layers()[3].inputs, (std::vector<int>{1, 2}));
 }
 
+// The zoo's layers in a list: a depthwise-separable block with
+// squeeze-excitation, written as a config, equals the same graph built in C++.
+TEST(RunConfig, LayerListHasTheZooLayers) {
+  const RunConfig c = parse_run_config(R"(
+model:
+  layers:
+    - {type: conv2d, filters: 8, kernel: 3, stride: 2, padding: same, bias: false}
+    - batch_norm
+    - relu6
+    - {type: conv2d, filters: 8, kernel: 3, padding: 1, groups: 8}
+    - silu
+    - {type: global_avg_pool, keep_dims: true}
+    - {type: conv2d, filters: 8, kernel: 1}
+    - sigmoid
+    - {type: multiply, inputs: [silu_0, sigmoid_0]}
+    - {type: avg_pool2d, kernel: 2, count_include_pad: false}
+    - {type: max_pool2d, kernel: 3, stride: 1, padding: 1}
+    - global_avg_pool
+    - {type: dropout, rate: 0.2}
+    - {type: dense, units: 5}
+)", "zoo_layers.yaml", true);
+  nn::GraphBuilder g({3, 16, 16});
+  auto x = g.add(nn::Conv2d{.filters = 8, .kernel = 3, .stride = 2, .padding = nn::kSame, .bias = false}, g.input());
+  x = g.add(nn::BatchNorm{}, x);
+  x = g.add(nn::ReLU6{}, x);
+  x = g.add(nn::Conv2d{.filters = 8, .kernel = 3, .padding = 1, .groups = 8}, x);
+  const auto act = g.add(nn::SiLU{}, x);
+  x = g.add(nn::GlobalAvgPool{.keep_dims = true}, act);
+  x = g.add(nn::Conv2d{.filters = 8, .kernel = 1}, x);
+  x = g.add(nn::Sigmoid{}, x);
+  x = g.add(nn::Multiply{}, {act, x});
+  x = g.add(nn::AvgPool2d{.kernel = 2, .count_include_pad = false}, x);
+  x = g.add(nn::MaxPool2d{.kernel = 3, .stride = 1, .padding = 1}, x);
+  x = g.add(nn::GlobalAvgPool{}, x);
+  x = g.add(nn::Dropout{.rate = 0.2f}, x);
+  g.add(nn::Dense{.units = 5}, x);
+  EXPECT_EQ(build_model(c, {3, 16, 16}).summary(), g.build().summary());
+  const RunConfig again = parse_run_config(run_config_json(c), "again", false);
+  EXPECT_EQ(run_config_json(again), run_config_json(c));
+  EXPECT_NE(error_of("model: {layers: [{type: conv2d, filters: 4, kernel: 3, padding: valid}]}", true).find("\"same\""),
+            std::string::npos);
+  EXPECT_NE(error_of("model: {layers: [{type: dropout, rate: 1.5}]}", true).find("model.layers[0].rate"), std::string::npos);
+}
+
+// A zoo model named in a config takes the data's input shape and classes.
+TEST(RunConfig, ZooModelTakesTheDataShapeAndClasses) {
+  const RunConfig c = parse_run_config("model: {name: resnet18}", "zoo.yaml", true);
+  const nn::Model m = build_model(c, {3, 64, 64}, 4);
+  EXPECT_EQ(m.input_shape(), (Shape{3, 64, 64}));
+  EXPECT_EQ(m.output_shape(), (Shape{4}));
+}
+
 TEST(RunConfig, LayerListMistakesNameTheItem) {
   EXPECT_NE(error_of("model: {layers: [{type: conv3d}]}", true).find("model.layers[0].type: unknown layer type 'conv3d'"),
             std::string::npos);

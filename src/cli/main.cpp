@@ -13,6 +13,7 @@
 #include "convoy/data/bad_examples.h"
 #include "convoy/data/fashion_mnist.h"
 #include "convoy/image/plant_demo.h"
+#include "convoy/io/pretrained.h"
 #include "convoy/nn/zoo.h"
 #include "convoy/records/shards.h"
 #include "convoy/train/graceful_stop.h"
@@ -137,9 +138,33 @@ int run_devices() {
   return 0;
 }
 
-int run_summary(const TrainFlags& f) {
-  const RunConfig c = resolve(f);
-  std::cout << convoy::train::build_model(c, convoy::data::kFashionMnistShape).summary();
+// `convoy summary --model resnet18 [--classes 4] [--image-size 128] [--weights sd.safetensors [--skip fc.]]`:
+// a zoo model's table, and whether a PyTorch state dict loads onto it.
+struct SummaryFlags {
+  std::string model, weights;
+  std::optional<int64_t> classes, image_size;
+  std::vector<std::string> skip;
+};
+
+int run_summary(const TrainFlags& f, const SummaryFlags& s) {
+  convoy::require(s.model.empty() || f.config.empty(), "summary: pass --config or --model, not both");
+  convoy::require(!s.model.empty() || (s.weights.empty() && !s.classes && !s.image_size),
+                  "summary: --weights, --classes and --image-size need --model");
+  if (s.model.empty()) {
+    std::cout << convoy::train::build_model(resolve(f), convoy::data::kFashionMnistShape).summary();
+    return 0;
+  }
+  convoy::nn::ZooOptions o;
+  if (s.classes) o.classes = *s.classes;
+  if (s.image_size) o.input = {3, *s.image_size, *s.image_size};
+  const convoy::nn::Model m = convoy::nn::model_by_name(s.model, o);
+  if (!s.weights.empty()) {
+    convoy::io::FlatWeights w{m.initial_parameters(1), m.initial_state()};
+    const int n = convoy::io::load_pytorch_weights(m, s.weights, w, {.skip_prefixes = s.skip});
+    std::cout << m.summary() << "Loaded " << n << " tensors from " << s.weights << "\n";
+    return 0;
+  }
+  std::cout << m.summary();
   return 0;
 }
 
@@ -212,7 +237,13 @@ int main(int argc, char** argv) {
   predict->add_option("--input", input, "IDX file of uint8 images [N, H, W] (raw or .gz)")->required();
   predict->add_option("--output", output, "CSV to write: id and one probability column per class")->required();
   CLI::App* summary = app.add_subcommand("summary", "Print a model's layers, output shapes and parameter counts");
+  SummaryFlags summary_flags;
   summary->add_option("--config", f.config, "Run config naming the model");
+  summary->add_option("--model", summary_flags.model, "A zoo model: seed_cnn, plant_cnn, resnet18, resnet34, resnet50, mobilenet_v2, efficientnet_b0, efficientnet_lite0");
+  summary->add_option("--classes", summary_flags.classes, "Classes of the zoo model's head [its own]")->check(CLI::PositiveNumber);
+  summary->add_option("--image-size", summary_flags.image_size, "Square RGB input size of the zoo model [224]")->check(CLI::PositiveNumber);
+  summary->add_option("--weights", summary_flags.weights, "A PyTorch state dict (.safetensors) to load onto the model, by tensor name");
+  summary->add_option("--skip", summary_flags.skip, "Tensor name prefixes to leave out of --weights (a new head: fc.)");
   app.add_subcommand("devices", "List the devices convoy can train on");
   ShardFlags sf;
   CLI::App* shards = app.add_subcommand("shards", "Write TFRecord shards from a CSV + image folder or class folders");
@@ -265,7 +296,7 @@ int main(int argc, char** argv) {
       std::printf("wrote %s (%lld rows)\n", output.c_str(), static_cast<long long>(rows));
       return 0;
     }
-    if (summary->parsed()) return run_summary(f);
+    if (summary->parsed()) return run_summary(f, summary_flags);
     if (app.got_subcommand("devices")) return run_devices();
     if (shards->parsed()) return run_shards(sf);
     if (demo_data->parsed()) return run_demo_data(demo);

@@ -60,7 +60,8 @@ uint64_t parse_offset(const json& j, const std::string& where) {
 
 }  // namespace
 
-NamedTensors parse_safetensors(std::string_view bytes, const std::string& where, Metadata* metadata) {
+NamedTensors parse_safetensors(std::string_view bytes, const std::string& where, Metadata* metadata,
+                               const SkipTensor& skip) {
   if (bytes.empty()) throw UserError(where + ": empty file, not a safetensors file");
   if (bytes.size() < 8) throw UserError(where + ": truncated safetensors file (no header)");
   uint64_t header_len = 0;
@@ -84,6 +85,7 @@ NamedTensors parse_safetensors(std::string_view bytes, const std::string& where,
         if (metadata) *metadata = entry.get<Metadata>();
         continue;
       }
+      if (skip && skip(name)) continue;
       const std::string tensor = where + ": tensor '" + name + "'";
       require(entry.is_object(), tensor + ": not a {dtype, shape, data_offsets} entry; the file is corrupt");
       const DType dtype = parse_dtype(entry.at("dtype"), tensor);
@@ -103,12 +105,12 @@ NamedTensors parse_safetensors(std::string_view bytes, const std::string& where,
   return out;
 }
 
-NamedTensors read_safetensors(const std::string& path, Metadata* metadata) {
+NamedTensors read_safetensors(const std::string& path, Metadata* metadata, const SkipTensor& skip) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError(path + ": cannot open; check the path");
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) throw UserError(path + ": cannot read; check the file");
-  return parse_safetensors(bytes, path, metadata);
+  return parse_safetensors(bytes, path, metadata, skip);
 }
 
 std::string safetensors_bytes(const NamedTensors& tensors, const Metadata& metadata) {

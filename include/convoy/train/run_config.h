@@ -75,8 +75,9 @@ std::string run_config_json(const RunConfig& config);
 void validate(const RunConfig& config);
 optim::OptimizerOptions optimizer_options(const RunConfig& config);
 // The model a config describes, for inputs of `input_shape`: the zoo model
-// by name, or its layer list.
-nn::Model build_model(const RunConfig& config, const Shape& input_shape);
+// by name (its head sized to `classes`; 0 keeps the architecture's own), or
+// its layer list.
+nn::Model build_model(const RunConfig& config, const Shape& input_shape, int64_t classes = 0);
 // The backend loss the config's loss section names.
 Loss loss_kind(const RunConfig& config);
 

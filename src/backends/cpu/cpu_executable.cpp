@@ -12,6 +12,7 @@
 #include "convoy/backends/executable.h"
 #include "convoy/core/error.h"
 #include "convoy/core/memory.h"
+#include "convoy/core/rng.h"
 #include "convoy/core/threads.h"
 
 namespace convoy {
@@ -35,7 +36,6 @@ class CpuExecutable final : public Executable {
         classes_(model.output_shape().at(0)),
         params_(model.num_parameters()),
         grads_(model.num_parameters()),
-        optimizer_state_(optim::state_size(options.optimizer, model.num_parameters())),
         state_(model.num_state()) {
     const int64_t n = options.batch_size;
     require(n >= 1, "batch size must be at least 1, got " + std::to_string(n));
@@ -47,8 +47,11 @@ class CpuExecutable final : public Executable {
 
     const auto& layers = model.layers();
     require_memory_for_batch(layers);
+    plan_updates(model);
     for (const auto& plan : layers) {
-      ops_.push_back(cpu::make_cpu_op(env_, plan, n));
+      // Each layer its own seed (dropout masks), derived from the model's.
+      const uint64_t layer_seed = Rng(seed ^ (0xD1B54A32D192ED03ull * (ops_.size() + 1))).next_u64();
+      ops_.push_back(cpu::make_cpu_op(env_, plan, n, layer_seed));
       const nn::LayerFlops f = nn::layer_flops(plan);
       profile_.push_back({.name = plan.name, .forward_flops = f.forward * n, .backward_flops = f.backward * n});
     }
@@ -167,7 +170,8 @@ class CpuExecutable final : public Executable {
       return;
     }
     accumulate(r, batch_size());
-    optim::step(options_.optimizer, params_.span(), grads_.span(), optimizer_state_.span());
+    update();
+    for (auto& op : ops_) op->next_step();
   }
 
   double loss_and_gradients(const float* x, Targets y) override {
@@ -256,6 +260,47 @@ class CpuExecutable final : public Executable {
     input_offset_ = act[0];
   }
 
+  // Frozen layers (trainable = false) are left out of the update. When every
+  // layer trains, the optimizer runs over the whole flat buffer; otherwise
+  // the trainable runs are gathered into one buffer, updated and scattered
+  // back, so the optimizer state covers only them (as a PyTorch optimizer
+  // given only the trainable parameters).
+  void plan_updates(const nn::Model& model) {
+    int64_t trainable = 0;
+    for (const auto& plan : model.layers()) {
+      if (!plan.trainable || plan.params.empty()) continue;
+      const int64_t begin = plan.params.front().offset, end = plan.params.back().offset + plan.params.back().size();
+      if (!runs_.empty() && runs_.back().second == begin)
+        runs_.back().second = end;
+      else
+        runs_.push_back({begin, end});
+      trainable += end - begin;
+    }
+    gather_ = trainable != model.num_parameters();
+    if (gather_) {
+      trainable_params_ = AlignedBuffer(trainable);
+      trainable_grads_ = AlignedBuffer(trainable);
+    }
+    optimizer_state_ = AlignedBuffer(optim::state_size(options_.optimizer, trainable));
+  }
+
+  void update() {
+    if (!gather_) return optim::step(options_.optimizer, params_.span(), grads_.span(), optimizer_state_.span());
+    if (trainable_params_.size() == 0) return;
+    int64_t at = 0;
+    for (auto [begin, end] : runs_) {
+      std::copy(params_.data() + begin, params_.data() + end, trainable_params_.data() + at);
+      std::copy(grads_.data() + begin, grads_.data() + end, trainable_grads_.data() + at);
+      at += end - begin;
+    }
+    optim::step(options_.optimizer, trainable_params_.span(), trainable_grads_.span(), optimizer_state_.span());
+    at = 0;
+    for (auto [begin, end] : runs_) {
+      std::copy(trainable_params_.data() + at, trainable_params_.data() + at + end - begin, params_.data() + begin);
+      at += end - begin;
+    }
+  }
+
   cpu::LossResult forward_backward(const float* x, Targets y) {
     const int64_t n = batch_size();
     std::memcpy(input_, x, sizeof(float) * n * example_size_);
@@ -329,6 +374,9 @@ class CpuExecutable final : public Executable {
   CompileOptions options_;
   int64_t example_size_, classes_;
   AlignedBuffer params_, grads_, optimizer_state_, state_, arena_, scratch_;
+  std::vector<std::pair<int64_t, int64_t>> runs_;  // [begin, end) of trainable parameters
+  bool gather_ = false;                            // some layer is frozen: update through the buffers below
+  AlignedBuffer trainable_params_, trainable_grads_;
   AlignedBuffer staging_, d_input_canonical_;  // NCHW copies at the edges, when layouts differ
   cpu::Prim input_relayout_, d_input_relayout_;
   std::vector<std::unique_ptr<CpuOp>> ops_;

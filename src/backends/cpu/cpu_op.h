@@ -39,9 +39,12 @@ class CpuOp {
   virtual void forward(DnnlEnv& env, bool training) = 0;
   // Writes this layer's parameter gradients and, when bound, diff_src.
   virtual void backward(DnnlEnv& env) = 0;
+  // After each training step's update (dropout draws a new mask).
+  virtual void next_step() {}
 };
 
-std::unique_ptr<CpuOp> make_cpu_op(DnnlEnv& env, const nn::LayerPlan& plan, int64_t batch);
+// seed: this layer's own (dropout masks).
+std::unique_ptr<CpuOp> make_cpu_op(DnnlEnv& env, const nn::LayerPlan& plan, int64_t batch, uint64_t seed);
 
 // Input/output shapes of a layer with the batch dimension in front.
 Shape with_batch(int64_t batch, const Shape& shape);
