@@ -16,6 +16,7 @@ packages=(
   libyaml-cpp-dev                # YAML run configs
   libcairo2-dev fonts-dejavu-core  # plots
   googletest libgtest-dev        # tests
+  libopenmpi-dev openmpi-bin     # MPI: data-parallel training (--strategy mpi), its tests
   dataset-fashion-mnist          # the default dataset
   pkg-config
   python3-torch python3-numpy    # the peer: benchmarks and parity fixtures
@@ -45,6 +46,19 @@ for peer in tensorflow-cpu:tensorflow tensorboard:tensorboard safetensors:safete
   python3 -c "import ${peer#*:}" 2>/dev/null ||
     python3 -m pip install -q "${peer%%:*}" || echo "setup: could not install ${peer%%:*}; its checks will be skipped"
 done
+
+# Debian-packaged peers for the decode benchmark (bench/decode_vs_peers.py):
+# scikit-image's sample photos and torchvision for Debian's torch. Optional
+# too: the benchmark skips what is missing.
+optional=()
+for p in python3-skimage python3-torchvision; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || optional+=("$p")
+done
+if ((${#optional[@]})); then
+  sudo=""; [[ $(id -u) -ne 0 ]] && sudo="sudo"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${optional[@]}" >/dev/null 2>&1 ||
+    echo "setup: could not install ${optional[*]}; the decode benchmark will skip those peers"
+fi
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" >/dev/null
 cmake --build build -j2

@@ -53,10 +53,102 @@ expect_error "missing config" "nope.yaml" -- train --config "$tmp/nope.yaml"
 expect_error "resume without checkpoint" "checkpoint.safetensors" -- train --resume "$tmp"
 expect_error "evaluate without checkpoint" "checkpoint.safetensors" -- evaluate --checkpoint "$tmp"
 expect_error "bad progress mode" "progress" -- train --progress sideways
+expect_error "unknown strategy" "--strategy" -- train --strategy gloo
+expect_error "zero dist timeout" "--dist-timeout" -- train --dist-timeout 0
 head -c 300 /dev/urandom >"$tmp/o4-checkpoint.safetensors"; mkdir -p "$tmp/o4"; mv "$tmp/o4-checkpoint.safetensors" "$tmp/o4/checkpoint.safetensors"
 expect_error "predict without checkpoint" "checkpoint.safetensors" -- predict --checkpoint "$tmp" --input x --output y
 expect_error "predict missing input" "--input" -- predict --checkpoint "$tmp"
 expect_error "corrupt checkpoint" "checkpoint.safetensors" -- evaluate --checkpoint "$tmp/o4"
+
+state_dict="$(dirname "$0")/fixtures/zoo_plant_cnn_state_dict.safetensors"
+expect_error "unknown zoo model" "resnet9000" -- summary --model resnet9000
+expect_error "state dict of another shape" "'classifier.weight' has shape [10, 256]" -- summary --model plant_cnn --weights "$state_dict"
+expect_error "state dict of another architecture" "no tensor 'conv1.weight'" -- summary --model resnet18 --weights "$state_dict"
+mkdir -p "$tmp/notdemo" && echo keep >"$tmp/notdemo/data.txt"
+expect_error "demo-data unknown kind" "flowers" -- demo-data flowers --out "$tmp/d1"
+expect_error "demo-data bad size" "--size" -- demo-data plant --out "$tmp/d2" --size 600by400
+expect_error "demo-data foreign folder" "$tmp/notdemo" -- demo-data plant --out "$tmp/notdemo" --train 2 --test 1
+# ---- bad input, parser by parser: truncated, wrong magic, huge declared
+# sizes, negative counts, non-UTF-8 names, empty files ----
+source "$(dirname "$0")/small_data.sh"
+make_small_fashion "$tmp/small" 256 64
+small=(train --data "$tmp/small" --batch-size 32 --epochs 1 --threads 1 --progress quiet)
+bad_idx() {  # bad_idx NAME: a copy of the small data whose train images file is replaced by stdin
+  mkdir -p "$tmp/$1"
+  cp "$tmp/small"/* "$tmp/$1/"
+  cat >"$tmp/$1/train-images-idx3-ubyte"
+}
+printf '' | bad_idx idx_empty
+expect_error "empty IDX file" "idx_empty/train-images-idx3-ubyte" -- train --data "$tmp/idx_empty" --epochs 1
+printf 'GIF89a\x1c\x00\x1c\x00' | bad_idx idx_magic
+expect_error "IDX wrong magic" "not an IDX file" -- train --data "$tmp/idx_magic" --epochs 1
+printf '\x00\x00\x08\x03\x7f\xff\xff\xff\x00\x00\x00\x1c\x00\x00\x00\x1c' | bad_idx idx_huge
+expect_error "IDX huge declared count" "asks for more data" -- train --data "$tmp/idx_huge" --epochs 1
+printf '\x00\x00\x08\x03\xff\xff\xff\xff\x00\x00\x00\x1c\x00\x00\x00\x1c\x00' | bad_idx idx_negative
+expect_error "IDX count -1 (0xffffffff)" "asks for more data" -- train --data "$tmp/idx_negative" --epochs 1
+head -c 1000 "$tmp/small/train-images-idx3-ubyte" | bad_idx idx_cut
+expect_error "IDX truncated (raw)" "truncated" -- train --data "$tmp/idx_cut" --epochs 1
+printf '\x00\x00\x0d\x03\x00\x00\x00\x01\x00\x00\x00\x1c\x00\x00\x00\x1c' | bad_idx idx_float
+expect_error "IDX of floats (unsupported type)" "type 0x0d is not supported" -- train --data "$tmp/idx_float" --epochs 1
+mkdir -p "$tmp/idx_label" && cp "$tmp/small"/* "$tmp/idx_label/"
+printf '\x0c' | dd of="$tmp/idx_label/t10k-labels-idx1-ubyte" bs=1 seek=20 conv=notrunc status=none
+expect_error "IDX label outside the classes" "label 12" -- train --data "$tmp/idx_label" --epochs 1
+weird=$'\xff\xfe-data'
+mkdir -p "$tmp/$weird" && cp "$tmp/small"/* "$tmp/$weird/"
+expect_error "non-UTF-8 data folder name" "not valid UTF-8" -- train --data "$tmp/$weird" --epochs 1
+expect_error "non-UTF-8 output folder name" "not valid UTF-8" -- "${small[@]}" --out "$tmp/$weird-out"
+
+printf '{"training": {"epochs": 3' >"$tmp/cut.json"
+head -c 64 /dev/urandom >"$tmp/binary.json"
+printf '\x89PNG\r\n\x1a\n\x00\x00' >"$tmp/binary.yaml"
+printf 'training:\n  batch_size: 9223372036854775807\n' >"$tmp/hugebatch.yaml"
+printf 'training:\n  epochs: 1e400\n' >"$tmp/hugeepochs.yaml"
+printf 'training:\n  batch_size: -5\n' >"$tmp/negbatch.yaml"
+printf 'training:\n  checkpoint_every_steps: -1\n' >"$tmp/negevery.yaml"
+printf 'training:\n  \xc3\x28: 1\n' >"$tmp/nonutf8key.yaml"
+printf '{"data": {"dir": "\xff\xfe"}}' >"$tmp/nonutf8value.json"
+expect_error "truncated JSON config" "cut.json: not valid JSON" -- train --config "$tmp/cut.json"
+expect_error "binary JSON config" "binary.json" -- train --config "$tmp/binary.json"
+expect_error "binary YAML config" "binary.yaml" -- train --config "$tmp/binary.yaml"
+expect_error "huge batch size in a config" "batch size 9223372036854775807 needs" -- train --config "$tmp/hugebatch.yaml" --data "$tmp/small"
+expect_error "huge epochs in a config" "training.epochs" -- train --config "$tmp/hugeepochs.yaml"
+expect_error "negative batch size in a config" "training.batch_size" -- train --config "$tmp/negbatch.yaml"
+expect_error "negative checkpoint_every_steps" "checkpoint_every_steps" -- train --config "$tmp/negevery.yaml"
+expect_error "non-UTF-8 config key" "unknown key 'training." -- train --config "$tmp/nonutf8key.yaml"
+expect_error "non-UTF-8 config value" "nonutf8value.json" -- train --config "$tmp/nonutf8value.json"
+expect_error "bad --on-nan" "on_nan" -- train --on-nan ignore
+expect_error "checkpoint every steps without --out" "needs an output folder" -- "${small[@]}" --checkpoint-every-steps 5
+
+# A learning rate that blows the weights up: stopped at the step (on_nan: stop),
+# the last good weights written, one line.
+expect_error "NaN blow-up" "NaN or Inf at epoch 1 step" -- "${small[@]}" --lr 1e20 --out "$tmp/nan"
+[[ -e "$tmp/nan/model.safetensors" ]] || { echo "FAIL NaN blow-up: no model.safetensors with the last good weights"; failures=$((failures + 1)); }
+
+# Checkpoints (safetensors): every kind of damage is one line, exit 2.
+"$convoy" "${small[@]}" --out "$tmp/good" >/dev/null 2>&1 || echo "FAIL: could not make a checkpoint to damage"
+bad_checkpoint() {  # bad_checkpoint NAME: a run folder whose only checkpoint is stdin
+  mkdir -p "$tmp/$1"
+  cat >"$tmp/$1/checkpoint.safetensors"
+}
+le64() { printf "\\x$(printf %02x $(($1 & 255)))\\x$(printf %02x $(($1 >> 8 & 255)))\\x00\\x00\\x00\\x00\\x00\\x00"; }
+header() { le64 ${#1}; printf '%s' "$1"; }
+printf '' | bad_checkpoint ck_empty
+expect_error "empty checkpoint" "ck_empty/checkpoint.safetensors: empty file" -- evaluate --checkpoint "$tmp/ck_empty"
+head -c 2000 "$tmp/good/checkpoint.safetensors" | bad_checkpoint ck_cut
+expect_error "truncated checkpoint" "ck_cut/checkpoint.safetensors" -- evaluate --checkpoint "$tmp/ck_cut"
+printf '\xff\xff\xff\xff\xff\xff\xff\x7f{}' | bad_checkpoint ck_hugeheader
+expect_error "checkpoint with a huge header length" "header length" -- evaluate --checkpoint "$tmp/ck_hugeheader"
+{ header '{"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]}}'; printf 'abcd'; } | bad_checkpoint ck_hugeshape
+expect_error "checkpoint with a huge declared shape" "needs more data than the file holds" -- evaluate --checkpoint "$tmp/ck_hugeshape"
+{ header '{"w":{"dtype":"F32","shape":[-3],"data_offsets":[0,4]}}'; printf 'abcd'; } | bad_checkpoint ck_negative
+expect_error "checkpoint with a negative size" "not a whole number >= 0" -- evaluate --checkpoint "$tmp/ck_negative"
+{ header $'{"w\xff":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}'; printf 'abcd'; } | bad_checkpoint ck_nonutf8
+expect_error "checkpoint with a non-UTF-8 tensor name" "bad safetensors header" -- evaluate --checkpoint "$tmp/ck_nonutf8"
+size=$(stat -c %s "$tmp/good/checkpoint.safetensors")
+{ head -c $((size - 100)) "$tmp/good/checkpoint.safetensors"; printf '\x01'; tail -c 99 "$tmp/good/checkpoint.safetensors"; } | bad_checkpoint ck_flipped
+expect_error "checkpoint failing its checksum" "checksum mismatch" -- evaluate --checkpoint "$tmp/ck_flipped"
+cp "$tmp/ck_flipped/checkpoint.safetensors" "$tmp/ck_flipped/checkpoint.prev.safetensors"
+expect_error "checkpoint and its predecessor both damaged" "checkpoint.prev.safetensors" -- train --resume "$tmp/ck_flipped"
 
 for d in o1 o2 o3; do
   if [[ -e "$tmp/$d/summary.json" ]]; then

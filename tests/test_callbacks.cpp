@@ -65,6 +65,21 @@ TEST(EarlyStopping, MaximisesAccuracyMinDeltaAndNoRestore) {
   EXPECT_THROW(EarlyStopping({.mode = "sideways"}), UserError);
 }
 
+// Resumed after epochs whose val_loss did not improve, early stopping counts
+// them: it stops at the epoch an uninterrupted run would.
+TEST(EarlyStopping, AResumedFitReplaysItsHistory) {
+  Harness h;
+  h.history.epochs = {{.epoch = 1, .test_loss = 1.0}, {.epoch = 2, .test_loss = 0.8}, {.epoch = 3, .test_loss = 0.9}};
+  h.state.epoch = 3;
+  EarlyStopping es({.monitor = "val_loss", .patience = 2, .restore_best_weights = true});
+  es.on_train_begin(h.state);
+  EXPECT_EQ(es.best_epoch(), 2);
+  h.epoch(es, 4.0f, 1.1);  // the second epoch without improvement
+  EXPECT_TRUE(h.state.stop_training);
+  EXPECT_EQ(es.stopped_epoch(), 4);
+  EXPECT_EQ(h.params(), h.params_filled(4.0f));  // epoch 2's weights were not in memory: kept as they are
+}
+
 TEST(TerminateOnNaN, StopsOnANonFiniteLoss) {
   Harness h;
   TerminateOnNaN t;
@@ -119,7 +134,7 @@ TEST(CheckpointSaver, SaveBestOnlyKeepsTheBestEpochsWeights) {
   testing::TempDir dir;
   Harness h;
   RunConfig config;
-  CheckpointSaver best(dir.file("best.safetensors"), h.model, config, /*save_best_only=*/true, "val_loss");
+  CheckpointSaver best(dir.file("best.safetensors"), h.model, config, {.save_best_only = true, .monitor = "val_loss"});
   h.epoch(best, 1.0f, 0.9);
   h.epoch(best, 2.0f, 0.5);  // best
   h.epoch(best, 3.0f, 0.7);

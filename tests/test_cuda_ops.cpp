@@ -82,6 +82,40 @@ TEST(CudaOps, MaxPoolMatchesTheCpu) {
   check_against_cpu({"pool 3 stride 2 (overlapping)", Model({2, 9, 9}, {MaxPool2d{.kernel = 3, .stride = 2}, Flatten{}})});
 }
 
+TEST(CudaOps, GroupedConvAndConvWithoutBiasMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  check_against_cpu({"grouped conv (2 groups), no bias",
+                     Model({4, 8, 8}, {Conv2d{.filters = 6, .kernel = 3, .padding = 1, .groups = 2, .bias = false},
+                                       Flatten{}})});
+  check_against_cpu({"depthwise conv, same, stride 2 (odd size)",
+                     Model({3, 9, 9}, {Conv2d{.filters = 3, .kernel = 3, .stride = 2, .padding = kSame, .groups = 3},
+                                       Flatten{}})});
+}
+
+TEST(CudaOps, PaddedAndAveragePoolsMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  check_against_cpu({"max pool 3 stride 2 pad 1", Model({2, 8, 8}, {MaxPool2d{.kernel = 3, .stride = 2, .padding = 1},
+                                                                    Flatten{}})});
+  check_against_cpu({"avg pool 2", Model({3, 8, 8}, {AvgPool2d{.kernel = 2}, Flatten{}})});
+  check_against_cpu({"avg pool 3 pad 1, padding counted",
+                     Model({2, 7, 7}, {AvgPool2d{.kernel = 3, .stride = 1, .padding = 1}, Flatten{}})});
+  check_against_cpu({"avg pool 3 pad 1, padding not counted",
+                     Model({2, 7, 7}, {AvgPool2d{.kernel = 3, .stride = 1, .padding = 1, .count_include_pad = false},
+                                       Flatten{}})});
+  check_against_cpu({"global avg pool", Model({5, 6, 6}, {GlobalAvgPool{}})});
+  check_against_cpu({"global avg pool, keep dims", Model({5, 6, 6}, {GlobalAvgPool{.keep_dims = true}, Flatten{}})});
+}
+
+TEST(CudaOps, Relu6SiluAndSigmoidMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  // Inputs in [-1, 1] scaled by the conv: ReLU6's upper clip needs larger
+  // values, so a dense layer with large outputs feeds it too.
+  check_against_cpu({"relu6", Model({3, 4, 4}, {ReLU6{}, Flatten{}})});
+  check_against_cpu({"relu6 clipping", Model({8}, {Dense{.units = 6}, ReLU6{}})});
+  check_against_cpu({"silu", Model({3, 4, 4}, {SiLU{}, Flatten{}})});
+  check_against_cpu({"sigmoid", Model({3, 4, 4}, {Sigmoid{}, Flatten{}})});
+}
+
 TEST(CudaOps, ReluMatchesTheCpu) {
   SKIP_WITHOUT_GPU();
   check_against_cpu({"relu", Model({3, 4, 4}, {ReLU{}, Flatten{}})});

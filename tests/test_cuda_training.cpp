@@ -4,6 +4,9 @@
 // steps_per_execution trains as the CPU does. Skipped without a usable GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "convoy/train/fit.h"
 #include "cuda_test_helpers.h"
 
@@ -216,6 +219,39 @@ TEST(CudaTraining, ProfileTimesEveryLayer) {
   EXPECT_EQ(p[0].name, "conv2d_0");
   EXPECT_GT(p[0].forward_seconds, 0);
   EXPECT_GT(p[0].backward_seconds, 0);
+}
+
+// The numerical guard inside a CUDA graph: a batch of NaNs in the middle of
+// an execution ends train_steps at that step, changes nothing (weights, BN
+// statistics, metrics), and the steps before it are those the CPU takes.
+TEST(CudaTraining, ANonFiniteStepInsideAGraphChangesNothingAndEndsTheCall) {
+  SKIP_WITHOUT_GPU();
+  const nn::Model model = nn::seed_cnn();
+  const int64_t batch = 8, n = 4;
+  const CompileOptions options{.batch_size = batch, .loss = Loss::nll, .optimizer = {.lr = 0.05f, .momentum = 0.5f},
+                               .steps_per_execution = n};
+  auto [cpu, gpu] = testing::compile_both(model, options, 5);
+  const int64_t per = numel(model.input_shape());
+  std::vector<float> x = testing::uniform_values(n * batch * per, 8);
+  const std::vector<int32_t> y = testing::class_indices(n * batch, 10, 9);
+  std::fill(x.begin() + 2 * batch * per, x.begin() + 3 * batch * per, std::nanf(""));  // step 3 of 4
+  for (int round = 0; round < 2; ++round) {  // the second replays the captured graph
+    SCOPED_TRACE(round);
+    const int64_t want = cpu->train_steps(x.data(), y.data(), n), got = gpu->train_steps(x.data(), y.data(), n);
+    EXPECT_EQ(want, 3);
+    EXPECT_EQ(got, want);
+    EXPECT_FALSE(gpu->last_step_finite());
+    EXPECT_NE(gpu->nonfinite_report(), "");
+    EXPECT_LT(testing::relative_error(testing::parameters(*gpu), testing::parameters(*cpu)), 1e-3);
+    EXPECT_LT(testing::relative_error(testing::state(*gpu), testing::state(*cpu)), 1e-3);
+    const Metrics mc = cpu->take_metrics(), mg = gpu->take_metrics();
+    EXPECT_EQ(mg.count, mc.count);
+    EXPECT_EQ(mg.count, 2 * batch);
+    EXPECT_NEAR(mg.loss_sum, mc.loss_sum, 1e-3 * std::abs(mc.loss_sum));
+  }
+  // The rest of the execution, handed in again (on_nan: skip_step), trains.
+  EXPECT_EQ(gpu->train_steps(x.data() + 3 * batch * per, y.data() + 3 * batch, 1), 1);
+  EXPECT_TRUE(gpu->last_step_finite());
 }
 
 }  // namespace

@@ -35,6 +35,7 @@ struct Case {
   Loss loss = Loss::softmax_cross_entropy;
   bool dense_targets = false;  // soft/multi-hot rows instead of class indices
   float label_smoothing = 0;
+  float input_scale = 1;  // inputs span [-scale, scale]
 };
 
 void check_gradients(const Case& c) {
@@ -45,6 +46,7 @@ void check_gradients(const Case& c) {
   auto exe = compile_cpu(c.model, opt, 11);
   const int64_t in_size = batch * numel(c.model.input_shape());
   std::vector<float> x = spaced_inputs(in_size, 5);
+  for (float& v : x) v *= c.input_scale;
   const int64_t classes = c.model.output_shape()[0];
   std::vector<int32_t> y(batch);
   Rng rng(3);
@@ -62,11 +64,21 @@ void check_gradients(const Case& c) {
   exe->get_gradients(grads);
   exe->get_input_gradient(dx);
 
-  // Sampled coordinates of a vector, perturbed through `set` and `restore`.
-  auto check = [&](const char* what, std::vector<float>& values, const std::vector<float>& analytic, auto apply) {
+  // Frozen layers' parameters get no gradient; only the others are checked.
+  std::vector<int64_t> trainable;
+  for (const auto& plan : c.model.layers())
+    for (const auto& slot : plan.params)
+      for (int64_t i = slot.offset; i < slot.offset + slot.size(); ++i) {
+        if (plan.trainable) trainable.push_back(i);
+        else EXPECT_EQ(grads[i], 0.0f) << slot.name << " is frozen";
+      }
+  std::vector<int64_t> every_input(x.size());
+  std::iota(every_input.begin(), every_input.end(), 0);
+
+  // Sampled coordinates of a vector, perturbed through `apply`.
+  auto check = [&](const char* what, std::vector<float>& values, const std::vector<float>& analytic,
+                   std::vector<int64_t> coords, auto apply) {
     const double eps = 1e-3;
-    std::vector<int64_t> coords(values.size());
-    std::iota(coords.begin(), coords.end(), 0);
     shuffle(coords, rng);
     coords.resize(std::min<std::size_t>(coords.size(), 60));
     double worst = 0, scale = 1e-3;
@@ -88,8 +100,8 @@ void check_gradients(const Case& c) {
     }
     return worst;
   };
-  if (!params.empty()) check("param", params, grads, [&] { exe->set_parameters(params); });
-  check("input", x, dx, [] {});
+  if (!trainable.empty()) check("param", params, grads, trainable, [&] { exe->set_parameters(params); });
+  check("input", x, dx, every_input, [] {});
 }
 
 }  // namespace
@@ -159,6 +171,72 @@ TEST(GradCheck, ConcatAndAddOfVectors) {
   auto c = g.add(Concat{}, {s, x});
   g.add(Dense{.units = 3}, c);
   check_gradients({"vector joins", g.build()});
+}
+TEST(GradCheck, Conv2dGrouped) {
+  check_gradients({"conv2d groups 2", Sequential({4, 5, 5}, {Conv2d{.filters = 6, .kernel = 3, .padding = 1, .groups = 2}, Flatten{}})});
+}
+TEST(GradCheck, Conv2dDepthwiseWithoutBias) {
+  check_gradients({"depthwise", Sequential({3, 6, 6}, {Conv2d{.filters = 3, .kernel = 3, .stride = 2, .padding = 1,
+                                                              .groups = 3, .bias = false},
+                                                       Flatten{}})});
+}
+TEST(GradCheck, Conv2dSamePaddingAsymmetric) {
+  // Stride 2 over 6 pixels: "same" pads 0 before and 1 after.
+  check_gradients(
+      {"conv2d same s2", Sequential({2, 6, 6}, {Conv2d{.filters = 3, .kernel = 3, .stride = 2, .padding = kSame}, Flatten{}})});
+}
+TEST(GradCheck, MaxPool2dPadded) {
+  check_gradients({"max_pool2d k3 s2 p1", Sequential({2, 7, 7}, {MaxPool2d{.kernel = 3, .stride = 2, .padding = 1}, Flatten{}})});
+}
+TEST(GradCheck, AvgPool2d) { check_gradients({"avg_pool2d", Sequential({3, 6, 6}, {AvgPool2d{.kernel = 2}, Flatten{}})}); }
+TEST(GradCheck, AvgPool2dPaddedCountingPadding) {
+  check_gradients({"avg_pool2d k3 s2 p1", Sequential({2, 7, 7}, {AvgPool2d{.kernel = 3, .stride = 2, .padding = 1}, Flatten{}})});
+}
+TEST(GradCheck, AvgPool2dSameExcludingPadding) {
+  check_gradients({"avg_pool2d same", Sequential({2, 5, 5}, {AvgPool2d{.kernel = 3, .stride = 2, .padding = kSame,
+                                                                       .count_include_pad = false},
+                                                             Flatten{}})});
+}
+TEST(GradCheck, GlobalAvgPool) { check_gradients({"global_avg_pool", Sequential({4, 3, 5}, {GlobalAvgPool{}})}); }
+TEST(GradCheck, DropoutWithItsMaskFixedWithinAStep) {
+  check_gradients({"dropout", Sequential({2, 4, 4}, {Dropout{.rate = 0.4f}, Flatten{}})});
+}
+TEST(GradCheck, ReLU6BothKinks) {
+  check_gradients({"relu6", Sequential({2, 3, 3}, {ReLU6{}, Flatten{}}), Loss::softmax_cross_entropy, false, 0, 8.0f});
+}
+TEST(GradCheck, SiLU) { check_gradients({"silu", Sequential({2, 3, 3}, {SiLU{}, Flatten{}}), Loss::softmax_cross_entropy, false, 0, 3.0f}); }
+TEST(GradCheck, Sigmoid) {
+  check_gradients({"sigmoid", Sequential({2, 3, 3}, {Sigmoid{}, Flatten{}}), Loss::softmax_cross_entropy, false, 0, 3.0f});
+}
+// Squeeze-and-excitation: x times a per-channel gate computed from x itself.
+TEST(GradCheck, SqueezeExcitationMultiply) {
+  GraphBuilder g({4, 3, 3});
+  auto x = g.input();
+  auto s = g.add(GlobalAvgPool{.keep_dims = true}, x);
+  s = g.add(Conv2d{.filters = 2, .kernel = 1}, s);
+  s = g.add(SiLU{}, s);
+  s = g.add(Conv2d{.filters = 4, .kernel = 1}, s);
+  s = g.add(Sigmoid{}, s);
+  auto y = g.add(Multiply{}, {x, s});
+  auto f = g.add(Flatten{}, y);
+  g.add(Dense{.units = 3}, f);
+  check_gradients({"squeeze-excitation", g.build()});
+}
+TEST(GradCheck, MultiplyElementwiseAndPerChannelVector) {
+  GraphBuilder g({3, 2, 2});
+  auto x = g.input();
+  auto a = g.add(Conv2d{.filters = 3, .kernel = 1}, x);
+  auto m = g.add(Multiply{}, {x, a});
+  auto p = g.add(GlobalAvgPool{}, m);
+  auto q = g.add(Multiply{}, {m, p});
+  g.add(GlobalAvgPool{}, q);
+  check_gradients({"multiply", g.build()});
+}
+TEST(GradCheck, FrozenLayersPassGradientsButGetNone) {
+  Model m({2, 5, 5}, {Conv2d{.filters = 3, .kernel = 3}, BatchNorm{}, ReLU{}, Flatten{}, Dense{.units = 4}});
+  m.set_trainable(false, "conv2d_0");
+  m.set_trainable(false, "batch_norm_0");
+  check_gradients({"frozen conv + bn", m});
 }
 TEST(GradCheck, SeedCnnEndToEnd) {
   check_gradients({"seed cnn", seed_cnn(), Loss::nll});

@@ -63,10 +63,11 @@ TEST(Graph, MatchesPyTorchOnAResidualAddAndAConcat) {
       double diff = 0;
       for (int64_t i = 0; i < slot.size(); ++i) diff = std::max(diff, std::abs(double(grads[slot.offset + i]) - want[i]));
       EXPECT_LT(diff, 1e-4 * 0.1) << slot.name;
-      if (slot.name != "conv2d_0.bias")
+      if (slot.name != "conv2d_0.bias") {
         EXPECT_LT(testing::relative_error({grads.data() + slot.offset, static_cast<std::size_t>(slot.size())}, want),
                   1e-4)
             << slot.name;
+      }
     }
 
   exe->set_parameters(start.params);

@@ -89,6 +89,58 @@ model:
   EXPECT_EQ(m.layers()[3].inputs, (std::vector<int>{1, 2}));
 }
 
+// The zoo's layers in a list: a depthwise-separable block with
+// squeeze-excitation, written as a config, equals the same graph built in C++.
+TEST(RunConfig, LayerListHasTheZooLayers) {
+  const RunConfig c = parse_run_config(R"(
+model:
+  layers:
+    - {type: conv2d, filters: 8, kernel: 3, stride: 2, padding: same, bias: false}
+    - batch_norm
+    - relu6
+    - {type: conv2d, filters: 8, kernel: 3, padding: 1, groups: 8}
+    - silu
+    - {type: global_avg_pool, keep_dims: true}
+    - {type: conv2d, filters: 8, kernel: 1}
+    - sigmoid
+    - {type: multiply, inputs: [silu_0, sigmoid_0]}
+    - {type: avg_pool2d, kernel: 2, count_include_pad: false}
+    - {type: max_pool2d, kernel: 3, stride: 1, padding: 1}
+    - global_avg_pool
+    - {type: dropout, rate: 0.2}
+    - {type: dense, units: 5}
+)", "zoo_layers.yaml", true);
+  nn::GraphBuilder g({3, 16, 16});
+  auto x = g.add(nn::Conv2d{.filters = 8, .kernel = 3, .stride = 2, .padding = nn::kSame, .bias = false}, g.input());
+  x = g.add(nn::BatchNorm{}, x);
+  x = g.add(nn::ReLU6{}, x);
+  x = g.add(nn::Conv2d{.filters = 8, .kernel = 3, .padding = 1, .groups = 8}, x);
+  const auto act = g.add(nn::SiLU{}, x);
+  x = g.add(nn::GlobalAvgPool{.keep_dims = true}, act);
+  x = g.add(nn::Conv2d{.filters = 8, .kernel = 1}, x);
+  x = g.add(nn::Sigmoid{}, x);
+  x = g.add(nn::Multiply{}, {act, x});
+  x = g.add(nn::AvgPool2d{.kernel = 2, .count_include_pad = false}, x);
+  x = g.add(nn::MaxPool2d{.kernel = 3, .stride = 1, .padding = 1}, x);
+  x = g.add(nn::GlobalAvgPool{}, x);
+  x = g.add(nn::Dropout{.rate = 0.2f}, x);
+  g.add(nn::Dense{.units = 5}, x);
+  EXPECT_EQ(build_model(c, {3, 16, 16}).summary(), g.build().summary());
+  const RunConfig again = parse_run_config(run_config_json(c), "again", false);
+  EXPECT_EQ(run_config_json(again), run_config_json(c));
+  EXPECT_NE(error_of("model: {layers: [{type: conv2d, filters: 4, kernel: 3, padding: valid}]}", true).find("\"same\""),
+            std::string::npos);
+  EXPECT_NE(error_of("model: {layers: [{type: dropout, rate: 1.5}]}", true).find("model.layers[0].rate"), std::string::npos);
+}
+
+// A zoo model named in a config takes the data's input shape and classes.
+TEST(RunConfig, ZooModelTakesTheDataShapeAndClasses) {
+  const RunConfig c = parse_run_config("model: {name: resnet18}", "zoo.yaml", true);
+  const nn::Model m = build_model(c, {3, 64, 64}, 4);
+  EXPECT_EQ(m.input_shape(), (Shape{3, 64, 64}));
+  EXPECT_EQ(m.output_shape(), (Shape{4}));
+}
+
 TEST(RunConfig, LayerListMistakesNameTheItem) {
   EXPECT_NE(error_of("model: {layers: [{type: conv3d}]}", true).find("model.layers[0].type: unknown layer type 'conv3d'"),
             std::string::npos);
@@ -125,6 +177,33 @@ TEST(RunConfig, BadKeysTypesAndValuesNameTheKeyAndFile) {
   EXPECT_NE(error_of("{not json", false).find("not valid JSON"), std::string::npos);
   EXPECT_NE(error_of("a: [1, 2", true).find("not valid YAML"), std::string::npos);
   EXPECT_NE(error_of("training: {epochs: 0}", true).find("epochs"), std::string::npos);
+}
+
+}  // namespace convoy::train
+
+namespace convoy::train {
+
+// Found by reasoning about the fuzz target: a wrong-type value holding bytes
+// that are not UTF-8 used to escape as an internal error while the message
+// was built; non-UTF-8 paths would have broken checkpoints' JSON later.
+TEST(RunConfig, NonUtf8ValuesAreUserErrorsNamingTheKey) {
+  const std::string bad_type = testing::error_of([] { parse_run_config("training:\n  epochs: \"\xff\"\n", "c.yaml", true); });
+  EXPECT_NE(bad_type.find("training.epochs"), std::string::npos) << bad_type;
+  const std::string bad_dir = testing::error_of([] { parse_run_config("data:\n  dir: \"/x/\xc3\x28\"\n", "c.yaml", true); });
+  EXPECT_NE(bad_dir.find("data.dir"), std::string::npos) << bad_dir;
+  EXPECT_NE(bad_dir.find("UTF-8"), std::string::npos) << bad_dir;
+}
+
+TEST(RunConfig, ReliabilityKeysParseAndAreChecked) {
+  const RunConfig c = parse_run_config(
+      R"({"training": {"checkpoint_every_steps": 50}, "callbacks": {"on_nan": "skip_step"}})", "c.json", false);
+  EXPECT_EQ(c.checkpoint_every_steps, 50);
+  EXPECT_EQ(c.on_nan, "skip_step");
+  const RunConfig back = parse_run_config(run_config_json(c), "back.json", false);  // as checkpoints store it
+  EXPECT_EQ(back.checkpoint_every_steps, 50);
+  EXPECT_EQ(back.on_nan, "skip_step");
+  EXPECT_THROW(parse_run_config(R"({"callbacks": {"on_nan": "ignore"}})", "c.json", false), UserError);
+  EXPECT_THROW(parse_run_config(R"({"training": {"checkpoint_every_steps": -1}})", "c.json", false), UserError);
 }
 
 }  // namespace convoy::train

@@ -54,4 +54,18 @@ TEST(Schedules, ReduceLrOnPlateauCutsTheRateAfterPatience) {
   EXPECT_THROW(ReduceLrOnPlateau({.factor = 2.0}), UserError);
 }
 
+// Resumed after epoch 2 (one epoch without improvement already), the next
+// flat epoch cuts the rate, as in the uninterrupted run above.
+TEST(Schedules, ReduceLrOnPlateauResumedReplaysItsHistory) {
+  nn::Sequential model({4}, {nn::Dense{.units = 3}});
+  auto exe = compile_cpu(model, {.batch_size = 2, .optimizer = {.lr = 0.1f}}, 1);
+  History h;
+  h.epochs = {{.epoch = 1, .test_loss = 1.0}, {.epoch = 2, .test_loss = 1.0}};
+  FitState st{.exe = *exe, .history = h, .epochs = 10};
+  ReduceLrOnPlateau r({.monitor = "val_loss", .factor = 0.5, .patience = 1});
+  r.on_train_begin(st);
+  r.on_epoch_end(st, {.epoch = 3, .test_loss = 1.0});
+  EXPECT_FLOAT_EQ(exe->learning_rate(), 0.05f);
+}
+
 }  // namespace convoy::train

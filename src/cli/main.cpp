@@ -2,15 +2,22 @@
 // user can cause prints one line and exits 2.
 #include <CLI/CLI.hpp>
 
+#include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <new>
 #include <optional>
 
 #include "convoy/backends/devices.h"
 #include "convoy/core/cpu_info.h"
 #include "convoy/core/error.h"
+#include "convoy/data/bad_examples.h"
 #include "convoy/data/fashion_mnist.h"
+#include "convoy/image/plant_demo.h"
+#include "convoy/io/pretrained.h"
 #include "convoy/nn/zoo.h"
+#include "convoy/records/shards.h"
+#include "convoy/train/graceful_stop.h"
 #include "convoy/train/run.h"
 
 namespace {
@@ -20,13 +27,26 @@ using convoy::train::RunConfig;
 // Flags given on the command line; each overrides the config file's key.
 struct TrainFlags {
   std::string config, resume;
-  std::optional<int64_t> epochs, batch_size;
+  std::optional<int64_t> epochs, batch_size, checkpoint_every_steps;
   std::optional<double> lr, momentum;
   std::optional<int> threads;
   std::optional<uint64_t> seed;
-  std::optional<std::string> data, out, progress, device;
+  std::optional<std::string> data, out, progress, on_nan, device;
   bool quiet = false, profile = false;
+  // data parallelism
+  std::optional<std::string> strategy;
+  std::optional<double> dist_timeout;
+  std::optional<int64_t> bucket_kib;
+  bool scale_lr = false, sync_bn = false;
 };
+
+// How to run, as opposed to what to train: may change on --resume too.
+void apply_how_to_run_flags(const TrainFlags& f, RunConfig& c) {
+  if (f.device) c.device = *f.device;
+  if (f.strategy) c.strategy = *f.strategy;
+  if (f.dist_timeout) c.dist_timeout = *f.dist_timeout;
+  if (f.bucket_kib) c.bucket_kib = *f.bucket_kib;
+}
 
 RunConfig resolve(const TrainFlags& f) {
   RunConfig c = f.config.empty() ? RunConfig{} : convoy::train::load_run_config(f.config);
@@ -39,24 +59,74 @@ RunConfig resolve(const TrainFlags& f) {
   if (f.data) c.data_dir = *f.data;
   if (f.out) c.out_dir = *f.out;
   if (f.progress) c.progress = *f.progress;
-  if (f.device) c.device = *f.device;
+  if (f.checkpoint_every_steps) c.checkpoint_every_steps = *f.checkpoint_every_steps;
+  if (f.on_nan) c.on_nan = *f.on_nan;
   if (f.quiet) c.progress = "quiet";
   if (f.profile) c.profile = true;
+  if (f.scale_lr) c.scale_lr = true;
+  if (f.sync_bn) c.sync_batch_norm = true;
+  apply_how_to_run_flags(f, c);
   return c;
+}
+
+// SIGINT/SIGTERM stopped the run after a step: say how to continue; exit 128 + signal.
+int stopped(const convoy::train::RunOutcome& outcome, const std::string& dir) {
+  std::cout << std::flush;
+  std::cerr << "convoy: stopped by " << convoy::train::signal_name(outcome.stopped_by_signal)
+            << "; the checkpoint in " << dir << " has the position; continue with: convoy train --resume " << dir
+            << std::endl;
+  return 128 + outcome.stopped_by_signal;
 }
 
 int run_train(const TrainFlags& f) {
   if (!f.resume.empty()) {
     convoy::require(f.config.empty() && !f.epochs && !f.batch_size && !f.lr && !f.momentum && !f.seed && !f.data &&
-                        !f.out && !f.device,
+                        !f.out && !f.checkpoint_every_steps && !f.on_nan && !f.scale_lr && !f.sync_bn,
                     "--resume continues a run with its own settings; pass no other training flags");
-    convoy::train::resume_training(f.resume, std::cout);
-    return 0;
+    const auto outcome =
+        convoy::train::resume_training(f.resume, std::cout, [&](RunConfig& c) { apply_how_to_run_flags(f, c); });
+    return outcome.stopped_by_signal ? stopped(outcome, f.resume) : 0;
   }
   const RunConfig c = resolve(f);
   const auto outcome = convoy::train::run_training(c, std::cout);
-  if (c.progress == "quiet" && !outcome.history.epochs.empty())
+  if (outcome.stopped_by_signal) {
+    if (c.out_dir.empty()) {
+      std::cerr << "convoy: stopped by " << convoy::train::signal_name(outcome.stopped_by_signal)
+                << "; nothing saved (no --out folder)" << std::endl;
+      return 128 + outcome.stopped_by_signal;
+    }
+    return stopped(outcome, c.out_dir);
+  }
+  if (c.progress == "quiet" && outcome.primary && !outcome.history.epochs.empty())
     std::printf("test_accuracy %.4f\n", outcome.history.epochs.back().test_accuracy);
+  return 0;
+}
+
+// `convoy shards`: a CSV manifest or class folders → TFRecord shards.
+struct ShardFlags {
+  std::string csv, folder, images = "images", id_column = "image_id", label_column, extension = ".jpg";
+  std::vector<std::string> classes;
+  std::string on_bad_example = "fail";
+  convoy::records::ShardOptions out;
+};
+
+int run_shards(const ShardFlags& f) {
+  namespace records = convoy::records;
+  convoy::require(f.csv.empty() != f.folder.empty(), "shards: pass either --csv FILE or --folder DIR (one of them)");
+  const auto policy = convoy::data::parse_on_bad_example(f.on_bad_example, "--on-bad-example");
+  const records::Manifest manifest =
+      f.csv.empty() ? records::read_folder_manifest(f.folder, {.classes = f.classes})
+                    : records::read_csv_manifest(f.csv, {.id_column = f.id_column,
+                                                         .label_column = f.label_column,
+                                                         .classes = f.classes,
+                                                         .image_dir = f.images,
+                                                         .extension = f.extension,
+                                                         .on_bad_example = policy});
+  const records::ShardsWritten w = records::write_shards(manifest, f.out);
+  uint64_t bytes = 0;
+  for (const auto& s : w.shards) bytes += s.bytes;
+  std::printf("wrote %zu shards to %s: %lld examples, %.1f MB, %zu classes\n", w.shards.size(), f.out.out_dir.c_str(),
+              static_cast<long long>(w.examples), bytes / 1e6, manifest.classes.size());
   return 0;
 }
 
@@ -75,9 +145,54 @@ int run_devices() {
   return 0;
 }
 
-int run_summary(const TrainFlags& f) {
-  const RunConfig c = resolve(f);
-  std::cout << convoy::train::build_model(c, convoy::data::kFashionMnistShape).summary();
+// `convoy summary --model resnet18 [--classes 4] [--image-size 128] [--weights sd.safetensors [--skip fc.]]`:
+// a zoo model's table, and whether a PyTorch state dict loads onto it.
+struct SummaryFlags {
+  std::string model, weights;
+  std::optional<int64_t> classes, image_size;
+  std::vector<std::string> skip;
+};
+
+int run_summary(const TrainFlags& f, const SummaryFlags& s) {
+  convoy::require(s.model.empty() || f.config.empty(), "summary: pass --config or --model, not both");
+  convoy::require(!s.model.empty() || (s.weights.empty() && !s.classes && !s.image_size),
+                  "summary: --weights, --classes and --image-size need --model");
+  if (s.model.empty()) {
+    std::cout << convoy::train::build_model(resolve(f), convoy::data::kFashionMnistShape).summary();
+    return 0;
+  }
+  convoy::nn::ZooOptions o;
+  if (s.classes) o.classes = *s.classes;
+  if (s.image_size) o.input = {3, *s.image_size, *s.image_size};
+  const convoy::nn::Model m = convoy::nn::model_by_name(s.model, o);
+  if (!s.weights.empty()) {
+    convoy::io::FlatWeights w{m.initial_parameters(1), m.initial_state()};
+    const int n = convoy::io::load_pytorch_weights(m, s.weights, w, {.skip_prefixes = s.skip});
+    std::cout << m.summary() << "Loaded " << n << " tensors from " << s.weights << "\n";
+    return 0;
+  }
+  std::cout << m.summary();
+  return 0;
+}
+
+struct DemoFlags {
+  std::string kind, size = "600x400";
+  convoy::image::PlantDemoOptions plant;
+};
+
+int run_demo_data(DemoFlags d) {
+  convoy::require(d.kind == "plant", "demo-data: unknown data set '" + d.kind + "'; the one there is: plant");
+  int w = 0, h = 0;
+  char rest = 0;
+  convoy::require(std::sscanf(d.size.c_str(), "%dx%d%c", &w, &h, &rest) == 2,
+                  "--size must be WIDTHxHEIGHT, like 600x400, got '" + d.size + "'");
+  d.plant.width = w;
+  d.plant.height = h;
+  const auto s = convoy::image::write_plant_demo(d.plant);
+  std::printf("wrote %s: %lld train images (", d.plant.out_dir.c_str(), static_cast<long long>(d.plant.train));
+  for (std::size_t c = 0; c < s.train_per_class.size(); ++c)
+    std::printf("%s%s %lld", c ? ", " : "", convoy::image::kPlantClasses[c], static_cast<long long>(s.train_per_class[c]));
+  std::printf("), %lld test images, %dx%d JPEG\n", static_cast<long long>(d.plant.test), w, h);
   return 0;
 }
 
@@ -91,6 +206,9 @@ int run_evaluate(const std::string& checkpoint) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A file-size limit (ulimit -f) then makes write() fail with EFBIG, which
+  // convoy reports like a full disk, instead of killing the process.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"convoy: train convolutional networks fast, in C++"};
   app.require_subcommand(1);
   TrainFlags f;
@@ -107,8 +225,18 @@ int main(int argc, char** argv) {
   train->add_option("--out", f.out, "Folder for checkpoint, history.csv, summary.json, model.safetensors");
   train->add_option("--progress", f.progress, "auto, bar, lines or quiet [auto]");
   train->add_option("--device", f.device, "auto (a usable GPU, else the CPU), cpu or cuda [auto]");
+  train->add_option("--checkpoint-every-steps", f.checkpoint_every_steps,
+                    "Also checkpoint every N steps within an epoch (needs --out) [0 = off]");
+  train->add_option("--on-nan", f.on_nan, "NaN/Inf in a loss or gradient: stop or skip_step [stop]");
   train->add_flag("--quiet", f.quiet, "Print only the final test accuracy");
   train->add_flag("--profile", f.profile, "Print per-layer forward/backward time and GFLOP/s at the end");
+  train->add_option("--strategy", f.strategy, "single, or mpi: one replica per process under mpirun [single]");
+  train->add_flag("--scale-lr", f.scale_lr, "Multiply the learning rate by the number of replicas");
+  train->add_flag("--sync-bn", f.sync_bn, "Batch-norm statistics over all replicas' batches (default: per replica)");
+  train->add_option("--dist-timeout", f.dist_timeout,
+                    "Seconds a replica waits for the others before it stops with an error [60]");
+  train->add_option("--dist-bucket-kib", f.bucket_kib,
+                    "Send gradients in buckets of this many KiB during backward; 0: all after it [0]");
   std::string checkpoint, input, output;
   CLI::App* evaluate = app.add_subcommand("evaluate", "Evaluate a checkpoint on its test data");
   evaluate->add_option("--checkpoint", checkpoint, "The --out folder of a train run")->required();
@@ -117,8 +245,37 @@ int main(int argc, char** argv) {
   predict->add_option("--input", input, "IDX file of uint8 images [N, H, W] (raw or .gz)")->required();
   predict->add_option("--output", output, "CSV to write: id and one probability column per class")->required();
   CLI::App* summary = app.add_subcommand("summary", "Print a model's layers, output shapes and parameter counts");
+  SummaryFlags summary_flags;
   summary->add_option("--config", f.config, "Run config naming the model");
+  summary->add_option("--model", summary_flags.model, "A zoo model: seed_cnn, plant_cnn, resnet18, resnet34, resnet50, mobilenet_v2, efficientnet_b0, efficientnet_lite0");
+  summary->add_option("--classes", summary_flags.classes, "Classes of the zoo model's head [its own]")->check(CLI::PositiveNumber);
+  summary->add_option("--image-size", summary_flags.image_size, "Square RGB input size of the zoo model [224]")->check(CLI::PositiveNumber);
+  summary->add_option("--weights", summary_flags.weights, "A PyTorch state dict (.safetensors) to load onto the model, by tensor name");
+  summary->add_option("--skip", summary_flags.skip, "Tensor name prefixes to leave out of --weights (a new head: fc.)");
   app.add_subcommand("devices", "List the devices convoy can train on");
+  ShardFlags sf;
+  CLI::App* shards = app.add_subcommand("shards", "Write TFRecord shards from a CSV + image folder or class folders");
+  shards->add_option("--csv", sf.csv, "Manifest CSV (e.g. train.csv: image_id and 0/1 class columns)");
+  shards->add_option("--folder", sf.folder, "Folder with one subfolder of images per class");
+  shards->add_option("--images", sf.images, "CSV: image folder, relative to the CSV's folder [images]");
+  shards->add_option("--id-column", sf.id_column, "CSV: the image id column [image_id]");
+  shards->add_option("--label-column", sf.label_column, "CSV: a column of class names (default: 0/1 class columns)");
+  shards->add_option("--extension", sf.extension, "CSV: appended to the id to name the image [.jpg]");
+  shards->add_option("--classes", sf.classes, "Class names in label order (default: inferred, sorted)")->delimiter(',');
+  shards->add_option("--on-bad-example", sf.on_bad_example, "CSV rows that cannot be used: fail or skip [fail]");
+  shards->add_option("--out", sf.out.out_dir, "Output folder")->required();
+  shards->add_option("--prefix", sf.out.prefix, "Shard name prefix [train]");
+  shards->add_option("--shard-mb", sf.out.shard_mb, "Target shard size in MB [100]");
+  shards->add_option("--seed", sf.out.seed, "Seed for shuffling examples across shards [0]");
+  shards->add_flag("--gzip", sf.out.gzip, "gzip-compress the shards (.tfrecord.gz)");
+  DemoFlags demo;
+  CLI::App* demo_data = app.add_subcommand("demo-data", "Write a small demo data set in a real data set's layout");
+  demo_data->add_option("kind", demo.kind, "plant: Plant Pathology 2020's layout (CSV + JPEG folder)")->required();
+  demo_data->add_option("--out", demo.plant.out_dir, "Folder to write (new, empty or a previous demo)")->required();
+  demo_data->add_option("--train", demo.plant.train, "Training images [400]");
+  demo_data->add_option("--test", demo.plant.test, "Test images [100]");
+  demo_data->add_option("--size", demo.size, "Image size WIDTHxHEIGHT [600x400]");
+  demo_data->add_option("--seed", demo.plant.seed, "Seed: same seed, same files [1]");
 
   // CLI11 would call an unknown command a missing one; name it instead.
   const auto known = [&](const std::string& name) {
@@ -127,7 +284,7 @@ int main(int argc, char** argv) {
     return false;
   };
   if (argc > 1 && argv[1][0] != '-' && !known(argv[1])) {
-    std::cerr << "convoy: error: unknown command '" << argv[1] << "'; commands: train, evaluate, predict, summary, devices (see 'convoy --help')"
+    std::cerr << "convoy: error: unknown command '" << argv[1] << "'; commands: train, evaluate, predict, summary, devices, shards, demo-data (see 'convoy --help')"
               << std::endl;
     return 2;
   }
@@ -147,10 +304,15 @@ int main(int argc, char** argv) {
       std::printf("wrote %s (%lld rows)\n", output.c_str(), static_cast<long long>(rows));
       return 0;
     }
-    if (summary->parsed()) return run_summary(f);
+    if (summary->parsed()) return run_summary(f, summary_flags);
     if (app.got_subcommand("devices")) return run_devices();
+    if (shards->parsed()) return run_shards(sf);
+    if (demo_data->parsed()) return run_demo_data(demo);
   } catch (const convoy::UserError& e) {
     std::cerr << "convoy: error: " << e.what() << std::endl;
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "convoy: error: out of memory; use a smaller --batch-size or free memory" << std::endl;
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "convoy: internal error: " << e.what() << " (please report this)" << std::endl;

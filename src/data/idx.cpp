@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -46,9 +47,12 @@ Tensor read_idx_u8(const std::string& path) {
   read_exact(file.get(), magic, 4, path, "the IDX header");
   if (magic[0] != 0 || magic[1] != 0 || magic[3] == 0 || magic[3] > 4)
     throw UserError(path + ": not an IDX file (bad magic number); pass an IDX file such as train-images-idx3-ubyte.gz");
-  if (magic[2] != 0x08)
-    throw UserError(path + ": IDX element type 0x" + std::to_string(magic[2]) +
+  if (magic[2] != 0x08) {
+    char type[8];
+    std::snprintf(type, sizeof type, "0x%02x", magic[2]);
+    throw UserError(path + ": IDX element type " + type +
                     " is not supported; convoy reads unsigned-byte (0x08) IDX files");
+  }
   Shape shape(magic[3]);
   for (auto& d : shape) {
     unsigned char be[4];
@@ -62,7 +66,9 @@ Tensor read_idx_u8(const std::string& path) {
   const int64_t limit = ec ? (int64_t{1} << 40) : (gzdirect(file.get()) ? file_bytes : file_bytes * 1032);
   int64_t total = 1;
   for (int64_t d : shape) {
-    total *= std::max<int64_t>(d, 1);
+    // Compared before multiplying, so no header can overflow the product.
+    const int64_t factor = std::max<int64_t>(d, 1);
+    total = factor > limit / total ? limit + 1 : total * factor;
     if (total > limit)
       throw UserError(path + ": truncated or corrupt, its IDX header " + to_string(shape) + " asks for more data (" +
                       std::to_string(total) + "+ bytes) than the file can hold; replace the file");

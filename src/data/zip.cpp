@@ -13,8 +13,11 @@ class ZipIterator final : public Iterator {
     for (std::size_t i = 0; i < inputs_.size(); ++i) {
       auto e = inputs_[i]->next();
       if (!e) return std::nullopt;  // the shortest ends the zip
-      for (auto& [name, t] : e->tensors()) add(out, name, i, [&] { out.set(name, t); });
-      for (auto& [name, values] : e->text_features()) add(out, name, i, [&] { out.set_texts(name, values); });
+      // Plain pairs, not structured bindings: clang 14 (the fuzz build) cannot capture those.
+      for (auto& feature : e->tensors())
+        add(out, feature.first, i, [&] { out.set(feature.first, feature.second); });
+      for (auto& feature : e->text_features())
+        add(out, feature.first, i, [&] { out.set_texts(feature.first, feature.second); });
     }
     return out;
   }

@@ -27,26 +27,55 @@ nlohmann::json epochs_json(const train::History& h) {
 std::string history_json(const train::History& h) {
   return nlohmann::json{{"epochs", epochs_json(h)},
                         {"total_train_seconds", h.total_train_seconds},
-                        {"images_trained", h.images_trained}}
+                        {"images_trained", h.images_trained},
+                        {"skipped_steps", h.skipped_steps}}
       .dump();
 }
+
+namespace {
+
+// Typed reads that reject what a plain get<> would convert with undefined
+// behaviour (a float too large for an integer, say).
+int64_t whole(const nlohmann::json& j, const char* key, const std::string& where) {
+  const auto it = j.find(key);
+  require(it != j.end() && it->is_number_integer(),
+          where + ": bad training history ('" + key + "' is not a whole number); the checkpoint is corrupt");
+  return it->get<int64_t>();
+}
+double number(const nlohmann::json& j, const char* key, const std::string& where, bool optional = false) {
+  const auto it = j.find(key);
+  if (optional && it == j.end()) return 0.0;
+  require(it != j.end() && it->is_number(),
+          where + ": bad training history ('" + key + "' is not a number); the checkpoint is corrupt");
+  return it->get<double>();
+}
+
+}  // namespace
 
 train::History parse_history_json(const std::string& text, const std::string& where) {
   try {
     const auto j = nlohmann::json::parse(text);
+    require(j.is_object() && j.contains("epochs") && j.at("epochs").is_array(),
+            where + ": bad training history (no list of epochs); the checkpoint is corrupt");
     train::History h;
-    h.total_train_seconds = j.at("total_train_seconds").get<double>();
-    h.images_trained = j.at("images_trained").get<int64_t>();
-    for (const auto& e : j.at("epochs"))
-      h.epochs.push_back({.epoch = e.at("epoch").get<int64_t>(),
-                          .train_loss = e.at("train_loss").get<double>(),
-                          .train_accuracy = e.at("train_accuracy").get<double>(),
-                          .test_loss = e.at("test_loss").get<double>(),
-                          .test_accuracy = e.at("test_accuracy").get<double>(),
-                          .train_seconds = e.at("train_seconds").get<double>(),
-                          .images_per_second = e.at("images_per_second").get<double>(),
-                          .lr = e.at("lr").get<double>(),
-                          .input_wait_seconds = e.value("input_wait_seconds", 0.0)});
+    h.total_train_seconds = number(j, "total_train_seconds", where);
+    h.images_trained = whole(j, "images_trained", where);
+    h.skipped_steps = j.contains("skipped_steps") ? whole(j, "skipped_steps", where) : 0;
+    for (const auto& e : j.at("epochs")) {
+      require(e.is_object(), where + ": bad training history (an epoch is not an object); the checkpoint is corrupt");
+      h.epochs.push_back({.epoch = whole(e, "epoch", where),
+                          .train_loss = number(e, "train_loss", where),
+                          .train_accuracy = number(e, "train_accuracy", where),
+                          .test_loss = number(e, "test_loss", where),
+                          .test_accuracy = number(e, "test_accuracy", where),
+                          .train_seconds = number(e, "train_seconds", where),
+                          .images_per_second = number(e, "images_per_second", where),
+                          .lr = number(e, "lr", where),
+                          .input_wait_seconds = number(e, "input_wait_seconds", where, /*optional=*/true)});
+      const int64_t before = h.epochs.size() > 1 ? h.epochs[h.epochs.size() - 2].epoch : 0;
+      require(h.epochs.back().epoch > before,
+              where + ": bad training history (epochs out of order); the checkpoint is corrupt");
+    }
     return h;
   } catch (const nlohmann::json::exception& e) {
     throw UserError(where + ": bad training history (" + e.what() + "); the checkpoint is corrupt");
@@ -64,6 +93,7 @@ std::string run_summary_json(const RunInfo& info, const train::History& h) {
   j["lr"] = info.lr;
   j["momentum"] = info.momentum;
   j["seed"] = info.seed;
+  j["replicas"] = info.replicas;
   nlohmann::json seconds = nlohmann::json::array();
   for (const auto& e : h.epochs) seconds.push_back(e.train_seconds);
   const auto& last = h.epochs.back();
@@ -75,6 +105,7 @@ std::string run_summary_json(const RunInfo& info, const train::History& h) {
   j["images_per_second"] = h.images_per_second();
   j["input_wait_fraction"] = h.input_wait_fraction();
   if (!info.evaluation_json.empty()) j["evaluation"] = nlohmann::json::parse(info.evaluation_json);
+  j["skipped_steps"] = h.skipped_steps;  // updates dropped for NaN/Inf (on_nan: skip_step)
   j["history"] = epochs_json(h);
   return j.dump(2) + "\n";
 }

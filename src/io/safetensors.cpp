@@ -1,5 +1,6 @@
 #include "convoy/io/safetensors.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <fstream>
@@ -13,6 +14,8 @@
 namespace convoy::io {
 namespace {
 
+using nlohmann::json;
+
 // safetensors spells convoy's dtype names in capitals: f32 -> F32.
 std::string dtype_tag(DType t) {
   std::string tag = dtype_name(t);
@@ -20,29 +23,61 @@ std::string dtype_tag(DType t) {
   return tag;
 }
 
-DType parse_dtype(const std::string& tag, const std::string& where) {
-  for (DType t : {DType::f32, DType::i32, DType::u8})
-    if (tag == dtype_tag(t)) return t;
-  throw UserError(where + ": dtype " + tag + " is not supported (F32, I32, U8)");
+DType parse_dtype(const json& tag, const std::string& where) {
+  if (tag.is_string())
+    for (DType t : {DType::f32, DType::i32, DType::u8})
+      if (tag.get<std::string>() == dtype_tag(t)) return t;
+  throw UserError(where + ": dtype " + tag.dump(-1, ' ', false, json::error_handler_t::replace) +
+                  " is not supported (F32, I32, U8)");
+}
+
+// A shape whose bytes fit in `available`: checked before anything is
+// allocated, so a header cannot make us reserve more than the file holds.
+// Zero-sized dimensions count as 1 here, so that no product of the sizes can
+// overflow later either.
+Shape parse_shape(const json& j, DType dtype, uint64_t available, const std::string& where) {
+  require(j.is_array(), where + ": shape must be a list of sizes; the file is corrupt");
+  Shape shape;
+  uint64_t bytes = dtype_size(dtype);
+  for (const json& d : j) {
+    require(d.is_number_unsigned() || (d.is_number_integer() && d.get<int64_t>() >= 0),
+            where + ": shape " + j.dump(-1, ' ', false, json::error_handler_t::replace) +
+                " has a size that is not a whole number >= 0; the file is corrupt");
+    const uint64_t n = std::max<uint64_t>(d.get<uint64_t>(), 1);
+    require(bytes <= available / n, where + ": shape " + j.dump() +
+                                        " needs more data than the file holds; the file is truncated or corrupt");
+    bytes *= n;
+    shape.push_back(d.get<int64_t>());
+  }
+  return shape;
+}
+
+uint64_t parse_offset(const json& j, const std::string& where) {
+  require(j.is_number_unsigned() || (j.is_number_integer() && j.get<int64_t>() >= 0),
+          where + ": data_offsets must be two whole numbers >= 0; the file is corrupt");
+  return j.get<uint64_t>();
 }
 
 }  // namespace
 
-NamedTensors read_safetensors(const std::string& path, Metadata* metadata) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(path + ": cannot open; check the path");
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (bytes.size() < 8) throw UserError(path + ": truncated safetensors file (no header)");
+NamedTensors parse_safetensors(std::string_view bytes, const std::string& where, Metadata* metadata,
+                               const SkipTensor& skip) {
+  if (bytes.empty()) throw UserError(where + ": empty file, not a safetensors file");
+  if (bytes.size() < 8) throw UserError(where + ": truncated safetensors file (no header)");
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | static_cast<unsigned char>(bytes[i]);
-  if (header_len > bytes.size() - 8) throw UserError(path + ": truncated safetensors file (header past the end)");
+  if (header_len > bytes.size() - 8)
+    throw UserError(where + ": not a safetensors file, or truncated (its header length " + std::to_string(header_len) +
+                    " is past the end of the file)");
   const std::size_t data_start = 8 + header_len;
-  nlohmann::json header;
+  const uint64_t data_bytes = bytes.size() - data_start;
+  json header;
   try {
-    header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + static_cast<std::ptrdiff_t>(data_start));
-  } catch (const nlohmann::json::exception& e) {
-    throw UserError(path + ": bad safetensors header (" + e.what() + ")");
+    header = json::parse(bytes.substr(8, header_len));
+  } catch (const json::exception& e) {
+    throw UserError(where + ": bad safetensors header (" + e.what() + ")");
   }
+  require(header.is_object(), where + ": bad safetensors header (not a JSON object)");
   NamedTensors out;
   try {
     for (auto& [name, entry] : header.items()) {
@@ -50,23 +85,36 @@ NamedTensors read_safetensors(const std::string& path, Metadata* metadata) {
         if (metadata) *metadata = entry.get<Metadata>();
         continue;
       }
-      const std::string where = path + ": tensor '" + name + "'";
-      Tensor t(parse_dtype(entry.at("dtype").get<std::string>(), where), entry.at("shape").get<Shape>());
-      const auto offsets = entry.at("data_offsets").get<std::vector<uint64_t>>();
-      if (offsets.size() != 2 || offsets[1] < offsets[0] || offsets[1] - offsets[0] != t.nbytes() ||
-          offsets[1] > bytes.size() - data_start)
-        throw UserError(where + ": data_offsets do not match its shape or the file size; the file is corrupt");
-      std::memcpy(t.raw(), bytes.data() + data_start + offsets[0], t.nbytes());
+      if (skip && skip(name)) continue;
+      const std::string tensor = where + ": tensor '" + name + "'";
+      require(entry.is_object(), tensor + ": not a {dtype, shape, data_offsets} entry; the file is corrupt");
+      const DType dtype = parse_dtype(entry.at("dtype"), tensor);
+      const Shape shape = parse_shape(entry.at("shape"), dtype, data_bytes, tensor);
+      const json& offsets = entry.at("data_offsets");
+      require(offsets.is_array() && offsets.size() == 2, tensor + ": data_offsets must be [begin, end]; the file is corrupt");
+      const uint64_t begin = parse_offset(offsets[0], tensor), end = parse_offset(offsets[1], tensor);
+      Tensor t(dtype, shape);
+      if (end < begin || end - begin != t.nbytes() || end > data_bytes)
+        throw UserError(tensor + ": data_offsets do not match its shape or the file size; the file is corrupt");
+      if (t.nbytes()) std::memcpy(t.raw(), bytes.data() + data_start + begin, t.nbytes());
       out.emplace(name, std::move(t));
     }
-  } catch (const nlohmann::json::exception& e) {
-    throw UserError(path + ": bad safetensors header entry (" + e.what() + ")");
+  } catch (const json::exception& e) {
+    throw UserError(where + ": bad safetensors header entry (" + e.what() + ")");
   }
   return out;
 }
 
-void write_safetensors(const std::string& path, const NamedTensors& tensors, const Metadata& metadata) {
-  nlohmann::json header = nlohmann::json::object();
+NamedTensors read_safetensors(const std::string& path, Metadata* metadata, const SkipTensor& skip) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError(path + ": cannot open; check the path");
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw UserError(path + ": cannot read; check the file");
+  return parse_safetensors(bytes, path, metadata, skip);
+}
+
+std::string safetensors_bytes(const NamedTensors& tensors, const Metadata& metadata) {
+  json header = json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   uint64_t offset = 0;
   for (const auto& [name, t] : tensors) {
@@ -77,9 +125,15 @@ void write_safetensors(const std::string& path, const NamedTensors& tensors, con
   head.append((8 - head.size() % 8) % 8, ' ');  // keeps the data 8-byte aligned
   std::string file(8, '\0');
   for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((head.size() >> (8 * i)) & 0xff);
+  file.reserve(file.size() + head.size() + offset);
   file += head;
-  for (const auto& [name, t] : tensors) file.append(static_cast<const char*>(t.raw()), t.nbytes());
-  write_file_atomic(path, file);
+  for (const auto& [name, t] : tensors)
+    if (t.nbytes()) file.append(static_cast<const char*>(t.raw()), t.nbytes());
+  return file;
+}
+
+void write_safetensors(const std::string& path, const NamedTensors& tensors, const Metadata& metadata) {
+  write_file_atomic(path, safetensors_bytes(tensors, metadata));
 }
 
 }  // namespace convoy::io

@@ -1,5 +1,7 @@
 #include "convoy/nn/layers.h"
 
+#include <algorithm>
+
 #include "convoy/core/error.h"
 
 namespace convoy::nn {
@@ -13,28 +15,49 @@ void need_rank(const Shape& in, std::size_t rank, const std::string& name, const
                                  "; check the layers before it");
 }
 
-int64_t window_out(int64_t size, int64_t kernel, int64_t stride, int64_t pad, const std::string& name) {
-  require(kernel > 0 && stride > 0 && pad >= 0,
-          name + ": kernel and stride must be positive and padding non-negative");
-  int64_t out = (size + 2 * pad - kernel) / stride + 1;
-  require(size + 2 * pad >= kernel && out > 0,
-          name + ": kernel " + std::to_string(kernel) + " does not fit input size " + std::to_string(size));
-  return out;
+// Pooling: the window sizes of both axes; padding up to half the kernel, so
+// that every window holds at least one pixel of the image.
+Shape pooled(const Shape& in, int64_t kernel, int64_t stride, int64_t padding, const std::string& name) {
+  need_rank(in, 3, name, "a [C, H, W]");
+  stride = stride ? stride : kernel;
+  require(padding == kSame || padding <= kernel / 2,
+          name + ": padding " + std::to_string(padding) + " is more than half the kernel " + std::to_string(kernel));
+  return {in[0], window(in[1], kernel, stride, padding, name).out, window(in[2], kernel, stride, padding, name).out};
 }
 
 }  // namespace
+
+Window window(int64_t size, int64_t kernel, int64_t stride, int64_t padding, const std::string& name) {
+  require(kernel > 0 && stride > 0 && (padding >= 0 || padding == kSame),
+          name + ": kernel and stride must be positive and padding non-negative (or \"same\")");
+  if (padding == kSame) {
+    const int64_t out = (size + stride - 1) / stride;
+    const int64_t total = std::max<int64_t>((out - 1) * stride + kernel - size, 0);
+    return {out, total / 2, total - total / 2};
+  }
+  require(size + 2 * padding >= kernel, name + ": kernel " + std::to_string(kernel) + " does not fit input size " +
+                                            std::to_string(size) + " with padding " + std::to_string(padding));
+  return {(size + 2 * padding - kernel) / stride + 1, padding, padding};
+}
 
 const char* kind_name(const Layer& layer) {
   return std::visit(Overloaded{
                         [](const Conv2d&) { return "conv2d"; },
                         [](const MaxPool2d&) { return "max_pool2d"; },
+                        [](const AvgPool2d&) { return "avg_pool2d"; },
+                        [](const GlobalAvgPool&) { return "global_avg_pool"; },
+                        [](const Dropout&) { return "dropout"; },
                         [](const ReLU&) { return "relu"; },
+                        [](const ReLU6&) { return "relu6"; },
+                        [](const SiLU&) { return "silu"; },
+                        [](const Sigmoid&) { return "sigmoid"; },
                         [](const BatchNorm&) { return "batch_norm"; },
                         [](const Flatten&) { return "flatten"; },
                         [](const Dense&) { return "dense"; },
                         [](const LogSoftmax&) { return "log_softmax"; },
                         [](const Add&) { return "add"; },
                         [](const Concat&) { return "concat"; },
+                        [](const Multiply&) { return "multiply"; },
                     },
                     layer);
 }
@@ -45,16 +68,22 @@ Shape output_shape(const Layer& layer, const Shape& in, const std::string& name)
           [&](const Conv2d& c) -> Shape {
             need_rank(in, 3, name, "a [C, H, W]");
             require(c.filters > 0, name + ": filters must be positive");
-            return {c.filters, window_out(in[1], c.kernel, c.stride, c.padding, name),
-                    window_out(in[2], c.kernel, c.stride, c.padding, name)};
+            require(c.groups > 0 && in[0] % c.groups == 0 && c.filters % c.groups == 0,
+                    name + ": groups (" + std::to_string(c.groups) + ") must divide the input channels (" +
+                        std::to_string(in[0]) + ") and the filters (" + std::to_string(c.filters) + ")");
+            return {c.filters, window(in[1], c.kernel, c.stride, c.padding, name).out,
+                    window(in[2], c.kernel, c.stride, c.padding, name).out};
           },
-          [&](const MaxPool2d& p) -> Shape {
+          [&](const MaxPool2d& p) { return pooled(in, p.kernel, p.stride, p.padding, name); },
+          [&](const AvgPool2d& p) { return pooled(in, p.kernel, p.stride, p.padding, name); },
+          [&](const GlobalAvgPool& g) -> Shape {
             need_rank(in, 3, name, "a [C, H, W]");
-            int64_t stride = p.stride ? p.stride : p.kernel;
-            return {in[0], window_out(in[1], p.kernel, stride, 0, name),
-                    window_out(in[2], p.kernel, stride, 0, name)};
+            return g.keep_dims ? Shape{in[0], 1, 1} : Shape{in[0]};
           },
-          [&](const ReLU&) -> Shape { return in; },
+          [&](const Dropout& d) -> Shape {
+            require(d.rate >= 0 && d.rate < 1, name + ": rate must be in [0, 1), got " + std::to_string(d.rate));
+            return in;
+          },
           [&](const BatchNorm&) -> Shape {
             require(in.size() == 1 || in.size() == 3,
                     name + ": expects a [C, H, W] or [features] input, got " + to_string(in));
@@ -70,26 +99,39 @@ Shape output_shape(const Layer& layer, const Shape& in, const std::string& name)
             need_rank(in, 1, name, "a [features]");
             return in;
           },
-          [&](const auto&) -> Shape { return output_shape(layer, std::vector<Shape>{in}, name); },
+          [&](const Add&) -> Shape { return output_shape(layer, std::vector<Shape>{in}, name); },
+          [&](const Concat&) -> Shape { return output_shape(layer, std::vector<Shape>{in}, name); },
+          [&](const Multiply&) -> Shape { return output_shape(layer, std::vector<Shape>{in}, name); },
+          [&](const auto&) -> Shape { return in; },  // element-wise activations
       },
       layer);
 }
 
 int arity(const Layer& layer) {
+  if (std::holds_alternative<Multiply>(layer)) return 2;
   return std::holds_alternative<Add>(layer) || std::holds_alternative<Concat>(layer) ? kManyInputs : 1;
 }
 
 Shape output_shape(const Layer& layer, const std::vector<Shape>& inputs, const std::string& name) {
-  if (arity(layer) == 1) {
+  const int want = arity(layer);
+  if (want == 1) {
     require(inputs.size() == 1, name + ": takes one input, got " + std::to_string(inputs.size()));
     return output_shape(layer, inputs[0], name);
   }
-  require(inputs.size() >= 2, name + ": joins two or more inputs, got " + std::to_string(inputs.size()));
   auto shapes = [&] {
     std::string all;
     for (const auto& s : inputs) all += (all.empty() ? "" : ", ") + to_string(s);
     return all;
   };
+  if (want == 2) {
+    require(inputs.size() == 2, name + ": takes two inputs (x and a gate), got " + std::to_string(inputs.size()));
+    const Shape &x = inputs[0], &g = inputs[1];
+    const bool per_channel = x.size() == 3 && (g == Shape{x[0]} || g == Shape{x[0], 1, 1});
+    require(g == x || per_channel,
+            name + ": multiplies x by a gate of its shape or one value per channel, got " + shapes());
+    return x;
+  }
+  require(inputs.size() >= 2, name + ": joins two or more inputs, got " + std::to_string(inputs.size()));
   if (std::holds_alternative<Add>(layer)) {
     for (const auto& s : inputs)
       require(s == inputs[0], name + ": adds inputs of one shape, got " + shapes() + "; project the shortcut first");

@@ -1,5 +1,6 @@
 #include "convoy/nn/model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -13,8 +14,11 @@ namespace {
 // Learned tensors of one layer, in PyTorch's order and layouts
 // (conv weight [O, I, kh, kw], dense weight [O, I]).
 std::vector<ParamSlot> learned_slots(const Layer& layer, const Shape& in) {
-  if (auto* c = std::get_if<Conv2d>(&layer))
-    return {{"weight", {c->filters, in[0], c->kernel, c->kernel}}, {"bias", {c->filters}}};
+  if (auto* c = std::get_if<Conv2d>(&layer)) {
+    std::vector<ParamSlot> slots{{"weight", {c->filters, in[0] / c->groups, c->kernel, c->kernel}}};
+    if (c->bias) slots.push_back({"bias", {c->filters}});
+    return slots;
+  }
   if (auto* d = std::get_if<Dense>(&layer)) return {{"weight", {d->units, in[0]}}, {"bias", {d->units}}};
   if (std::holds_alternative<BatchNorm>(layer)) return {{"weight", {in[0]}}, {"bias", {in[0]}}};
   return {};
@@ -37,8 +41,8 @@ void place(std::vector<ParamSlot>& slots, const std::string& layer_name, int64_t
 
 namespace {
 
-std::vector<std::pair<Layer, std::vector<int>>> chain(std::vector<Layer> layers) {
-  std::vector<std::pair<Layer, std::vector<int>>> graph;
+std::vector<Node> chain(std::vector<Layer> layers) {
+  std::vector<Node> graph;
   for (auto& layer : layers) graph.push_back({std::move(layer), {static_cast<int>(graph.size()) - 1}});
   return graph;
 }
@@ -47,25 +51,34 @@ std::vector<std::pair<Layer, std::vector<int>>> chain(std::vector<Layer> layers)
 
 Model::Model(Shape input_shape, std::vector<Layer> layers) : Model(std::move(input_shape), chain(std::move(layers))) {}
 
-Model::Model(Shape input_shape, std::vector<std::pair<Layer, std::vector<int>>> graph)
-    : input_shape_(std::move(input_shape)) {
+Model::Model(Shape input_shape, std::vector<Node> graph) : input_shape_(std::move(input_shape)) {
   require(!graph.empty(), "model: a model needs at least one layer");
   std::map<std::string, int> counts;
+  std::map<std::string, int> index_of;
   std::vector<int> consumers(graph.size(), 0);
-  for (auto& [layer, inputs] : graph) {
+  for (auto& node : graph) {
     const int index = static_cast<int>(plans_.size());
-    std::string kind = kind_name(layer);
-    std::string name = kind + "_" + std::to_string(counts[kind]++);
+    std::string kind = kind_name(node.layer);
+    std::string name = node.name.empty() ? kind + "_" + std::to_string(counts[kind]++) : node.name;
+    require(index_of.emplace(name, index).second,
+            "model: two layers are named '" + name + "'; give each layer its own name");
     std::vector<Shape> shapes;
-    for (int in : inputs) {
+    for (int in : node.inputs) {
       require(in >= kModelInput && in < index,
               "model: " + name + " takes input " + std::to_string(in) + ", which is not an earlier layer");
       shapes.push_back(in == kModelInput ? input_shape_ : plans_[in].output_shape);
       if (in != kModelInput) ++consumers[in];
     }
     require(!shapes.empty(), "model: " + name + " has no input");
-    LayerPlan plan{name, layer, shapes[0], nn::output_shape(layer, shapes, name), learned_slots(layer, shapes[0]),
-                   state_slots(layer, shapes[0]), inputs, shapes};
+    LayerPlan plan{name,
+                   node.layer,
+                   shapes[0],
+                   nn::output_shape(node.layer, shapes, name),
+                   learned_slots(node.layer, shapes[0]),
+                   state_slots(node.layer, shapes[0]),
+                   node.inputs,
+                   shapes,
+                   node.trainable};
     place(plan.params, name, num_params_);
     place(plan.state, name, num_state_);
     plans_.push_back(std::move(plan));
@@ -76,16 +89,35 @@ Model::Model(Shape input_shape, std::vector<std::pair<Layer, std::vector<int>>> 
                                   " is not used by any later layer; remove it or join it into the graph");
 }
 
+int Model::set_trainable(bool trainable, const std::string& prefix) {
+  int matched = 0, changed = 0;
+  for (auto& plan : plans_) {
+    if (!prefix.empty() && plan.name != prefix && !plan.name.starts_with(prefix + ".")) continue;
+    ++matched;
+    changed += plan.trainable != trainable;
+    plan.trainable = trainable;
+  }
+  require(matched > 0, "model: no layer is named '" + prefix + "' or starts with '" + prefix +
+                           ".'; see the layer names in the model's summary");
+  return changed;
+}
+
+const LayerPlan* Model::find_layer(const std::string& name) const {
+  for (const auto& plan : plans_)
+    if (plan.name == name) return &plan;
+  return nullptr;
+}
+
 bool Model::is_chain() const {
   for (std::size_t i = 0; i < plans_.size(); ++i)
     if (plans_[i].inputs != std::vector<int>{static_cast<int>(i) - 1}) return false;
   return true;
 }
 
-GraphBuilder::Ref GraphBuilder::add(Layer layer, std::vector<Ref> ins) {
+GraphBuilder::Ref GraphBuilder::add(Layer layer, std::vector<Ref> ins, std::string name) {
   std::vector<int> inputs;
   for (Ref r : ins) inputs.push_back(r.index);
-  graph_.push_back({std::move(layer), std::move(inputs)});
+  graph_.push_back({std::move(layer), std::move(inputs), std::move(name)});
   return {static_cast<int>(graph_.size()) - 1};
 }
 
@@ -123,21 +155,24 @@ std::vector<float> Model::initial_state() const {
 
 std::string Model::summary() const {
   const bool graph = !is_chain();
+  int width = 18;  // the name column grows for long names ("layer1.0.downsample.0")
+  for (const auto& plan : plans_) width = std::max(width, static_cast<int>(plan.name.size()));
   std::string out;
-  char line[256];
-  std::snprintf(line, sizeof line, "%-18s %-16s %10s%s\n", "Layer", "Output shape", "Params",
+  char line[512];
+  std::snprintf(line, sizeof line, "%-*s %-16s %10s%s\n", width, "Layer", "Output shape", "Params",
                 graph ? "   Inputs" : "");
   out += line;
-  const std::string rule(graph ? 70 : 46, '-');
+  const std::string rule((graph ? 70 : 46) + width - 18, '-');
   out += rule + "\n";
   for (const auto& plan : plans_) {
     int64_t count = 0;
     for (const auto& p : plan.params) count += p.size();
     std::string from;
     for (int in : plan.inputs) from += (from.empty() ? "" : ", ") + (in == kModelInput ? "input" : plans_[in].name);
-    std::snprintf(line, sizeof line, "%-18s %-16s %10lld%s%s\n", plan.name.c_str(),
+    if (from.size() > 200) from = from.substr(0, 197) + "...";
+    std::snprintf(line, sizeof line, "%-*s %-16s %10lld%s%s%s\n", width, plan.name.c_str(),
                   to_string(plan.output_shape).c_str(), static_cast<long long>(count), graph ? "   " : "",
-                  graph ? from.c_str() : "");
+                  graph ? from.c_str() : "", plan.trainable ? "" : "   (frozen)");
     out += line;
   }
   out += rule + "\n";
@@ -157,8 +192,14 @@ LayerFlops layer_flops(const LayerPlan& plan) {
     return {f, 2 * f};
   }
   if (auto* p = std::get_if<MaxPool2d>(&plan.layer)) return {out * static_cast<double>(p->kernel * p->kernel), in};
+  if (auto* p = std::get_if<AvgPool2d>(&plan.layer))
+    return {out * static_cast<double>(p->kernel * p->kernel), out * static_cast<double>(p->kernel * p->kernel)};
   if (std::holds_alternative<BatchNorm>(plan.layer)) return {4 * in, 8 * in};
-  if (std::holds_alternative<ReLU>(plan.layer)) return {in, in};
+  if (std::holds_alternative<GlobalAvgPool>(plan.layer) || std::holds_alternative<Dropout>(plan.layer) ||
+      std::holds_alternative<ReLU>(plan.layer) || std::holds_alternative<ReLU6>(plan.layer))
+    return {in, in};
+  if (std::holds_alternative<SiLU>(plan.layer) || std::holds_alternative<Sigmoid>(plan.layer)) return {4 * in, 4 * in};
+  if (std::holds_alternative<Multiply>(plan.layer)) return {out, 3 * out};
   if (std::holds_alternative<LogSoftmax>(plan.layer)) return {4 * in, 4 * in};
   if (std::holds_alternative<Add>(plan.layer)) return {out * static_cast<double>(plan.inputs.size() - 1), 0};
   return {};

@@ -43,9 +43,23 @@ EarlyStopping::EarlyStopping(EarlyStoppingOptions options) : options_(std::move(
   maximize_ = mode == "max" || (mode == "auto" && options_.monitor.find("acc") != std::string::npos);
 }
 
-void EarlyStopping::on_train_begin(FitState&) {
+void EarlyStopping::on_train_begin(FitState& s) {
   best_ = maximize_ ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
   best_epoch_ = stopped_epoch_ = wait_ = 0;
+  best_params_.clear();
+  best_state_.clear();
+  // A resumed run replays its earlier epochs, so it stops when an
+  // uninterrupted one would (their weights are gone; see on_epoch_end).
+  for (const auto& r : s.history.epochs) {
+    const double v = metric_value(r, options_.monitor);
+    if (improved(v)) {
+      best_ = v;
+      best_epoch_ = r.epoch;
+      wait_ = 0;
+    } else {
+      ++wait_;
+    }
+  }
 }
 
 bool EarlyStopping::improved(double v) const {
@@ -71,9 +85,20 @@ void EarlyStopping::on_epoch_end(FitState& s, const EpochRecord& r) {
   s.stop_training = true;
   stopped_epoch_ = r.epoch;
   if (options_.restore_best_weights && best_epoch_ > 0) {
+    if (best_params_.empty()) {
+      std::fprintf(stderr,
+                   "convoy: early stopping: the best epoch (%lld) came before the run was resumed, so its weights "
+                   "are not in memory; keeping the last epoch's\n",
+                   static_cast<long long>(best_epoch_));
+      return;
+    }
     s.exe.set_parameters(best_params_);
     s.exe.set_state(best_state_);
   }
+}
+
+void ProgressLogger::on_train_end(FitState&) {
+  if (live_) out_ << "\r\033[K" << std::flush;  // a bar left by a stopped epoch
 }
 
 void TerminateOnNaN::on_batch_end(FitState& s, int64_t step, const Metrics& running) {

@@ -1,8 +1,19 @@
 #include "convoy/train/checkpoint.h"
 
+#include <zlib.h>
+
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include <nlohmann/json.hpp>
 
 #include "convoy/core/error.h"
+#include "convoy/io/atomic_file.h"
 #include "convoy/io/model_weights.h"
 #include "convoy/io/run_summary.h"
 #include "convoy/data/fashion_mnist.h"
@@ -11,69 +22,235 @@
 namespace convoy::train {
 namespace {
 
-constexpr const char* kFormat = "convoy-checkpoint-1";
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// Version 1 (epoch boundaries only, no checksum) is still read.
+constexpr const char* kFormatV1 = "convoy-checkpoint-1";
+constexpr const char* kFormat = "convoy-checkpoint-2";
 constexpr const char* kOptimizerTensor = "optimizer.state";
+constexpr const char* kChecksumKey = "checksum";
+
+// CRC-32 of everything a checkpoint holds: every metadata entry but the
+// checksum itself, then every tensor's name, dtype, shape and bytes (in name
+// order, as the map iterates). A flipped bit anywhere fails the check.
+std::string checksum(const io::NamedTensors& tensors, const io::Metadata& meta) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  auto add = [&crc](const void* data, std::size_t size) {
+    const auto* p = static_cast<const Bytef*>(data);
+    while (size > 0) {  // crc32 takes a uInt length
+      const auto chunk = static_cast<uInt>(std::min<std::size_t>(size, 1u << 30));
+      crc = crc32(crc, p, chunk);
+      p += chunk;
+      size -= chunk;
+    }
+  };
+  auto add_text = [&add](const std::string& s) { add(s.c_str(), s.size() + 1); };  // with its terminator
+  for (const auto& [key, value] : meta) {
+    if (key == kChecksumKey) continue;
+    add_text(key);
+    add_text(value);
+  }
+  for (const auto& [name, t] : tensors) {
+    add_text(name);
+    add_text(dtype_name(t.dtype()));
+    add_text(to_string(t.shape()));
+    if (t.nbytes()) add(t.raw(), t.nbytes());
+  }
+  char text[24];
+  std::snprintf(text, sizeof text, "crc32:%08lx", static_cast<unsigned long>(crc & 0xffffffffUL));
+  return text;
+}
+
+std::string position_json(int64_t epoch, const EpochProgress& p, float lr) {
+  return json{{"epoch", epoch},
+              {"step", p.step},
+              {"loss_sum", p.metrics.loss_sum},  // JSON numbers round-trip doubles exactly
+              {"correct", p.metrics.correct},
+              {"count", p.metrics.count},
+              {"train_seconds", p.train_seconds},
+              {"input_wait_seconds", p.input_wait_seconds},
+              {"lr", lr}}
+      .dump();
+}
+
+// A whole number >= 0 or a finite number from the position, or UserError.
+template <class T> T field(const json& j, const char* key, const std::string& where) {
+  const auto it = j.find(key);
+  bool ok = it != j.end();
+  if (ok && std::is_integral_v<T>) ok = it->is_number_integer() && it->template get<int64_t>() >= 0;
+  if (ok && std::is_floating_point_v<T>) ok = it->is_number() && std::isfinite(it->template get<double>());
+  require(ok, where + ": checkpoint position has no valid '" + key + "'; the checkpoint is corrupt");
+  return it->template get<T>();
+}
+
+int64_t parse_epoch_v1(const std::string& text, const std::string& where) {
+  int64_t epoch = -1;
+  try {
+    std::size_t used = 0;
+    epoch = std::stoll(text, &used);
+    if (used != text.size()) epoch = -1;
+  } catch (const std::exception&) {
+  }
+  require(epoch >= 0, where + ": bad epoch '" + text + "' in the checkpoint metadata; the checkpoint is corrupt");
+  return epoch;
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError(path + ": cannot open; check the path");
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw UserError(path + ": cannot read; check the file");
+  return bytes;
+}
 
 }  // namespace
 
 void save_checkpoint(const std::string& path, const nn::Model& model, const Executable& exe,
-                     const RunConfig& config, const History& history) {
+                     const RunConfig& config, const History& history, const SaveOptions& options) {
   std::vector<float> params(exe.parameter_count()), state(exe.state_count());
   exe.get_parameters(params);
   exe.get_state(state);
   io::NamedTensors tensors = io::to_named(model, params, state);
-  Tensor velocity(DType::f32, {exe.optimizer_state_size()});
-  exe.get_optimizer_state(velocity.data<float>());
-  tensors.emplace(kOptimizerTensor, std::move(velocity));
+  Tensor optimizer_state(DType::f32, {exe.optimizer_state_size()});
+  exe.get_optimizer_state(optimizer_state.data<float>());
+  tensors.emplace(kOptimizerTensor, std::move(optimizer_state));
   const int64_t epoch = history.epochs.empty() ? 0 : history.epochs.back().epoch;
-  io::write_safetensors(path, tensors,
-                        {{"format", kFormat},
-                         {"epoch", std::to_string(epoch)},
-                         {"config", run_config_json(config)},
-                         {"history", io::history_json(history)}});
+  io::Metadata meta{{"format", kFormat},
+                    {"position", position_json(epoch, options.progress, exe.learning_rate())},
+                    {"config", run_config_json(config)},
+                    {"history", io::history_json(history)}};
+  meta[kChecksumKey] = checksum(tensors, meta);
+  int pause_ms = 0;
+  if (const char* delay = std::getenv(kCheckpointDelayEnv)) pause_ms = std::atoi(delay);
+  io::AtomicWriteOptions write{.pause_before_rename_ms = pause_ms};
+  if (options.keep_previous) write.keep_previous_as = (fs::path(path).parent_path() / kPreviousCheckpointFile).string();
+  io::write_file_atomic(path, io::safetensors_bytes(tensors, meta), write);
 }
 
-CheckpointSaver::CheckpointSaver(std::string path, const nn::Model& model, RunConfig config, bool save_best_only,
-                                 std::string monitor)
-    : path_(std::move(path)), model_(model), config_(std::move(config)), best_only_(save_best_only),
-      monitor_(std::move(monitor)), maximize_(monitor_.find("acc") != std::string::npos) {
-  check_metric_name(monitor_, "checkpoint monitor");
-}
-
-void CheckpointSaver::on_epoch_end(FitState& s, const EpochRecord& r) {
-  if (best_only_) {
-    const double v = metric_value(r, monitor_);
-    if (best_ && !(maximize_ ? v > *best_ : v < *best_)) return;
-    best_ = v;
-  }
-  save_checkpoint(path_, model_, s.exe, config_, s.history);
-}
-
-Checkpoint load_checkpoint(const std::string& path) {
-  io::Metadata meta;
-  const io::NamedTensors tensors = io::read_safetensors(path, &meta);
-  require(meta.count("format") && meta.at("format") == kFormat && meta.count("config") && meta.count("epoch") &&
-              meta.count("history"),
-          path + ": not a convoy checkpoint (no convoy metadata); pass the folder of a convoy train --out run");
+Checkpoint parse_checkpoint_metadata(const io::Metadata& meta, const std::string& where) {
+  const auto format = meta.find("format");
+  require(format != meta.end() && (format->second == kFormat || format->second == kFormatV1) &&
+              meta.count("config") && meta.count("history"),
+          where + ": not a convoy checkpoint (no convoy metadata); pass the folder of a convoy train --out run");
   Checkpoint c;
-  c.config = parse_run_config(meta.at("config"), path + " (config)", /*yaml=*/false);
-  c.history = io::parse_history_json(meta.at("history"), path);
-  try {
-    c.epoch = std::stoll(meta.at("epoch"));
-  } catch (const std::exception&) {
-    throw UserError(path + ": bad epoch '" + meta.at("epoch") + "' in the checkpoint metadata");
+  c.config = parse_run_config(meta.at("config"), where + " (config)", /*yaml=*/false);
+  c.history = io::parse_history_json(meta.at("history"), where);
+  if (format->second == kFormatV1) {
+    require(meta.count("epoch"), where + ": no epoch in the checkpoint metadata; the checkpoint is corrupt");
+    c.epoch = parse_epoch_v1(meta.at("epoch"), where);
+    c.lr = static_cast<float>(c.history.epochs.empty() ? c.config.lr : c.history.epochs.back().lr);
+    return c;
   }
+  require(meta.count("position"), where + ": no position in the checkpoint metadata; the checkpoint is corrupt");
+  json p;
+  try {
+    p = json::parse(meta.at("position"));
+  } catch (const json::exception& e) {
+    throw UserError(where + ": bad checkpoint position (" + e.what() + "); the checkpoint is corrupt");
+  }
+  require(p.is_object(), where + ": bad checkpoint position; the checkpoint is corrupt");
+  c.epoch = field<int64_t>(p, "epoch", where);
+  c.progress.step = field<int64_t>(p, "step", where);
+  c.progress.metrics.loss_sum = field<double>(p, "loss_sum", where);
+  c.progress.metrics.correct = field<int64_t>(p, "correct", where);
+  c.progress.metrics.count = field<int64_t>(p, "count", where);
+  c.progress.train_seconds = field<double>(p, "train_seconds", where);
+  c.progress.input_wait_seconds = field<double>(p, "input_wait_seconds", where);
+  const double lr = field<double>(p, "lr", where);
+  require(lr > 0 && lr < 1e30, where + ": checkpoint learning rate out of range; the checkpoint is corrupt");
+  c.lr = static_cast<float>(lr);
+  require(c.progress.metrics.correct <= c.progress.metrics.count && c.epoch <= c.config.epochs &&
+              (c.history.epochs.empty() ? c.epoch == 0 : c.history.epochs.back().epoch == c.epoch),
+          where + ": checkpoint position does not match its history; the checkpoint is corrupt");
+  return c;
+}
+
+Checkpoint parse_checkpoint(std::string_view bytes, const std::string& where) {
+  io::Metadata meta;
+  const io::NamedTensors tensors = io::parse_safetensors(bytes, where, &meta);
+  const auto stored = meta.find(kChecksumKey);
+  if (stored != meta.end()) {
+    require(stored->second == checksum(tensors, meta),
+            where + ": fails its integrity check (checksum mismatch); the file is damaged");
+  } else {
+    require(meta.count("format") && meta.at("format") == kFormatV1,
+            where + ": has no checksum; the checkpoint is damaged or not convoy's");
+  }
+  Checkpoint c = parse_checkpoint_metadata(meta, where);
   const nn::Model model = build_model(c.config, data::kFashionMnistShape);
-  io::FlatWeights w = io::from_named(model, tensors, path);
+  io::FlatWeights w = io::from_named(model, tensors, where);
   c.params = std::move(w.params);
   c.state = std::move(w.state);
   auto it = tensors.find(kOptimizerTensor);
   const int64_t want = optim::state_size(optimizer_options(c.config), model.num_parameters());
   require(it != tensors.end() && it->second.dtype() == DType::f32 && it->second.numel() == want,
-          path + ": missing or mis-sized '" + std::string(kOptimizerTensor) + "'; the checkpoint is corrupt");
+          where + ": missing or mis-sized '" + std::string(kOptimizerTensor) + "'; the checkpoint is corrupt");
   const auto v = it->second.data<float>();
   c.optimizer_state.assign(v.begin(), v.end());
   return c;
+}
+
+Checkpoint load_checkpoint(const std::string& path) { return parse_checkpoint(read_bytes(path), path); }
+
+Checkpoint load_latest_checkpoint(const std::string& dir, std::ostream& warn) {
+  const std::string latest = (fs::path(dir) / kCheckpointFile).string();
+  const std::string previous = (fs::path(dir) / kPreviousCheckpointFile).string();
+  const bool has_latest = fs::exists(latest), has_previous = fs::exists(previous);
+  require(has_latest || has_previous,
+          dir + ": no " + kCheckpointFile + " here; pass the --out folder of a convoy train run");
+  std::string latest_problem = latest + " is missing";
+  if (has_latest) {
+    try {
+      return load_checkpoint(latest);
+    } catch (const UserError& e) {
+      if (!has_previous) throw;
+      latest_problem = e.what();
+    }
+  }
+  try {
+    Checkpoint c = load_checkpoint(previous);
+    warn << "convoy: warning: " << latest_problem << "; using the previous checkpoint, " << kPreviousCheckpointFile
+         << std::endl;
+    return c;
+  } catch (const UserError& e) {
+    throw UserError(dir + ": no usable checkpoint (" + latest_problem + "; " + e.what() + ")");
+  }
+}
+
+CheckpointSaver::CheckpointSaver(std::string path, const nn::Model& model, RunConfig config,
+                                 CheckpointSaverOptions options)
+    : path_(std::move(path)), model_(model), config_(std::move(config)), options_(std::move(options)),
+      maximize_(options_.monitor.find("acc") != std::string::npos) {
+  check_metric_name(options_.monitor, "checkpoint monitor");
+  require(options_.every_steps >= 0, "training.checkpoint_every_steps must be 0 (off) or positive");
+}
+
+bool CheckpointSaver::improved(double v) const { return !best_ || (maximize_ ? v > *best_ : v < *best_); }
+
+void CheckpointSaver::on_train_begin(FitState& s) {
+  // A resumed run remembers which of its earlier epochs was the best.
+  best_.reset();
+  if (options_.save_best_only)
+    for (const auto& r : s.history.epochs)
+      if (const double v = metric_value(r, options_.monitor); improved(v)) best_ = v;
+}
+
+void CheckpointSaver::on_step_end(FitState& s) {
+  if (options_.save_best_only) return;
+  const bool periodic = options_.every_steps > 0 && s.step % options_.every_steps == 0 && s.step < s.steps_per_epoch;
+  if (periodic || s.interrupted)
+    save_checkpoint(path_, model_, s.exe, config_, s.history,
+                    {.progress = s.progress(), .keep_previous = options_.keep_previous});
+}
+
+void CheckpointSaver::on_epoch_end(FitState& s, const EpochRecord& r) {
+  if (options_.save_best_only) {
+    const double v = metric_value(r, options_.monitor);
+    if (!improved(v)) return;
+    best_ = v;
+  }
+  save_checkpoint(path_, model_, s.exe, config_, s.history, {.keep_previous = options_.keep_previous});
 }
 
 }  // namespace convoy::train

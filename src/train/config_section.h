@@ -32,7 +32,9 @@ class Section {
       else if constexpr (std::is_floating_point_v<T>) return it->is_number();
       else return it->is_string();
     }();
-    require(ok, where_ + ": '" + dotted(key) + "' must be " + type_name<T>() + ", got " + it->dump());
+    // A value that is not valid UTF-8 is shown with replacement characters, not thrown on.
+    require(ok, where_ + ": '" + dotted(key) + "' must be " + type_name<T>() + ", got " +
+                    it->dump(-1, ' ', false, json::error_handler_t::replace));
     out = it->template get<T>();
   }
 

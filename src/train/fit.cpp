@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <optional>
+#include <thread>
 
 #include "convoy/core/error.h"
 #include "convoy/data/dataset.h"
 #include "convoy/data/transforms.h"
+#include "convoy/dist/data_parallel.h"
 
 namespace convoy::train {
 namespace {
@@ -50,20 +53,44 @@ class EvalFeeder {
   std::vector<int32_t> labels_;
 };
 
-// The batches of one execution side by side in host memory, as
-// Executable::train_steps takes them. Vectors keep their capacity across
-// executions: no allocation after the first.
+// The batches of one execution, as Executable::train_steps takes them: one
+// batch is used where it lies; several are copied side by side into vectors
+// that keep their capacity across executions (no allocation after the first).
 struct Execution {
+  std::optional<data::Example> first;
   std::vector<float> x, rows;
   std::vector<int32_t> labels;
   int64_t n = 0;
   void clear() {
+    first.reset();
     x.clear();
     rows.clear();
     labels.clear();
     n = 0;
   }
-  void add(const data::Example& batch) {
+  void add(data::Example batch) {
+    if (n++ == 0) {
+      first = std::move(batch);
+      return;
+    }
+    if (n == 2) append(*first);
+    append(batch);
+  }
+  // Runs batches [from, n): returns how many steps ran, ending early after
+  // a step that was not finite (Executable::train_steps).
+  int64_t run(Executable& exe, int64_t from) {
+    if (n == 1) {
+      exe.train_step(first->tensor("image").data<float>().data(), targets_of(first->tensor("label")));
+      return 1;
+    }
+    const int64_t batch = exe.batch_size();
+    const Targets y = labels.empty() ? Targets::rows(rows.data() + from * batch * exe.output_size())
+                                     : Targets(labels.data() + from * batch);
+    return exe.train_steps(x.data() + from * batch * exe.input_size(), y, n - from);
+  }
+
+ private:
+  void append(const data::Example& batch) {
     const auto images = batch.tensor("image").data<float>();
     x.insert(x.end(), images.begin(), images.end());
     const Tensor& y = batch.tensor("label");
@@ -74,10 +101,6 @@ struct Execution {
       const auto r = y.data<float>();
       rows.insert(rows.end(), r.begin(), r.end());
     }
-    ++n;
-  }
-  void run(Executable& exe) {
-    exe.train_steps(x.data(), labels.empty() ? Targets::rows(rows.data()) : Targets(labels.data()), n);
   }
 };
 
@@ -109,19 +132,38 @@ data::Dataset in_order(const data::LabeledImages& data, int64_t batch_size) {
 }
 
 TrainingData in_memory(const data::LabeledImages& train, const data::LabeledImages& test, int64_t batch_size,
-                       uint64_t seed) {
-  require(train.size() >= batch_size, "batch size " + std::to_string(batch_size) + " exceeds the " +
-                                          std::to_string(train.size()) +
-                                          " training examples; use a smaller --batch-size");
-  // Positions are shuffled and batched before the images are looked up: a
-  // small shuffle buffer, one copy per batch.
-  return {.train = data::Dataset::range(train.size())
-                       .shuffle(train.size(), seed)
-                       .batch(batch_size, /*drop_remainder=*/true)
-                       .map(data::rows_of(train))
-                       .prefetch(2),
-          .steps_per_epoch = train.size() / batch_size,
-          .validation = in_order(test, batch_size)};
+                       uint64_t seed, dist::Strategy* strategy) {
+  dist::Strategy& replicas = strategy ? *strategy : dist::single();
+  const int64_t shard = dist::shard_size(train.size(), replicas);  // examples per replica and epoch
+  require(shard >= batch_size, "batch size " + std::to_string(batch_size) + " exceeds the " + std::to_string(shard) +
+                                   " training examples" + (replicas.world_size() > 1 ? " per replica" : "") +
+                                   "; use a smaller --batch-size");
+  // Each epoch a fresh full shuffle fixed by (seed, epoch), full batches only
+  // (the seed's drop_last=True), gathered on prefetch's background thread
+  // while the step runs. Positions are shuffled and batched before the images
+  // are looked up: a small shuffle buffer, one copy per batch — and resuming
+  // mid-epoch skips batches of positions, never gathering their images.
+  // With several replicas each takes its shard of the same shuffled order
+  // and its slice of the validation set (dist/data_parallel.h).
+  const data::Dataset position_batches =
+      dist::shard(data::Dataset::range(train.size()).shuffle(train.size(), seed), train.size(), replicas)
+          .batch(batch_size, /*drop_remainder=*/true);
+  return {.open_train =
+              [position_batches, rows = data::rows_of(train)](int64_t epoch, int64_t skip_steps) {
+                const data::Dataset positions = skip_steps > 0 ? position_batches.skip(skip_steps) : position_batches;
+                return positions.map(rows).prefetch(2).iterate(epoch);
+              },
+          .steps_per_epoch = shard / batch_size,
+          .validation = in_order(dist::EvalShard(test, replicas).data(), batch_size)};
+}
+
+TrainingData TrainingData::from_batches(data::Dataset train, int64_t steps_per_epoch, data::Dataset validation) {
+  return {.open_train =
+              [train](int64_t epoch, int64_t skip_steps) {
+                return (skip_steps > 0 ? train.skip(skip_steps) : train).iterate(epoch);
+              },
+          .steps_per_epoch = steps_per_epoch,
+          .validation = std::move(validation)};
 }
 
 Metrics evaluate(Executable& exe, const data::Dataset& batches) {
@@ -166,7 +208,8 @@ std::vector<int32_t> predict_classes(Executable& exe, const data::LabeledImages&
 
 History fit(Executable& exe, const data::LabeledImages& train, const data::LabeledImages& test,
             const FitOptions& options, History history) {
-  return fit(exe, in_memory(train, test, exe.batch_size(), options.seed), options, std::move(history));
+  return fit(exe, in_memory(train, test, exe.batch_size(), options.seed, options.strategy), options,
+             std::move(history));
 }
 
 History fit(Executable& exe, const TrainingData& data, const FitOptions& options, History history) {
@@ -175,70 +218,104 @@ History fit(Executable& exe, const TrainingData& data, const FitOptions& options
   require(options.steps_per_execution >= 1, "steps_per_execution must be at least 1");
   require(data.steps_per_epoch >= 1, "no full batch of " + std::to_string(batch) +
                                          " training examples; use a smaller --batch-size");
-  const data::Dataset& batches = data.train;
-  std::unique_ptr<data::Iterator> next_epoch = batches.iterate(options.initial_epoch + 1);
+  dist::Strategy& replicas = options.strategy ? *options.strategy : dist::single();
+  const EpochProgress& resumed = options.initial_progress;
+  require(resumed.step >= 0 && resumed.step <= data.steps_per_epoch,
+          "resuming at step " + std::to_string(resumed.step) + " of an epoch of " +
+              std::to_string(data.steps_per_epoch) + " steps; the checkpoint does not belong to this data");
+  auto open_epoch = [&](int64_t epoch, int64_t skip_steps) { return data.open_train(epoch, skip_steps); };
+  std::unique_ptr<data::Iterator> next_epoch = open_epoch(options.initial_epoch + 1, resumed.step);
   FitState state{.exe = exe, .history = history, .epoch = options.initial_epoch, .epochs = options.epochs,
                  .steps_per_epoch = data.steps_per_epoch, .batch_size = batch};
+  // Batches per train_steps call: what the backend takes at once (a GPU
+  // replays a CUDA graph of that many steps; the CPU takes one).
+  const int64_t together = std::max<int64_t>(1, std::min(options.steps_per_execution, exe.steps_per_call()));
   Execution execution;
   const auto fit_start = Clock::now();
   const double seconds_before = history.total_train_seconds;
   for (auto& cb : options.callbacks) cb->on_train_begin(state);
+  const char* delay_env = std::getenv(kStepDelayEnv);
+  const int step_delay_ms = delay_env ? std::atoi(delay_env) : 0;
   for (int64_t epoch = options.initial_epoch + 1; epoch <= options.epochs && !state.stop_training; ++epoch) {
     state.epoch = epoch;
     for (auto& cb : options.callbacks) cb->on_epoch_begin(state);
     const auto start = Clock::now();
     std::unique_ptr<data::Iterator> batches_of_epoch = std::move(next_epoch);
-    double input_wait = 0;  // time the step loop spent waiting for a batch
+    // A resumed epoch continues its saved step count, sums and times.
+    const bool resuming = epoch == options.initial_epoch + 1 && resumed.step > 0;
+    const EpochProgress carried = resuming ? resumed : EpochProgress{};
+    state.step = carried.step;
+    double input_wait = carried.input_wait_seconds;  // time the step loop spent waiting for a batch
     exe.take_metrics();
-    // One execution per iteration: a batch, or up to steps_per_execution
-    // batches in one train_steps call (on a GPU, one CUDA graph). Batch
-    // callbacks run after each execution.
+    if (resuming) exe.restore_metrics(carried.metrics);
+    // One execution per iteration: up to `together` batches in one
+    // train_steps call (on a GPU, one CUDA graph); the CPU takes them one by
+    // one. Step callbacks and the numerical guard run after each call, batch
+    // callbacks every steps_per_execution steps and after each execution.
     bool exhausted = false;
-    for (int64_t b = 0; !state.stop_training && !exhausted;) {
-      auto next = [&] {
+    while (!state.stop_training && !exhausted) {
+      execution.clear();
+      while (execution.n < together) {
         const auto asked = Clock::now();
         std::optional<data::Example> xy = batches_of_epoch->next();
         input_wait += seconds_since(asked);
-        exhausted = !xy;
-        return xy;
-      };
-      std::optional<data::Example> xy = next();
-      if (!xy) break;
-      if (options.steps_per_execution == 1) {
-        exe.train_step(xy->tensor("image").data<float>().data(), targets_of(xy->tensor("label")));
-        ++b;
-      } else {
-        execution.clear();
-        execution.add(*xy);
-        while (execution.n < options.steps_per_execution)
-          if (std::optional<data::Example> more = next()) execution.add(*more); else break;
-        execution.run(exe);
-        b += execution.n;
+        if (!xy) {
+          exhausted = true;
+          break;
+        }
+        execution.add(std::move(*xy));
       }
-      if (!options.callbacks.empty()) {
-        const Metrics running = exe.peek_metrics();
-        for (auto& cb : options.callbacks) cb->on_batch_end(state, b, running);
+      for (int64_t done = 0; done < execution.n;) {
+        const int64_t ran = execution.run(exe, done);
+        done += ran;
+        if (step_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(step_delay_ms * ran));
+        state.step += ran;
+        state.epoch_train_seconds = carried.train_seconds + seconds_since(start);
+        state.epoch_input_wait_seconds = input_wait;
+        if (!exe.last_step_finite() && !handle_nonfinite_step(state, options.on_nan, history)) {
+          state.interrupted = true;  // the weights stay those of the last good step
+          break;
+        }
+        for (auto& cb : options.callbacks) cb->on_step_end(state);
+        if (state.interrupted) break;
+        const bool boundary = state.step % options.steps_per_execution == 0 ||
+                              state.step == state.steps_per_epoch || (together > 1 && done == execution.n);
+        // Replicas (whose callbacks differ: only rank 0's write) see the same
+        // sums and stop at the same step.
+        if (boundary && (!options.callbacks.empty() || replicas.world_size() > 1)) {
+          const Metrics running = dist::sum(replicas, exe.peek_metrics());
+          for (auto& cb : options.callbacks) cb->on_batch_end(state, state.step, running);
+          state.stop_training = dist::any(replicas, state.stop_training);
+        }
+        if (state.stop_training) break;
       }
+      if (state.interrupted) break;
     }
     batches_of_epoch.reset();  // stops its thread if the epoch was cut short
+    if (state.interrupted) {  // the epoch stays unfinished; a checkpoint has its position
+      history.interrupted = !history.fault;
+      break;
+    }
     // The next epoch's shuffle buffer fills during this epoch's evaluation.
-    if (epoch < options.epochs && !state.stop_training) next_epoch = batches.iterate(epoch + 1);
-    const Metrics train_metrics = exe.take_metrics();
+    if (epoch < options.epochs && !state.stop_training) next_epoch = open_epoch(epoch + 1, 0);
+    const Metrics train_metrics = dist::sum(replicas, exe.take_metrics());
     EpochRecord rec;
     rec.epoch = epoch;
     rec.lr = exe.learning_rate();
-    rec.train_seconds = seconds_since(start);
+    rec.train_seconds = carried.train_seconds + seconds_since(start);
     rec.input_wait_seconds = input_wait;
     rec.train_loss = train_metrics.mean_loss();
     rec.train_accuracy = train_metrics.accuracy();
     rec.images_per_second = static_cast<double>(train_metrics.count) / rec.train_seconds;
     history.images_trained += train_metrics.count;
-    const Metrics test_metrics = evaluate(exe, data.validation);
+    dist::average_state(replicas, exe);  // one model to evaluate and save
+    const Metrics test_metrics = dist::sum(replicas, evaluate(exe, data.validation));
     rec.test_loss = test_metrics.mean_loss();
     rec.test_accuracy = test_metrics.accuracy();
     history.epochs.push_back(rec);
     history.total_train_seconds = seconds_before + seconds_since(fit_start);
     for (auto& cb : options.callbacks) cb->on_epoch_end(state, rec);
+    state.stop_training = dist::any(replicas, state.stop_training);
   }
   history.total_train_seconds = seconds_before + seconds_since(fit_start);
   for (auto& cb : options.callbacks) cb->on_train_end(state);

@@ -14,7 +14,27 @@ using nlohmann::json;
 template <class... Ts> struct Overloaded : Ts... { using Ts::operator()...; };
 template <class... Ts> Overloaded(Ts...) -> Overloaded<Ts...>;
 
-const char* kKnownTypes = "conv2d, max_pool2d, relu, batch_norm, flatten, dense, log_softmax, add, concat";
+const char* kKnownTypes =
+    "conv2d, max_pool2d, avg_pool2d, global_avg_pool, dropout, relu, relu6, silu, sigmoid, batch_norm, flatten, "
+    "dense, log_softmax, add, concat, multiply";
+
+// `padding`: a whole number of pixels or "same" (Keras's padding="same").
+void read_padding(Section& s, int64_t& padding) {
+  if (const json* p = s.raw("padding"); p && p->is_string()) {
+    require(p->get<std::string>() == "same",
+            s.where() + ": '" + s.dotted("padding") + "' must be a whole number of pixels or \"same\"");
+    padding = nn::kSame;
+    return;
+  }
+  s.get("padding", padding);
+  require(padding >= 0, s.where() + ": '" + s.dotted("padding") + "' must be >= 0 or \"same\"");
+}
+
+json padding_json(int64_t padding) { return padding == nn::kSame ? json("same") : json(padding); }
+
+void require_kernel(Section& s, int64_t kernel) {
+  require(kernel > 0, s.where() + ": '" + s.dotted("kernel") + "' is required and must be positive");
+}
 
 // Reads the options of one layer type from its section.
 nn::Layer layer_of_type(const std::string& type, Section& s) {
@@ -23,17 +43,42 @@ nn::Layer layer_of_type(const std::string& type, Section& s) {
     s.get("filters", c.filters);
     s.get("kernel", c.kernel);
     s.get("stride", c.stride);
-    s.get("padding", c.padding);
+    read_padding(s, c.padding);
+    s.get("groups", c.groups);
+    s.get("bias", c.bias);
     require(c.filters > 0 && c.kernel > 0, s.where() + ": '" + s.dotted("filters") + "' and '" + s.dotted("kernel") +
                                                "' are required and must be positive");
+    require(c.groups > 0 && c.filters % c.groups == 0,
+            s.where() + ": '" + s.dotted("groups") + "' must be positive and divide the filters");
     return c;
   }
   if (type == "max_pool2d") {
     nn::MaxPool2d p{.kernel = 0};
     s.get("kernel", p.kernel);
     s.get("stride", p.stride);
-    require(p.kernel > 0, s.where() + ": '" + s.dotted("kernel") + "' is required and must be positive");
+    read_padding(s, p.padding);
+    require_kernel(s, p.kernel);
     return p;
+  }
+  if (type == "avg_pool2d") {
+    nn::AvgPool2d p{.kernel = 0};
+    s.get("kernel", p.kernel);
+    s.get("stride", p.stride);
+    read_padding(s, p.padding);
+    s.get("count_include_pad", p.count_include_pad);
+    require_kernel(s, p.kernel);
+    return p;
+  }
+  if (type == "global_avg_pool") {
+    nn::GlobalAvgPool g;
+    s.get("keep_dims", g.keep_dims);
+    return g;
+  }
+  if (type == "dropout") {
+    nn::Dropout d;
+    s.get("rate", d.rate);
+    require(d.rate >= 0 && d.rate < 1, s.where() + ": '" + s.dotted("rate") + "' must be in [0, 1)");
+    return d;
   }
   if (type == "batch_norm") {
     nn::BatchNorm b;
@@ -48,6 +93,10 @@ nn::Layer layer_of_type(const std::string& type, Section& s) {
     return d;
   }
   if (type == "relu") return nn::ReLU{};
+  if (type == "relu6") return nn::ReLU6{};
+  if (type == "silu") return nn::SiLU{};
+  if (type == "sigmoid") return nn::Sigmoid{};
+  if (type == "multiply") return nn::Multiply{};
   if (type == "flatten") return nn::Flatten{};
   if (type == "log_softmax") return nn::LogSoftmax{};
   if (type == "add") return nn::Add{};
@@ -86,9 +135,17 @@ json layers_to_json(const std::vector<LayerSpec>& layers) {
     json j = std::visit(Overloaded{
                             [](const nn::Conv2d& c) -> json {
                               return {{"filters", c.filters}, {"kernel", c.kernel}, {"stride", c.stride},
-                                      {"padding", c.padding}};
+                                      {"padding", padding_json(c.padding)}, {"groups", c.groups}, {"bias", c.bias}};
                             },
-                            [](const nn::MaxPool2d& p) -> json { return {{"kernel", p.kernel}, {"stride", p.stride}}; },
+                            [](const nn::MaxPool2d& p) -> json {
+                              return {{"kernel", p.kernel}, {"stride", p.stride}, {"padding", padding_json(p.padding)}};
+                            },
+                            [](const nn::AvgPool2d& p) -> json {
+                              return {{"kernel", p.kernel}, {"stride", p.stride}, {"padding", padding_json(p.padding)},
+                                      {"count_include_pad", p.count_include_pad}};
+                            },
+                            [](const nn::GlobalAvgPool& g) -> json { return {{"keep_dims", g.keep_dims}}; },
+                            [](const nn::Dropout& d) -> json { return {{"rate", d.rate}}; },
                             [](const nn::BatchNorm& b) -> json { return {{"momentum", b.momentum}, {"eps", b.eps}}; },
                             [](const nn::Dense& d) -> json { return {{"units", d.units}}; },
                             [](const auto&) -> json { return json::object(); },
@@ -101,12 +158,12 @@ json layers_to_json(const std::vector<LayerSpec>& layers) {
   return list;
 }
 
-nn::Model build_model(const RunConfig& c, const Shape& input_shape) {
-  if (c.layers.empty()) return nn::model_by_name(c.model);
+nn::Model build_model(const RunConfig& c, const Shape& input_shape, int64_t classes) {
+  if (c.layers.empty()) return nn::model_by_name(c.model, {.input = input_shape, .classes = classes});
   // Names as the model will give them (kind_0, kind_1, ...), to resolve inputs.
   std::map<std::string, int> index{{"input", nn::kModelInput}};
   std::map<std::string, int> counts;
-  std::vector<std::pair<nn::Layer, std::vector<int>>> graph;
+  std::vector<nn::Node> graph;
   for (std::size_t i = 0; i < c.layers.size(); ++i) {
     const LayerSpec& spec = c.layers[i];
     std::vector<int> inputs;
@@ -120,7 +177,7 @@ nn::Model build_model(const RunConfig& c, const Shape& input_shape) {
     }
     const std::string kind = nn::kind_name(spec.layer);
     index[kind + "_" + std::to_string(counts[kind]++)] = static_cast<int>(i);
-    graph.push_back({spec.layer, std::move(inputs)});
+    graph.push_back({.layer = spec.layer, .inputs = std::move(inputs)});
   }
   return nn::Model(input_shape, std::move(graph));
 }

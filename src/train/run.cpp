@@ -2,9 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <iostream>
 #include <optional>
 
 #include "convoy/backends/devices.h"
@@ -12,6 +14,7 @@
 #include "convoy/core/threads.h"
 #include "convoy/data/fashion_mnist.h"
 #include "convoy/data/idx.h"
+#include "convoy/dist/data_parallel.h"
 #include "convoy/io/atomic_file.h"
 #include "convoy/io/model_weights.h"
 #include "convoy/io/plots.h"
@@ -20,7 +23,9 @@
 #include "convoy/train/checkpoint.h"
 #include "convoy/train/evaluation.h"
 #include "convoy/train/fit.h"
+#include "convoy/train/graceful_stop.h"
 #include "convoy/train/profile_report.h"
+#include "convoy/train/replicas.h"
 #include "convoy/train/schedules.h"
 
 namespace convoy::train {
@@ -60,52 +65,108 @@ std::unique_ptr<Executable> compile_for(const nn::Model& model, const RunConfig&
   options.label_smoothing = static_cast<float>(c.label_smoothing);
   options.optimizer = optimizer_options(c);
   options.steps_per_execution = c.steps_per_execution;
-  const DeviceChoice device = choose_device(c.device);
+  const DeviceChoice device = choose_device(c.device, model);
   if (log && !device.fallback.empty()) *log << "convoy: " << device.fallback << "\n" << std::flush;
   return compile_on(device.kind, model, options, c.seed);
 }
 
-Callbacks make_callbacks(const RunConfig& c, const nn::Model& model, std::ostream& log) {
+// `saved` is the config checkpoints record (before scaling for replicas).
+// Replicas other than the primary get only the callbacks that steer training
+// (fit makes them agree on stopping); printing and files are the primary's.
+Callbacks make_callbacks(const RunConfig& c, const RunConfig& saved, const nn::Model& model, std::ostream& log,
+                         bool primary) {
   Callbacks cbs;
-  if (c.progress != "quiet") {
+  cbs.push_back(std::make_shared<StopOnSignal>());  // first: the checkpoint saver sees the interruption
+  if (c.progress != "quiet" && primary) {
     const bool bar = c.progress == "bar" || (c.progress == "auto" && ::isatty(STDOUT_FILENO));
     cbs.push_back(std::make_shared<ProgressLogger>(log, bar));
   }
-  if (c.terminate_on_nan) cbs.push_back(std::make_shared<TerminateOnNaN>());
+  if (c.terminate_on_nan && primary) cbs.push_back(std::make_shared<TerminateOnNaN>());
   if (c.early_stopping) cbs.push_back(std::make_shared<EarlyStopping>(*c.early_stopping));
   if (c.schedule.active()) cbs.push_back(std::make_shared<LearningRateScheduler>(c.schedule, c.lr));
   if (c.reduce_lr_on_plateau) cbs.push_back(std::make_shared<ReduceLrOnPlateau>(*c.reduce_lr_on_plateau));
-  if (!c.out_dir.empty()) {
+  if (!c.out_dir.empty() && primary) {
     cbs.push_back(std::make_shared<CsvLogger>((fs::path(c.out_dir) / "history.csv").string()));
     cbs.push_back(std::make_shared<TensorBoardLogger>((fs::path(c.out_dir) / "tensorboard").string()));
-    cbs.push_back(std::make_shared<CheckpointSaver>((fs::path(c.out_dir) / kCheckpointFile).string(), model, c));
+    cbs.push_back(std::make_shared<CheckpointSaver>(
+        (fs::path(c.out_dir) / kCheckpointFile).string(), model, saved,
+        CheckpointSaverOptions{.every_steps = c.checkpoint_every_steps, .keep_previous = true}));
     // The best epoch's weights by validation loss, beside the latest.
-    cbs.push_back(std::make_shared<CheckpointSaver>((fs::path(c.out_dir) / "best.safetensors").string(), model, c,
-                                                    /*save_best_only=*/true, "val_loss"));
+    cbs.push_back(std::make_shared<CheckpointSaver>((fs::path(c.out_dir) / "best.safetensors").string(), model, saved,
+                                                    CheckpointSaverOptions{.save_best_only = true, .monitor = "val_loss"}));
   }
   return cbs;
 }
 
-// The shared body of a fresh and a resumed run.
-RunOutcome run(const RunConfig& c, const std::optional<Checkpoint>& resume, std::ostream& log) {
-  validate(c);
-  if (!c.out_dir.empty()) io::ensure_writable_dir(c.out_dir);  // fail now, not after training
-  set_num_threads(c.threads);
+// on_nan: stop. The faulty step changed nothing, so the weights are the last
+// good step's: write them, then fail with one line saying where and what to do.
+[[noreturn]] void stop_for_fault(const NumericalFault& fault, const RunConfig& c, const nn::Model& model,
+                                 const Executable& exe) {
+  std::vector<float> params(model.num_parameters()), state(model.num_state());
+  exe.get_parameters(params);
+  exe.get_state(state);
+  const auto finite = [](const std::vector<float>& v) {
+    return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+  };
+  std::string kept = "; nothing written (no --out)";
+  if (!finite(params) || !finite(state)) {
+    // An earlier update overflowed the weights themselves (finite gradients
+    // times a huge learning rate): they are not worth keeping.
+    kept = "; the weights had already overflowed, so model.safetensors was not written (checkpoints hold earlier ones)";
+  } else if (!c.out_dir.empty()) {
+    const std::string path = (fs::path(c.out_dir) / "model.safetensors").string();
+    io::write_safetensors(path, io::to_named(model, params, state));
+    kept = "; the last good weights are in " + path;
+  }
+  throw UserError(describe(fault) + "; stopped (on_nan: stop)" + kept +
+                  "; lower the learning rate, check the data, or set callbacks.on_nan: skip_step");
+}
+
+// The shared body of a fresh and a resumed run. Every replica runs it; only
+// the primary prints and writes.
+RunOutcome run(const RunConfig& config, const std::optional<Checkpoint>& resume, std::ostream& primary_log) {
+  validate(config);
+  const std::unique_ptr<dist::Strategy> replicas = dist::make_strategy(strategy_options(config));
+  const bool primary = replicas->is_primary();
+  std::ostream discard(nullptr);
+  std::ostream& log = primary ? primary_log : discard;
+  const RunConfig c = scaled_for_replicas(config, replicas->world_size());
+  require(c.checkpoint_every_steps == 0 || !c.out_dir.empty(),
+          "training.checkpoint_every_steps (--checkpoint-every-steps) needs an output folder; pass --out DIR");
+  if (!c.out_dir.empty() && primary) {
+    io::ensure_writable_dir(c.out_dir);  // fail now, not after training
+    io::remove_stale_temporaries(c.out_dir);  // left by a run killed inside a write
+  }
+  set_num_threads(c.threads > 0 ? c.threads : dist::default_threads_per_process());
   choose_device(c.device);  // a missing GPU fails now, not after loading the data
   const nn::Model model = build_model(c, data::kFashionMnistShape);
   const data::TrainTest data = data::load_fashion_mnist(c.data_dir);
   auto exe = compile_for(model, c, c.progress == "quiet" ? nullptr : &log);
+  // A GPU runs steps_per_execution steps per call, and step callbacks (the
+  // periodic checkpoint among them) see only the last of each.
+  const int64_t together = std::min<int64_t>(c.steps_per_execution, exe->steps_per_call());
+  require(together <= 1 || c.checkpoint_every_steps % together == 0,
+          "training.checkpoint_every_steps (" + std::to_string(c.checkpoint_every_steps) +
+              ") must be a multiple of steps_per_execution (" + std::to_string(together) + ") on " + exe->device() +
+              ", which runs that many steps at a time");
   History history;
   int64_t done = 0;
+  EpochProgress progress;
   if (resume) {
     exe->set_parameters(resume->params);
     exe->set_state(resume->state);
     exe->set_optimizer_state(resume->optimizer_state);
     history = resume->history;
     done = resume->epoch;
-    if (!history.epochs.empty()) exe->set_learning_rate(static_cast<float>(history.epochs.back().lr));
+    progress = resume->progress;
+    exe->set_learning_rate(resume->lr);
   }
-  RunOutcome out{.history = {}, .device = exe->device(), .threads = num_threads()};
+  std::string resuming;
+  if (resume) resuming = ", resuming after epoch " + std::to_string(done);
+  if (progress.step > 0) resuming += " and " + std::to_string(progress.step) + " steps of epoch " + std::to_string(done + 1);
+  dist::attach(*replicas, *exe, c.sync_batch_norm);
+  RunOutcome out{.history = {}, .device = exe->device(), .threads = num_threads(),
+                 .replicas = replicas->world_size(), .primary = primary};
   if (c.progress != "quiet") {
     char line[320];
     std::snprintf(line, sizeof line,
@@ -115,16 +176,30 @@ RunOutcome run(const RunConfig& c, const std::optional<Checkpoint>& resume, std:
                   out.device.c_str(), out.threads, static_cast<long long>(c.batch_size),
                   c.optimizer == "sgd" ? "SGD" : c.optimizer.c_str(), c.lr, c.momentum,
                   static_cast<long long>(c.epochs), static_cast<unsigned long long>(c.seed),
-                  resume ? (", resuming after epoch " + std::to_string(done)).c_str() : "");
-    log << line << std::flush;
+                  resuming.c_str());
+    log << line;
+    if (replicas->world_size() > 1)
+      log << "  " << replicas->world_size() << " replicas (" << replicas->name() << "): global batch "
+          << c.batch_size * replicas->world_size() << (c.scale_lr ? ", lr scaled by replicas" : "")
+          << (c.sync_batch_norm ? ", synchronised batch norm" : ", batch norm per replica") << "\n";
+    log << std::flush;
   }
-  FitOptions fit_options{.epochs = c.epochs, .seed = c.seed, .initial_epoch = done,
-                         .steps_per_execution = c.steps_per_execution, .callbacks = make_callbacks(c, model, log)};
+  FitOptions fit_options{.epochs = c.epochs, .seed = c.seed, .initial_epoch = done, .initial_progress = progress,
+                         .on_nan = parse_on_nan(c.on_nan, "callbacks.on_nan"),
+                         .steps_per_execution = c.steps_per_execution,
+                         .callbacks = make_callbacks(c, config, model, log, primary), .strategy = replicas.get()};
   exe->set_profiling(c.profile);
-  out.history = fit(*exe, data.train, data.test, fit_options, std::move(history));
-  if (c.profile) log << profile_table(exe->profile(), exe->profiled_steps()) << std::flush;
+  {
+    const StopSignals stop_signals;  // SIGINT/SIGTERM: finish the step, checkpoint, stop
+    out.history = fit(*exe, data.train, data.test, fit_options, std::move(history));
+    if (out.history.interrupted) out.stopped_by_signal = StopSignals::received();
+  }
+  if (out.stopped_by_signal) return out;  // the checkpoint has the position; no reports for an unfinished run
+  if (out.history.fault) stop_for_fault(*out.history.fault, c, model, *exe);
+  if (c.profile) log << profile_table(exe->profile(), exe->profiled_steps()) << communication_report(*replicas)
+                     << std::flush;
   const auto& h = out.history;
-  if (h.epochs.empty()) return out;
+  if (h.epochs.empty() || !primary) return out;
   if (c.progress != "quiet") {
     char line[200];
     std::snprintf(line, sizeof line, "total training time %.2f s | test accuracy %.2f%% | %.0f images/s\n",
@@ -135,7 +210,7 @@ RunOutcome run(const RunConfig& c, const std::optional<Checkpoint>& resume, std:
     const fs::path dir(c.out_dir);
     io::RunInfo info{.model = c.model, .dataset = c.data_dir, .device = out.device, .threads = out.threads,
                      .epochs = c.epochs, .batch_size = c.batch_size, .lr = c.lr, .momentum = c.momentum,
-                     .seed = c.seed};
+                     .seed = c.seed, .replicas = replicas->world_size()};
     const EvaluationReport ev = evaluate_report(*exe, data.test, loss_kind(c));
     info.evaluation_json = evaluation_json(ev, kFashionMnistClasses);
     std::vector<float> params(model.num_parameters()), state(model.num_state());
@@ -151,19 +226,14 @@ RunOutcome run(const RunConfig& c, const std::optional<Checkpoint>& resume, std:
   return out;
 }
 
-std::string checkpoint_path(const std::string& dir) {
-  const std::string path = (fs::path(dir) / kCheckpointFile).string();
-  require(fs::exists(path), dir + ": no " + kCheckpointFile + " here; pass the --out folder of a convoy train run");
-  return path;
-}
-
 }  // namespace
 
 RunOutcome run_training(const RunConfig& config, std::ostream& log) { return run(config, std::nullopt, log); }
 
-RunOutcome resume_training(const std::string& dir, std::ostream& log) {
-  Checkpoint ck = load_checkpoint(checkpoint_path(dir));
+RunOutcome resume_training(const std::string& dir, std::ostream& log, const std::function<void(RunConfig&)>& adjust) {
+  Checkpoint ck = load_latest_checkpoint(dir, std::cerr);
   ck.config.out_dir = dir;
+  if (adjust) adjust(ck.config);
   return run(ck.config, ck, log);
 }
 
@@ -177,13 +247,13 @@ std::unique_ptr<Executable> restore(const Checkpoint& ck) {
 }
 
 Metrics evaluate_checkpoint(const std::string& dir) {
-  const Checkpoint ck = load_checkpoint(checkpoint_path(dir));
+  const Checkpoint ck = load_latest_checkpoint(dir, std::cerr);
   const data::TrainTest data = data::load_fashion_mnist(ck.config.data_dir);
   return evaluate(*restore(ck), data.test);
 }
 
 int64_t predict_to_csv(const std::string& dir, const std::string& images_idx, const std::string& output_csv) {
-  const Checkpoint ck = load_checkpoint(checkpoint_path(dir));
+  const Checkpoint ck = load_latest_checkpoint(dir, std::cerr);
   const Tensor raw = data::read_idx_u8(images_idx);
   const nn::Model model = build_model(ck.config, data::kFashionMnistShape);
   const Shape& want = model.input_shape();

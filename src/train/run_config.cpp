@@ -13,6 +13,7 @@
 #include "convoy/nn/zoo.h"
 #include "train/config_section.h"
 #include "train/layer_config.h"
+#include "convoy/train/numerical_guard.h"
 
 namespace convoy::train {
 namespace {
@@ -103,6 +104,7 @@ RunConfig from_json(const json& root, const std::string& where) {
     s.get("epochs", c.epochs);
     s.get("batch_size", c.batch_size);
     s.get("steps_per_execution", c.steps_per_execution);
+    s.get("checkpoint_every_steps", c.checkpoint_every_steps);
     s.get("seed", c.seed);
     s.get("threads", c.threads);
     s.get("device", c.device);
@@ -111,6 +113,7 @@ RunConfig from_json(const json& root, const std::string& where) {
   {
     Section s = top.sub("callbacks");
     s.get("terminate_on_nan", c.terminate_on_nan);
+    s.get("on_nan", c.on_nan);
     if (s.has("early_stopping")) {
       EarlyStoppingOptions e;
       Section es = s.sub("early_stopping");
@@ -140,6 +143,15 @@ RunConfig from_json(const json& root, const std::string& where) {
     s.finish();
   }
   {
+    Section s = top.sub("distributed");
+    s.get("strategy", c.strategy);
+    s.get("scale_lr", c.scale_lr);
+    s.get("sync_batch_norm", c.sync_batch_norm);
+    s.get("timeout_seconds", c.dist_timeout);
+    s.get("bucket_kib", c.bucket_kib);
+    s.finish();
+  }
+  {
     Section s = top.sub("output");
     s.get("dir", c.out_dir);
     s.get("progress", c.progress);
@@ -155,9 +167,23 @@ RunConfig from_json(const json& root, const std::string& where) {
   return c;
 }
 
+// Configs are stored as JSON in checkpoints and summaries, which hold UTF-8 only.
+void require_utf8(const std::string& value, const std::string& key) {
+  try {
+    (void)json(value).dump();
+  } catch (const json::exception&) {
+    const std::string shown = json(value).dump(-1, ' ', false, json::error_handler_t::replace);
+    throw UserError(key + ": " + shown.substr(1, shown.size() - 2) + " is not valid UTF-8; use a name in UTF-8");
+  }
+}
+
 }  // namespace
 
 void validate(const RunConfig& c) {
+  require_utf8(c.data_dir, "data.dir (--data)");
+  require_utf8(c.out_dir, "output.dir (--out)");
+  for (const auto* text : {&c.model, &c.optimizer, &c.schedule.kind, &c.progress, &c.on_nan})
+    require_utf8(*text, "a config value");
   if (c.layers.empty()) {
     try {
       nn::model_by_name(c.model);
@@ -183,6 +209,9 @@ void validate(const RunConfig& c) {
   require(c.epochs >= 1, "training.epochs (--epochs) must be at least 1");
   require(c.batch_size >= 1, "training.batch_size (--batch-size) must be at least 1");
   require(c.steps_per_execution >= 1, "training.steps_per_execution must be at least 1");
+  require(c.checkpoint_every_steps >= 0,
+          "training.checkpoint_every_steps (--checkpoint-every-steps) must be 0 (off) or positive");
+  parse_on_nan(c.on_nan, "callbacks.on_nan (--on-nan)");
   require(c.lr > 0, "optimizer.lr (--lr) must be positive");
   require(c.momentum >= 0 && c.momentum < 1, "optimizer.momentum (--momentum) must be in [0, 1)");
   require(c.weight_decay >= 0, "optimizer.weight_decay must be 0 or more");
@@ -192,6 +221,10 @@ void validate(const RunConfig& c) {
   require(c.progress == "auto" || c.progress == "bar" || c.progress == "lines" || c.progress == "quiet",
           "output.progress (--progress): '" + c.progress + "' is not auto, bar, lines or quiet");
   if (c.early_stopping) EarlyStopping check(*c.early_stopping);  // validates monitor, mode, patience
+  require(c.strategy == "single" || c.strategy == "mpi",
+          "distributed.strategy (--strategy): '" + c.strategy + "' is not single or mpi");
+  require(c.dist_timeout > 0, "distributed.timeout_seconds (--dist-timeout) must be positive");
+  require(c.bucket_kib >= 0, "distributed.bucket_kib (--dist-bucket-kib) must be 0 (off) or positive");
 }
 
 optim::OptimizerOptions optimizer_options(const RunConfig& c) {
@@ -264,8 +297,11 @@ std::string run_config_json(const RunConfig& c) {
               {"warmup_epochs", c.schedule.warmup_epochs}}},
             {"training",
              {{"epochs", c.epochs}, {"batch_size", c.batch_size}, {"steps_per_execution", c.steps_per_execution},
-              {"seed", c.seed}, {"threads", c.threads}, {"device", c.device}}},
-            {"callbacks", {{"terminate_on_nan", c.terminate_on_nan}}},
+              {"checkpoint_every_steps", c.checkpoint_every_steps}, {"seed", c.seed}, {"threads", c.threads}, {"device", c.device}}},
+            {"callbacks", {{"terminate_on_nan", c.terminate_on_nan}, {"on_nan", c.on_nan}}},
+            {"distributed",
+             {{"strategy", c.strategy}, {"scale_lr", c.scale_lr}, {"sync_batch_norm", c.sync_batch_norm},
+              {"timeout_seconds", c.dist_timeout}, {"bucket_kib", c.bucket_kib}}},
             {"output", {{"dir", c.out_dir}, {"progress", c.progress}, {"profile", c.profile}}}};
   if (c.early_stopping) {
     const auto& e = *c.early_stopping;

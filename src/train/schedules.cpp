@@ -44,20 +44,28 @@ ReduceLrOnPlateau::ReduceLrOnPlateau(ReduceLrOptions o) : o_(std::move(o)) {
   maximize_ = o_.monitor.find("acc") != std::string::npos;
 }
 
-void ReduceLrOnPlateau::on_train_begin(FitState&) {
-  best_ = maximize_ ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
-  wait_ = 0;
-}
-
-void ReduceLrOnPlateau::on_epoch_end(FitState& st, const EpochRecord& r) {
-  const double v = metric_value(r, o_.monitor), d = std::abs(o_.min_delta);
+bool ReduceLrOnPlateau::observe(double v) {
+  const double d = std::abs(o_.min_delta);
   if (maximize_ ? v > best_ + d : v < best_ - d) {
     best_ = v;
     wait_ = 0;
-    return;
+    return false;
   }
-  if (++wait_ <= o_.patience) return;
+  if (++wait_ <= o_.patience) return false;
   wait_ = 0;
+  return true;
+}
+
+void ReduceLrOnPlateau::on_train_begin(FitState& st) {
+  best_ = maximize_ ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+  wait_ = 0;
+  // A resumed run replays its earlier epochs (the rate itself comes back from
+  // the checkpoint), so later reductions fall where an uninterrupted run's do.
+  for (const auto& r : st.history.epochs) observe(metric_value(r, o_.monitor));
+}
+
+void ReduceLrOnPlateau::on_epoch_end(FitState& st, const EpochRecord& r) {
+  if (!observe(metric_value(r, o_.monitor))) return;
   const double lr = std::max(o_.min_lr, st.exe.learning_rate() * o_.factor);
   if (lr < st.exe.learning_rate()) {
     st.exe.set_learning_rate(static_cast<float>(lr));

@@ -42,6 +42,14 @@ struct DeviceChoice {
 // and for "cuda" when no GPU is usable (naming why).
 DeviceChoice choose_device(const std::string& requested);
 
+// Empty when the CUDA backend can train `model`; else one line naming the
+// first layer (or setting) it has no kernels for. Needs no GPU.
+std::string cuda_unsupported(const nn::Model& model);
+
+// As above, for this model: a GPU that cannot run it is no choice. "cuda"
+// then throws UserError naming the layer; "auto" falls back to the CPU.
+DeviceChoice choose_device(const std::string& requested, const nn::Model& model);
+
 std::unique_ptr<Executable> compile_on(DeviceKind kind, const nn::Model& model, const CompileOptions& options,
                                         uint64_t seed);
 

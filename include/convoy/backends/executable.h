@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "convoy/backends/replica_hooks.h"
+#include "convoy/core/error.h"
 #include "convoy/nn/model.h"
 #include "convoy/optim/optimizer.h"
 
@@ -85,11 +87,16 @@ class Executable {
   // x: [batch, input_shape...] floats, y: the batch's targets.
   // Forward in training mode, loss, backward, optimizer update; adds to metrics.
   virtual void train_step(const float* x, Targets y) = 0;
-  // n training steps on n consecutive batches: x holds n * batch examples, y
-  // their targets in order. The same as n train_step calls (this default);
-  // the GPU runs them as one CUDA graph. n is at most the compile option
-  // steps_per_execution on backends that keep batches on a device.
-  virtual void train_steps(const float* x, Targets y, int64_t n);
+  // Up to n training steps on n consecutive batches: x holds n * batch
+  // examples, y their targets in order. The same as train_step calls (this
+  // default) that stop after the first step that was not finite (see the
+  // numerical guard below); returns how many steps ran, so last_step_finite()
+  // is about the last of them. The GPU runs them as one CUDA graph; there n
+  // is at most the compile option steps_per_execution.
+  virtual int64_t train_steps(const float* x, Targets y, int64_t n);
+  // How many batches train_steps takes at once to good effect: 1 on the CPU
+  // (fit then hands it batches one at a time), steps_per_execution on a GPU.
+  virtual int64_t steps_per_call() const { return 1; }
   // Forward in inference mode on the first `count` (<= batch) examples; adds to
   // metrics. Rows past `count` are ignored (inference is per-example).
   virtual void eval_step(const float* x, Targets y, int64_t count) = 0;
@@ -99,6 +106,22 @@ class Executable {
   virtual Metrics take_metrics() = 0;
   // The running sums without resetting them (progress bars, NaN checks).
   virtual Metrics peek_metrics() const = 0;
+  // Puts back the running sums a mid-epoch checkpoint saved, so the epoch's
+  // metrics continue exactly (same additions, same order) after a resume.
+  virtual void restore_metrics(const Metrics& m) = 0;
+
+  // The numerical guard (docs/reliability.md). Before its optimizer update,
+  // train_step checks the loss and the whole flat gradient buffer for NaN and
+  // Inf in one fused pass. When anything is not finite the step changes
+  // nothing: no update, BN running statistics and metrics as they were; and
+  // last_step_finite() is false until the next train_step.
+  virtual bool last_step_finite() const = 0;
+  // After such a step: where non-finite values first showed, scanning that
+  // step's buffers in the order they were computed — the input batch, each
+  // layer's output in layer order, the loss, then gradients from the last
+  // layer back — e.g. "the forward output of conv2d_0". Only this scan is
+  // per layer; call it before the next step.
+  virtual std::string nonfinite_report() const = 0;
 
   virtual void set_learning_rate(float lr) = 0;
 
@@ -124,6 +147,16 @@ class Executable {
   // Model outputs [batch, classes] and d loss/d input of the last step.
   virtual void get_output(std::span<float> out) const = 0;
   virtual void get_input_gradient(std::span<float> grad) const = 0;
+
+  // Data parallelism (dist/, see replica_hooks.h). Off by default; the
+  // reducer must outlive the executable or be unset. A backend that cannot
+  // take part throws UserError rather than train replicas apart.
+  virtual void set_gradient_reducer(GradientReducer* reducer) {
+    require(reducer == nullptr, device() + ": this backend cannot train as one of several replicas");
+  }
+  virtual void set_batch_norm_reducer(StatisticsReducer reducer) {
+    require(!reducer, device() + ": this backend has no synchronised batch norm");
+  }
 };
 
 // Compiles for the CPU (oneDNN). Parameters start from model.initial_parameters(seed).

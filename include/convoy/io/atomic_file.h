@@ -1,16 +1,33 @@
 #pragma once
 // Outputs are never half-written: content goes to a temporary file beside the
-// target, is flushed to disk, then renamed over it in one step.
+// target, is flushed to disk, then renamed over it in one step, and the
+// folder is flushed so that the rename itself survives a power cut.
 #include <string>
 #include <string_view>
 
 namespace convoy::io {
 
-// Throws UserError naming the path when it cannot be written.
-void write_file_atomic(const std::string& path, std::string_view content);
+struct AtomicWriteOptions {
+  // When set and `path` already exists, the file being replaced is kept under
+  // this name (a hard link made before the rename: at every instant both
+  // names hold a complete file).
+  std::string keep_previous_as;
+  // Test only: sleep between the flushed temporary file and the rename, so a
+  // test can kill the process inside a write (CONVOY_TEST_CHECKPOINT_DELAY_MS).
+  int pause_before_rename_ms = 0;
+};
+
+// Throws UserError naming the path when it cannot be written (a missing or
+// read-only folder, a full disk, a file-size limit); the temporary file is
+// removed and the old content of `path` is left as it was.
+void write_file_atomic(const std::string& path, std::string_view content, const AtomicWriteOptions& options = {});
 
 // Creates `dir` (and parents) and checks that files can be written there, so a
 // run fails at once rather than after hours of training.
 void ensure_writable_dir(const std::string& dir);
+
+// Removes the temporary files that writers killed in mid-write left in `dir`
+// (`<name>.tmp.<pid>` of processes no longer running). Returns how many.
+int remove_stale_temporaries(const std::string& dir);
 
 }  // namespace convoy::io

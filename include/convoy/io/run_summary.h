@@ -17,6 +17,7 @@ struct RunInfo {
   double lr = 0, momentum = 0;
   uint64_t seed = 0;
   std::string evaluation_json;  // train::evaluation_json of the final test pass; empty: none
+  int replicas = 1;  // data-parallel replicas (batch_size is per replica)
 };
 
 std::string run_summary_json(const RunInfo& info, const train::History& history);

@@ -11,26 +11,67 @@
 
 namespace convoy::nn {
 
+// A padding value meaning Keras's (TensorFlow's) "same": the output has
+// ceil(size / stride) positions and the padding this needs is split evenly,
+// an odd one going to the end (bottom, right). For stride 1 it is PyTorch's
+// padding="same".
+inline constexpr int64_t kSame = -1;
+
 // 2-D convolution over [C, H, W]; the input channel count comes from the input.
+// With groups > 1 the input and output channels split into that many groups,
+// each convolved on its own (groups == C == filters is a depthwise convolution);
+// the weight is [filters, C / groups, k, k], as PyTorch's.
 struct Conv2d {
   int64_t filters;
   int64_t kernel;
   int64_t stride = 1;
-  int64_t padding = 0;
+  int64_t padding = 0;  // zeros on each side, or kSame
+  int64_t groups = 1;
+  bool bias = true;  // false before a batch norm (torchvision's ResNets, MobileNets)
 };
 
-// Max over kernel x kernel windows; stride defaults to the kernel size.
+// Max over kernel x kernel windows; stride defaults to the kernel size. Padding
+// never wins (it counts as -infinity), at most half the kernel as PyTorch's.
 struct MaxPool2d {
   int64_t kernel;
   int64_t stride = 0;
+  int64_t padding = 0;  // or kSame
+};
+
+// Mean over kernel x kernel windows; stride defaults to the kernel size.
+// count_include_pad (PyTorch's default) divides by the whole window, padding
+// included; otherwise by the pixels inside the image (TensorFlow's "same").
+struct AvgPool2d {
+  int64_t kernel;
+  int64_t stride = 0;
+  int64_t padding = 0;  // or kSame
+  bool count_include_pad = true;
+};
+
+// Mean over all pixels: [C, H, W] -> [C] (torch's adaptive_avg_pool2d(x, 1)
+// then flatten), or [C, 1, 1] with keep_dims (for 1x1 convolutions after it,
+// as in squeeze-and-excitation blocks).
+struct GlobalAvgPool {
+  bool keep_dims = false;
+};
+
+// Training: zeroes each element with probability `rate` and scales the rest
+// by 1 / (1 - rate), with a fresh mask every training step (drawn from
+// convoy's seeded Rng: same seed, same masks). Inference: the identity.
+struct Dropout {
+  float rate = 0.5f;
 };
 
 struct ReLU {};
+struct ReLU6 {};    // min(max(x, 0), 6)
+struct SiLU {};     // x * sigmoid(x), also called swish
+struct Sigmoid {};  // 1 / (1 + exp(-x))
 
 // Batch normalisation over the channel axis (dim 0 of [C, H, W] or [features]).
 // Training mode normalises with the batch's statistics and updates running
 // averages as PyTorch does (unbiased variance, momentum 0.1); inference mode
-// uses the running averages.
+// uses the running averages. A frozen batch norm (trainable = false on its
+// layer) always uses the running averages and leaves them alone, as Keras's.
 struct BatchNorm {
   float momentum = 0.1f;
   float eps = 1e-5f;
@@ -53,12 +94,24 @@ struct Add {};
 // Concatenation along the channel axis (dim 0 of [C, H, W] or [features]);
 // the other dimensions must agree.
 struct Concat {};
+// Two inputs: x times a gate, either of x's shape (element-wise) or one value
+// per channel ([C] or [C, 1, 1] for an image x: squeeze-and-excitation).
+struct Multiply {};
 
-using Layer = std::variant<Conv2d, MaxPool2d, ReLU, BatchNorm, Flatten, Dense, LogSoftmax, Add, Concat>;
+using Layer = std::variant<Conv2d, MaxPool2d, AvgPool2d, GlobalAvgPool, Dropout, ReLU, ReLU6, SiLU, Sigmoid,
+                           BatchNorm, Flatten, Dense, LogSoftmax, Add, Concat, Multiply>;
 
-// How many inputs a layer takes: 1, or kManyInputs (two or more) for joins.
+// How many inputs a layer takes: 1, 2, or kManyInputs (two or more) for joins.
 inline constexpr int kManyInputs = -1;
 int arity(const Layer& layer);
+
+// Where a kernel sliding over one spatial axis lands: `out` positions, and
+// the padding before and after the input. Throws UserError naming the layer
+// when the kernel does not fit.
+struct Window {
+  int64_t out = 0, pad_begin = 0, pad_end = 0;
+};
+Window window(int64_t size, int64_t kernel, int64_t stride, int64_t padding, const std::string& layer_name);
 
 // A learned tensor (or a non-learned state tensor such as a running mean)
 // and where it lives in its model's flat buffer.
@@ -81,6 +134,9 @@ struct LayerPlan {
   // list, kModelInput for the model's input. A chain has {i - 1}.
   std::vector<int> inputs;
   std::vector<Shape> input_shapes;  // one per input, without batch
+  // false: the parameters stay as they are (no gradient, no update) and a
+  // batch norm uses its running statistics (transfer learning's frozen backbone).
+  bool trainable = true;
 };
 inline constexpr int kModelInput = -1;
 

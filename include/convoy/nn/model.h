@@ -13,6 +13,10 @@
 //   y = g.add(nn::ReLU{}, y);
 //   auto sum = g.add(nn::Add{}, {x, y});          // the residual join
 //   nn::Model m = g.build();                      // the last layer is the output
+//
+// Layers are named after their kind ("conv2d_0", "relu_3") unless given a
+// name, e.g. torchvision's "layer1.0.conv1", so that parameter names
+// ("layer1.0.conv1.weight") match a PyTorch state dict one to one.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -21,14 +25,22 @@
 
 namespace convoy::nn {
 
+// One layer of a graph: what it is, where its inputs come from (indices of
+// earlier nodes, or kModelInput), and optionally its name.
+struct Node {
+  Layer layer;
+  std::vector<int> inputs;
+  std::string name = {};  // empty: kind and a count, "conv2d_0"
+  bool trainable = true;
+};
+
 class Model {
  public:
   // Sequential: each layer takes the previous one's output.
   Model(Shape input_shape, std::vector<Layer> layers);
-  // A graph: layers in topological order, each with its inputs (indices of
-  // earlier layers, or kModelInput). The last layer is the model's output;
-  // every other layer must feed some later one.
-  Model(Shape input_shape, std::vector<std::pair<Layer, std::vector<int>>> graph);
+  // A graph: nodes in topological order. The last one is the model's output;
+  // every other one must feed some later one. Names must be unique.
+  Model(Shape input_shape, std::vector<Node> graph);
 
   const Shape& input_shape() const { return input_shape_; }
   const Shape& output_shape() const;
@@ -48,6 +60,14 @@ class Model {
   std::string summary() const;
   bool is_chain() const;  // every layer takes the previous one's output
 
+  // Freezes (false) or unfreezes the layers whose name is `prefix` or starts
+  // with `prefix` + "." (every layer for an empty prefix): see
+  // LayerPlan::trainable. Applies to executables compiled afterwards; throws
+  // UserError when no layer matches. Returns how many layers changed.
+  int set_trainable(bool trainable, const std::string& prefix = "");
+  // The layer named `name`, or nullptr.
+  const LayerPlan* find_layer(const std::string& name) const;
+
  private:
   Shape input_shape_;
   std::vector<LayerPlan> plans_;
@@ -65,13 +85,14 @@ class GraphBuilder {
   };
   explicit GraphBuilder(Shape input_shape) : input_shape_(std::move(input_shape)) {}
   Ref input() const { return {kModelInput}; }
-  Ref add(Layer layer, Ref in) { return add(std::move(layer), std::vector<Ref>{in}); }
-  Ref add(Layer layer, std::vector<Ref> ins);
+  // `name`: see Model; empty for the default.
+  Ref add(Layer layer, Ref in, std::string name = {}) { return add(std::move(layer), std::vector<Ref>{in}, std::move(name)); }
+  Ref add(Layer layer, std::vector<Ref> ins, std::string name = {});
   Model build() const;  // the last layer added is the output
 
  private:
   Shape input_shape_;
-  std::vector<std::pair<Layer, std::vector<int>>> graph_;
+  std::vector<Node> graph_;
 };
 
 // Floating-point operations of one layer for one example (a multiply-add

@@ -4,6 +4,7 @@
 // them may ask training to stop after the current epoch.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -22,10 +23,19 @@ struct EpochRecord {
   double input_wait_seconds = 0;  // of train_seconds, spent waiting for the input pipeline
 };
 
+// A NaN or Inf caught by the numerical guard (see Executable::last_step_finite).
+struct NumericalFault {
+  int64_t epoch = 0, step = 0;  // 1-based; step within the epoch
+  std::string where;            // where it first showed, e.g. "the forward output of conv2d_0"
+};
+
 struct History {
   std::vector<EpochRecord> epochs;
   double total_train_seconds = 0;  // the whole fit: training and evaluation passes
   int64_t images_trained = 0;
+  int64_t skipped_steps = 0;            // updates not applied for non-finite values (on_nan: skip_step)
+  std::optional<NumericalFault> fault;  // set when on_nan: stop ended the fit (weights: the last good step's)
+  bool interrupted = false;             // a callback stopped the fit mid-epoch (FitState::interrupted)
   double images_per_second() const;  // over the training passes
   // Share of the training passes' wall time the step loop waited for a batch.
   double input_wait_fraction() const;
@@ -37,6 +47,14 @@ struct History {
 double metric_value(const EpochRecord& r, const std::string& name);
 void check_metric_name(const std::string& name, const std::string& where);
 
+// How far an epoch has got: what a mid-epoch checkpoint keeps and a resumed
+// fit starts from, so that it continues as if never stopped.
+struct EpochProgress {
+  int64_t step = 0;  // steps done (batches consumed, skipped ones included)
+  Metrics metrics;   // their running sums
+  double train_seconds = 0, input_wait_seconds = 0;
+};
+
 // What callbacks see and may change.
 struct FitState {
   Executable& exe;
@@ -45,7 +63,17 @@ struct FitState {
   int64_t epochs = 0;  // the last epoch this fit will run
   int64_t steps_per_epoch = 0;
   int64_t batch_size = 0;
-  bool stop_training = false;
+  bool stop_training = false;  // stop after the current epoch (after its evaluation and epoch-end callbacks)
+  // Steps done in the current epoch, and the epoch's time so far.
+  int64_t step = 0;
+  double epoch_train_seconds = 0, epoch_input_wait_seconds = 0;
+  // Stop now, mid-epoch: no evaluation and no epoch end for the unfinished
+  // epoch (a signal asked to stop; a checkpoint keeps the position).
+  bool interrupted = false;
+  EpochProgress progress() const {
+    return {.step = step, .metrics = exe.peek_metrics(), .train_seconds = epoch_train_seconds,
+            .input_wait_seconds = epoch_input_wait_seconds};
+  }
 };
 
 class Callback {
@@ -53,6 +81,9 @@ class Callback {
   virtual ~Callback() = default;
   virtual void on_train_begin(FitState&) {}
   virtual void on_epoch_begin(FitState&) {}
+  // After every training step (s.step is its 1-based number in the epoch);
+  // keep it cheap. May set s.interrupted.
+  virtual void on_step_end(FitState&) {}
   // After step `step` (1-based) of the epoch; `running` sums this epoch so far.
   virtual void on_batch_end(FitState&, int64_t step, const Metrics& running) {}
   virtual void on_epoch_end(FitState&, const EpochRecord&) {}
@@ -64,7 +95,8 @@ using Callbacks = std::vector<std::shared_ptr<Callback>>;
 // Stops when `monitor` has not improved by more than min_delta for `patience`
 // epochs; mode "min", "max" or "auto" (max for accuracies). With
 // restore_best_weights, the parameters and BN statistics of the best epoch are
-// put back when it stops (Keras's semantics).
+// put back when it stops (Keras's semantics). A resumed fit replays the
+// history's epochs first, so it stops at the same epoch as an uninterrupted one.
 struct EarlyStoppingOptions {
   std::string monitor = "val_loss";
   std::string mode = "auto";
@@ -90,7 +122,9 @@ class EarlyStopping : public Callback {
   std::vector<float> best_params_, best_state_;
 };
 
-// Stops at the first batch whose running loss is NaN or infinite.
+// Stops at the first batch whose running loss is NaN or infinite. The fit
+// loop's numerical guard (FitOptions::on_nan) now catches such steps before
+// their update and keeps them out of the metrics; this stays for custom loops.
 class TerminateOnNaN : public Callback {
  public:
   void on_batch_end(FitState&, int64_t step, const Metrics& running) override;
@@ -135,6 +169,7 @@ class ProgressLogger : public Callback {
   void on_epoch_begin(FitState&) override;
   void on_batch_end(FitState&, int64_t step, const Metrics& running) override;
   void on_epoch_end(FitState&, const EpochRecord&) override;
+  void on_train_end(FitState&) override;
 
  private:
   std::ostream& out_;

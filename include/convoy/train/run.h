@@ -1,6 +1,7 @@
 #pragma once
 // A whole run from a RunConfig: data, model, compile, callbacks, fit, outputs.
 // The CLI is a thin layer over these.
+#include <functional>
 #include <ostream>
 #include <string>
 
@@ -12,17 +13,27 @@ struct RunOutcome {
   History history;
   std::string device;
   int threads = 0;
+  // SIGINT or SIGTERM stopped the run after a step; its checkpoint has the
+  // position (`convoy train --resume DIR` continues it). 0: it was not stopped.
+  int stopped_by_signal = 0;
+  int replicas = 1;      // data-parallel replicas that trained together
+  bool primary = true;   // this process is the replica that prints and writes
 };
 
 // Trains as configured, printing progress on `log`. With config.out_dir set:
-// checkpoint.safetensors and history.csv after every epoch, and at the end
-// summary.json and model.safetensors.
+// checkpoint.safetensors and history.csv after every epoch (and every
+// checkpoint_every_steps steps), and at the end summary.json and
+// model.safetensors. A NaN/Inf with on_nan: stop writes the last good weights
+// to model.safetensors and throws UserError saying where it appeared.
 RunOutcome run_training(const RunConfig& config, std::ostream& log);
 
 // Continues the run whose checkpoint is in `dir` (its own config; outputs go
 // back to `dir`). Same seed and thread count: the same weights as a run that
 // was never interrupted.
-RunOutcome resume_training(const std::string& dir, std::ostream& log);
+// `adjust` may change how the run continues (not what it trains: e.g. the
+// distribution strategy) before it starts.
+RunOutcome resume_training(const std::string& dir, std::ostream& log,
+                           const std::function<void(RunConfig&)>& adjust = nullptr);
 
 // Inference-mode loss and accuracy of the checkpoint in `dir` on its test data.
 Metrics evaluate_checkpoint(const std::string& dir);

@@ -47,6 +47,7 @@ struct RunConfig {
   // training
   int64_t epochs = 50, batch_size = 128;
   int64_t steps_per_execution = 1;
+  int64_t checkpoint_every_steps = 0;  // > 0: also checkpoint every N steps within an epoch (needs an output dir)
   uint64_t seed = 2;  // arbitrary; docs/benchmarks.md shows the spread over seeds
   int threads = 0;    // 0 = all cores
   std::string device = "auto";  // auto (a usable GPU, else the CPU), cpu or cuda
@@ -54,6 +55,13 @@ struct RunConfig {
   std::optional<EarlyStoppingOptions> early_stopping;
   std::optional<ReduceLrOptions> reduce_lr_on_plateau;
   bool terminate_on_nan = true;
+  std::string on_nan = "stop";  // a NaN/Inf loss or gradient: stop (keep the last good weights) or skip_step
+  // data parallelism (docs/distributed.md; dist/strategy.h)
+  std::string strategy = "single";  // single, mpi (one replica per process under mpirun)
+  bool scale_lr = false;            // every learning rate x replicas, as the seed article
+  bool sync_batch_norm = false;     // BN statistics over all replicas' batches (default: per replica)
+  double dist_timeout = 60;         // seconds a replica waits in a collective before it stops
+  int64_t bucket_kib = 0;           // gradient buckets sent during backward; 0: one allreduce after it
   // output
   std::string out_dir;            // empty: write nothing
   std::string progress = "auto";  // auto (bar on a terminal), bar, lines, quiet
@@ -68,8 +76,9 @@ std::string run_config_json(const RunConfig& config);
 void validate(const RunConfig& config);
 optim::OptimizerOptions optimizer_options(const RunConfig& config);
 // The model a config describes, for inputs of `input_shape`: the zoo model
-// by name, or its layer list.
-nn::Model build_model(const RunConfig& config, const Shape& input_shape);
+// by name (its head sized to `classes`; 0 keeps the architecture's own), or
+// its layer list.
+nn::Model build_model(const RunConfig& config, const Shape& input_shape, int64_t classes = 0);
 // The backend loss the config's loss section names.
 Loss loss_kind(const RunConfig& config);
 

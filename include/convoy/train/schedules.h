@@ -53,6 +53,7 @@ class ReduceLrOnPlateau : public Callback {
   void on_epoch_end(FitState& st, const EpochRecord& r) override;
 
  private:
+  bool observe(double value);  // true when a reduction is due
   ReduceLrOptions o_;
   bool maximize_;
   double best_ = 0;

@@ -1,6 +1,8 @@
 // Conv2d on oneDNN, activations in NHWC, weights in whatever layout the
-// primitive prefers (see WeightedOp).
-//   src [N, C, H, W], weight [O, C, k, k], bias [O], dst [N, O, Ho, Wo]
+// primitive prefers (see WeightedOp). Grouped and depthwise convolutions are
+// oneDNN's grouped weights: PyTorch's [O, C/G, k, k] is, in memory, oneDNN's
+// goihw [G, O/G, C/G, k, k]. "same" padding may be asymmetric (left/right).
+//   src [N, C, H, W], weight [O, C/G, k, k], bias [O] (optional), dst [N, O, Ho, Wo]
 #include "backends/cpu/ops.h"
 #include "backends/cpu/weighted_op.h"
 
@@ -9,32 +11,43 @@ namespace {
 
 using namespace dnnl;
 
+memory::desc weight_desc(const nn::Conv2d& c, int64_t channels) {
+  if (c.groups == 1) return plain_desc({c.filters, channels, c.kernel, c.kernel});
+  return {{c.groups, c.filters / c.groups, channels / c.groups, c.kernel, c.kernel}, memory::data_type::f32,
+          memory::format_tag::goihw};
+}
+
 class Conv2dOp final : public WeightedOp {
  public:
-  Conv2dOp(DnnlEnv& env, const nn::Conv2d& c, const Shape& in, const Shape& out)
-      : WeightedOp(activation_desc(in), activation_desc(out), plain_desc({c.filters, in[1], c.kernel, c.kernel}),
-                   plain_desc({c.filters})) {
-    memory::dims strides{c.stride, c.stride}, pad{c.padding, c.padding};
+  Conv2dOp(DnnlEnv& env, const nn::LayerPlan& plan, const nn::Conv2d& c, const Shape& in, const Shape& out)
+      : WeightedOp(activation_desc(in), activation_desc(out), weight_desc(c, in[1]),
+                   c.bias ? plain_desc({c.filters}) : memory::desc(), plan.trainable) {
+    const nn::Window wy = nn::window(in[2], c.kernel, c.stride, c.padding, plan.name);
+    const nn::Window wx = nn::window(in[3], c.kernel, c.stride, c.padding, plan.name);
+    const memory::dims strides{c.stride, c.stride}, pad_l{wy.pad_begin, wx.pad_begin}, pad_r{wy.pad_end, wx.pad_end};
     const memory::desc any_w(w_md_.dims(), memory::data_type::f32, memory::format_tag::any);
-    auto attr = env.attr();
-    convolution_forward::primitive_desc fwd_pd(
-        {prop_kind::forward_training, algorithm::convolution_direct, src_md_, any_w, b_md_, dst_md_, strides, pad,
-         pad},
-        attr, env.engine);
+    const auto attr = env.attr();
+    const auto alg = algorithm::convolution_direct;
+    auto fwd_desc = has_bias() ? convolution_forward::desc(prop_kind::forward_training, alg, src_md_, any_w, b_md_,
+                                                           dst_md_, strides, pad_l, pad_r)
+                               : convolution_forward::desc(prop_kind::forward_training, alg, src_md_, any_w, dst_md_,
+                                                           strides, pad_l, pad_r);
+    convolution_forward::primitive_desc fwd_pd(fwd_desc, attr, env.engine);
+    auto bwd_w_desc = has_bias() ? convolution_backward_weights::desc(alg, src_md_, any_w, b_md_, dst_md_, strides,
+                                                                      pad_l, pad_r)
+                                 : convolution_backward_weights::desc(alg, src_md_, any_w, dst_md_, strides, pad_l,
+                                                                      pad_r);
     set_primitives(fwd_pd,
                    convolution_backward_data::primitive_desc(
-                       {algorithm::convolution_direct, src_md_, any_w, dst_md_, strides, pad, pad}, attr, env.engine,
-                       fwd_pd),
-                   convolution_backward_weights::primitive_desc(
-                       {algorithm::convolution_direct, src_md_, any_w, b_md_, dst_md_, strides, pad, pad}, attr,
-                       env.engine, fwd_pd));
+                       {alg, src_md_, any_w, dst_md_, strides, pad_l, pad_r}, attr, env.engine, fwd_pd),
+                   convolution_backward_weights::primitive_desc(bwd_w_desc, attr, env.engine, fwd_pd));
   }
 };
 
 }  // namespace
 
-std::unique_ptr<CpuOp> make_conv2d(DnnlEnv& env, const nn::Conv2d& c, const Shape& in, const Shape& out) {
-  return std::make_unique<Conv2dOp>(env, c, in, out);
+std::unique_ptr<CpuOp> make_conv2d(DnnlEnv& env, const nn::LayerPlan& plan, const Shape& in, const Shape& out) {
+  return std::make_unique<Conv2dOp>(env, plan, std::get<nn::Conv2d>(plan.layer), in, out);
 }
 
 }  // namespace convoy::cpu

@@ -2,14 +2,18 @@
 // Memory is planned once here; a step only runs primitives and small loops.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <utility>
 
 #include "backends/cpu/cpu_op.h"
+#include "backends/cpu/finite_check.h"
 #include "backends/cpu/softmax_kernels.h"
 #include "backends/graph_plan.h"
 #include "convoy/backends/executable.h"
 #include "convoy/core/error.h"
+#include "convoy/core/memory.h"
+#include "convoy/core/rng.h"
 #include "convoy/core/threads.h"
 
 namespace convoy {
@@ -31,7 +35,6 @@ class CpuExecutable final : public Executable {
         classes_(model.output_shape().at(0)),
         params_(model.num_parameters()),
         grads_(model.num_parameters()),
-        optimizer_state_(optim::state_size(options.optimizer, model.num_parameters())),
         state_(model.num_state()) {
     const int64_t n = options.batch_size;
     require(n >= 1, "batch size must be at least 1, got " + std::to_string(n));
@@ -42,8 +45,12 @@ class CpuExecutable final : public Executable {
     set_state(model.initial_state());
 
     const auto& layers = model.layers();
+    require_memory_for_batch(layers);
+    plan_updates(model);
     for (const auto& plan : layers) {
-      ops_.push_back(cpu::make_cpu_op(env_, plan, n));
+      // Each layer its own seed (dropout masks), derived from the model's.
+      const uint64_t layer_seed = Rng(seed ^ (0xD1B54A32D192ED03ull * (ops_.size() + 1))).next_u64();
+      ops_.push_back(cpu::make_cpu_op(env_, plan, n, layer_seed));
       const nn::LayerFlops f = nn::layer_flops(plan);
       profile_.push_back({.name = plan.name, .forward_flops = f.forward * n, .backward_flops = f.backward * n});
     }
@@ -55,6 +62,7 @@ class CpuExecutable final : public Executable {
     std::size_t scratch_bytes = 0;
     for (const auto& op : ops_) scratch_bytes = std::max(scratch_bytes, op->scratchpad_bytes());
     arena_ = AlignedBuffer(plan.floats);
+    remember_buffers_for_report(layers, plan.activation, plan.gradient);
     scratch_ = AlignedBuffer(scratch_bytes / sizeof(float) + 1);
 
     auto at = [&](int64_t offset) { return offset < 0 ? nullptr : arena_.data() + offset; };
@@ -69,10 +77,14 @@ class CpuExecutable final : public Executable {
       b.diff_src = b.diff_srcs[0];
       b.dst = at(plan.activation[i + 1]);
       b.diff_dst = at(plan.gradient[i + 1]);
+      int64_t param_floats = 0;
+      for (const auto& p : layer.params) param_floats += p.size();
       if (!layer.params.empty()) {
         b.params = params_.data() + layer.params[0].offset;
         b.grads = grads_.data() + layer.params[0].offset;
       }
+      layer_grads_.push_back({b.grads, static_cast<std::size_t>(param_floats)});
+      b.reduce_statistics = &statistics_reducer_;
       if (!layer.state.empty()) b.state = state_.data() + layer.state[0].offset;
       b.scratchpad = scratch_.data();
       ops_[i]->bind(env_, b);
@@ -112,8 +124,19 @@ class CpuExecutable final : public Executable {
   std::string device() const override { return "cpu"; }
 
   void train_step(const float* x, Targets y) override {
-    accumulate(forward_backward(x, y), batch_size());
-    optim::step(options_.optimizer, params_.span(), grads_.span(), optimizer_state_.span());
+    // The numerical guard: BN statistics are updated by the forward pass, so
+    // they are saved first and put back when the step turns out non-finite.
+    std::copy(state_.data(), state_.data() + state_.size(), state_before_step_.data());
+    const cpu::LossResult r = forward_backward(x, y);
+    last_loss_sum_ = r.loss_sum;
+    step_finite_ = std::isfinite(r.loss_sum) && cpu::all_finite(grads_.span());
+    if (!step_finite_) {
+      std::copy(state_before_step_.data(), state_before_step_.data() + state_.size(), state_.data());
+      return;
+    }
+    accumulate(r, batch_size());
+    update();
+    for (auto& op : ops_) op->next_step();
   }
 
   double loss_and_gradients(const float* x, Targets y) override {
@@ -142,6 +165,9 @@ class CpuExecutable final : public Executable {
 
   Metrics take_metrics() override { return std::exchange(metrics_, {}); }
   Metrics peek_metrics() const override { return metrics_; }
+  void restore_metrics(const Metrics& m) override { metrics_ = m; }
+  bool last_step_finite() const override { return step_finite_; }
+  std::string nonfinite_report() const override;
   void set_learning_rate(float lr) override { options_.optimizer.lr = lr; }
   float learning_rate() const override { return options_.optimizer.lr; }
   int64_t parameter_count() const override { return static_cast<int64_t>(params_.size()); }
@@ -158,6 +184,8 @@ class CpuExecutable final : public Executable {
   void get_output(std::span<float> out) const override {
     copy_checked({output_, static_cast<std::size_t>(batch_size() * classes_)}, out, "output");
   }
+  void set_gradient_reducer(GradientReducer* reducer) override { gradient_reducer_ = reducer; }
+  void set_batch_norm_reducer(StatisticsReducer reducer) override { statistics_reducer_ = std::move(reducer); }
   void get_input_gradient(std::span<float> g) const override {
     require(d_input_ != nullptr, "input gradient: compile with input_gradient = true");
     const float* canonical = d_input_relayout_ ? d_input_canonical_.data() : d_input_;
@@ -165,6 +193,79 @@ class CpuExecutable final : public Executable {
   }
 
  private:
+  // Fails with a clear message before any primitive or arena is made for a
+  // batch the machine cannot hold: every layer's output and its gradient,
+  // plus the input twice (staging), in floating point so no size overflows.
+  void require_memory_for_batch(const std::vector<nn::LayerPlan>& layers) const {
+    double floats = 2.0 * static_cast<double>(example_size_);
+    for (const auto& plan : layers) floats += 2.0 * static_cast<double>(numel(plan.output_shape));
+    const double bytes = floats * sizeof(float) * static_cast<double>(options_.batch_size);
+    const int64_t available = available_memory_bytes();
+    constexpr double kNoMachineHasThat = 1e15;  // bytes; also keeps every later size product in range
+    if (bytes <= kNoMachineHasThat && (available < 0 || bytes <= static_cast<double>(available))) return;
+    throw UserError("batch size " + std::to_string(options_.batch_size) + " needs " +
+                    human_bytes(static_cast<int64_t>(std::min(bytes, 9e18))) +
+                    " for activations and gradients, but only " +
+                    (available < 0 ? std::string("less") : human_bytes(available)) +
+                    " of memory is available; use a smaller --batch-size");
+  }
+
+  // Where each layer's output and gradients live, for nonfinite_report().
+  void remember_buffers_for_report(const std::vector<nn::LayerPlan>& layers, const std::vector<int64_t>& act,
+                                   const std::vector<int64_t>& diff) {
+    const int64_t n = batch_size();
+    state_before_step_ = AlignedBuffer(state_.size());
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      const auto& plan = layers[i];
+      LayerBuffers b{.name = plan.name, .output = act[i + 1], .output_gradient = diff[i + 1],
+                     .size = n * numel(plan.output_shape), .is_view = ops_[i]->is_view()};
+      for (const auto& slot : plan.params) b.params.emplace_back(slot.offset, slot.size());
+      report_layers_.push_back(std::move(b));
+    }
+    input_offset_ = act[0];
+  }
+
+  // Frozen layers (trainable = false) are left out of the update. When every
+  // layer trains, the optimizer runs over the whole flat buffer; otherwise
+  // the trainable runs are gathered into one buffer, updated and scattered
+  // back, so the optimizer state covers only them (as a PyTorch optimizer
+  // given only the trainable parameters).
+  void plan_updates(const nn::Model& model) {
+    int64_t trainable = 0;
+    for (const auto& plan : model.layers()) {
+      if (!plan.trainable || plan.params.empty()) continue;
+      const int64_t begin = plan.params.front().offset, end = plan.params.back().offset + plan.params.back().size();
+      if (!runs_.empty() && runs_.back().second == begin)
+        runs_.back().second = end;
+      else
+        runs_.push_back({begin, end});
+      trainable += end - begin;
+    }
+    gather_ = trainable != model.num_parameters();
+    if (gather_) {
+      trainable_params_ = AlignedBuffer(trainable);
+      trainable_grads_ = AlignedBuffer(trainable);
+    }
+    optimizer_state_ = AlignedBuffer(optim::state_size(options_.optimizer, trainable));
+  }
+
+  void update() {
+    if (!gather_) return optim::step(options_.optimizer, params_.span(), grads_.span(), optimizer_state_.span());
+    if (trainable_params_.size() == 0) return;
+    int64_t at = 0;
+    for (auto [begin, end] : runs_) {
+      std::copy(params_.data() + begin, params_.data() + end, trainable_params_.data() + at);
+      std::copy(grads_.data() + begin, grads_.data() + end, trainable_grads_.data() + at);
+      at += end - begin;
+    }
+    optim::step(options_.optimizer, trainable_params_.span(), trainable_grads_.span(), optimizer_state_.span());
+    at = 0;
+    for (auto [begin, end] : runs_) {
+      std::copy(trainable_params_.data() + at, trainable_params_.data() + at + end - begin, params_.data() + begin);
+      at += end - begin;
+    }
+  }
+
   cpu::LossResult forward_backward(const float* x, Targets y) {
     const int64_t n = batch_size();
     std::memcpy(input_, x, sizeof(float) * n * example_size_);
@@ -175,9 +276,11 @@ class CpuExecutable final : public Executable {
     for (std::size_t i = ops_.size(); i-- > 0;) {
       sum_gradient(i + 1);
       ops_[i]->backward(env_);
+      if (gradient_reducer_) gradients_ready(i);
     }
     sum_gradient(0);
     if (d_input_relayout_) d_input_relayout_.run(env_);
+    if (gradient_reducer_) gradient_reducer_->finish(grads_.span());
     return result;
   }
 
@@ -196,11 +299,18 @@ class CpuExecutable final : public Executable {
       sum_gradient(i + 1);
       ops_[i]->backward(env_);
       profile_[i].backward_seconds += seconds(t);
+      if (gradient_reducer_) gradients_ready(i);
     }
     sum_gradient(0);
     if (d_input_relayout_) d_input_relayout_.run(env_);
+    if (gradient_reducer_) gradient_reducer_->finish(grads_.span());
     ++profiled_steps_;
     return result;
+  }
+
+  // Layer i's parameter gradients are final: the reducer may start on them.
+  void gradients_ready(std::size_t i) {
+    if (!layer_grads_[i].empty()) gradient_reducer_->ready(layer_grads_[i]);
   }
 
   // An activation read by several layers: its gradient is the sum of theirs.
@@ -229,6 +339,9 @@ class CpuExecutable final : public Executable {
   CompileOptions options_;
   int64_t example_size_, classes_;
   AlignedBuffer params_, grads_, optimizer_state_, state_, arena_, scratch_;
+  std::vector<std::pair<int64_t, int64_t>> runs_;  // [begin, end) of trainable parameters
+  bool gather_ = false;                            // some layer is frozen: update through the buffers below
+  AlignedBuffer trainable_params_, trainable_grads_;
   AlignedBuffer staging_, d_input_canonical_;  // NCHW copies at the edges, when layouts differ
   cpu::Prim input_relayout_, d_input_relayout_;
   std::vector<std::unique_ptr<CpuOp>> ops_;
@@ -240,10 +353,52 @@ class CpuExecutable final : public Executable {
   std::vector<Sum> sums_;  // per activation
   float *input_ = nullptr, *d_input_ = nullptr, *output_ = nullptr, *d_output_ = nullptr;
   Metrics metrics_;
+  // The numerical guard's state and what its report scans.
+  struct LayerBuffers {
+    std::string name;
+    int64_t output = -1, output_gradient = -1, size = 0;  // arena offsets (-1: none), floats
+    bool is_view = false;
+    std::vector<std::pair<int64_t, int64_t>> params;  // (offset, size) in params_/grads_
+  };
+  bool step_finite_ = true;
+  double last_loss_sum_ = 0;
+  AlignedBuffer state_before_step_;
+  std::vector<LayerBuffers> report_layers_;
+  int64_t input_offset_ = 0;
   bool profiling_ = false;
   int64_t profiled_steps_ = 0;
   std::vector<LayerProfile> profile_;
+  // Data parallelism: unset for one replica.
+  GradientReducer* gradient_reducer_ = nullptr;
+  StatisticsReducer statistics_reducer_;
+  std::vector<std::span<float>> layer_grads_;  // per op; empty for ops without parameters
 };
+
+std::string CpuExecutable::nonfinite_report() const {
+  if (step_finite_) return "";
+  const int64_t n = batch_size();
+  const float* arena = arena_.data();
+  auto span_at = [&](int64_t offset, int64_t size) {
+    return std::span<const float>(arena + offset, static_cast<std::size_t>(offset < 0 ? 0 : size));
+  };
+  // In the order the step computed them: the forward pass, the loss, then
+  // the backward pass from the last layer to the first.
+  std::vector<cpu::NamedValues> forward;
+  forward.push_back({"the input batch (check the data)", span_at(input_offset_, n * example_size_)});
+  for (const auto& l : report_layers_)
+    if (!l.is_view) forward.push_back({"the forward output of " + l.name, span_at(l.output, l.size)});
+  if (std::string where = cpu::first_nonfinite(forward); !where.empty()) return where;
+  if (!std::isfinite(last_loss_sum_)) return "the loss";
+  for (auto l = report_layers_.rbegin(); l != report_layers_.rend(); ++l) {
+    if (!l->is_view && l->output_gradient >= 0 &&
+        !cpu::all_finite(span_at(l->output_gradient, l->size)))
+      return "the gradient at the output of " + l->name;
+    for (const auto& [offset, size] : l->params)
+      if (!cpu::all_finite({grads_.data() + offset, static_cast<std::size_t>(size)}))
+        return "the gradient of " + l->name + "'s parameters";
+  }
+  return "a gradient";
+}
 
 }  // namespace
 

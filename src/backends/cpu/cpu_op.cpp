@@ -37,16 +37,22 @@ Shape with_batch(int64_t batch, const Shape& shape) {
   return full;
 }
 
-std::unique_ptr<CpuOp> make_cpu_op(DnnlEnv& env, const nn::LayerPlan& plan, int64_t batch) {
+std::unique_ptr<CpuOp> make_cpu_op(DnnlEnv& env, const nn::LayerPlan& plan, int64_t batch, uint64_t seed) {
   const Shape in = with_batch(batch, plan.input_shape), out = with_batch(batch, plan.output_shape);
   const nn::Layer& layer = plan.layer;
-  if (auto* c = std::get_if<nn::Conv2d>(&layer)) return make_conv2d(env, *c, in, out);
-  if (auto* p = std::get_if<nn::MaxPool2d>(&layer)) return make_max_pool2d(env, *p, in, out);
-  if (std::holds_alternative<nn::ReLU>(layer)) return make_relu(env, in);
-  if (auto* b = std::get_if<nn::BatchNorm>(&layer)) return make_batch_norm(env, *b, in);
+  if (std::holds_alternative<nn::Conv2d>(layer)) return make_conv2d(env, plan, in, out);
+  if (std::holds_alternative<nn::MaxPool2d>(layer)) return make_max_pool2d(plan, in, out);
+  if (std::holds_alternative<nn::AvgPool2d>(layer)) return make_avg_pool2d(plan, in, out);
+  if (std::holds_alternative<nn::GlobalAvgPool>(layer)) return make_global_avg_pool(in);
+  if (std::holds_alternative<nn::Dropout>(layer)) return make_dropout(plan, batch, seed);
+  if (std::holds_alternative<nn::ReLU>(layer) || std::holds_alternative<nn::ReLU6>(layer) ||
+      std::holds_alternative<nn::SiLU>(layer) || std::holds_alternative<nn::Sigmoid>(layer))
+    return make_eltwise(env, layer, in);
+  if (std::holds_alternative<nn::BatchNorm>(layer)) return make_batch_norm(plan, in);
   if (std::holds_alternative<nn::Flatten>(layer)) return std::make_unique<FlattenOp>(in);
-  if (std::holds_alternative<nn::Dense>(layer)) return make_dense(env, in, out);
+  if (std::holds_alternative<nn::Dense>(layer)) return make_dense(env, plan, in, out);
   if (std::holds_alternative<nn::LogSoftmax>(layer)) return make_log_softmax(in);
+  if (std::holds_alternative<nn::Multiply>(layer)) return make_multiply(plan, batch);
   if (nn::arity(layer) == nn::kManyInputs) return make_join(plan, batch);
   throw std::logic_error(std::string("CPU backend has no kernel for layer ") + plan.name);
 }

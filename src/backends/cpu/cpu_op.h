@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends/cpu/dnnl_env.h"
+#include "convoy/backends/replica_hooks.h"
 #include "convoy/nn/layers.h"
 
 namespace convoy::cpu {
@@ -24,6 +25,8 @@ struct OpBuffers {
   // (srcs[0] == src). A null diff_srcs[k]: that input needs no gradient.
   std::vector<const float*> srcs;
   std::vector<float*> diff_srcs;
+  // Synchronised batch norm: sums statistics over replicas when set (see replica_hooks.h).
+  const StatisticsReducer* reduce_statistics = nullptr;
 };
 
 class CpuOp {
@@ -36,9 +39,12 @@ class CpuOp {
   virtual void forward(DnnlEnv& env, bool training) = 0;
   // Writes this layer's parameter gradients and, when bound, diff_src.
   virtual void backward(DnnlEnv& env) = 0;
+  // After each training step's update (dropout draws a new mask).
+  virtual void next_step() {}
 };
 
-std::unique_ptr<CpuOp> make_cpu_op(DnnlEnv& env, const nn::LayerPlan& plan, int64_t batch);
+// seed: this layer's own (dropout masks).
+std::unique_ptr<CpuOp> make_cpu_op(DnnlEnv& env, const nn::LayerPlan& plan, int64_t batch, uint64_t seed);
 
 // Input/output shapes of a layer with the batch dimension in front.
 Shape with_batch(int64_t batch, const Shape& shape);

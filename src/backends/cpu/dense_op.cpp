@@ -10,8 +10,8 @@ using namespace dnnl;
 
 class DenseOp final : public WeightedOp {
  public:
-  DenseOp(DnnlEnv& env, const Shape& in, const Shape& out)
-      : WeightedOp(plain_desc(in), plain_desc(out), plain_desc({out[1], in[1]}), plain_desc({out[1]})) {
+  DenseOp(DnnlEnv& env, const Shape& in, const Shape& out, bool trainable)
+      : WeightedOp(plain_desc(in), plain_desc(out), plain_desc({out[1], in[1]}), plain_desc({out[1]}), trainable) {
     auto attr = env.attr();
     inner_product_forward::primitive_desc fwd_pd({prop_kind::forward_training, src_md_, w_md_, b_md_, dst_md_},
                                                  attr, env.engine);
@@ -23,8 +23,8 @@ class DenseOp final : public WeightedOp {
 
 }  // namespace
 
-std::unique_ptr<CpuOp> make_dense(DnnlEnv& env, const Shape& in, const Shape& out) {
-  return std::make_unique<DenseOp>(env, in, out);
+std::unique_ptr<CpuOp> make_dense(DnnlEnv& env, const nn::LayerPlan& plan, const Shape& in, const Shape& out) {
+  return std::make_unique<DenseOp>(env, in, out, plan.trainable);
 }
 
 }  // namespace convoy::cpu

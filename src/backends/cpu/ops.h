@@ -1,16 +1,22 @@
 #pragma once
 // Constructors of the CPU ops, one file each; make_cpu_op picks among them.
+// in/out are the layer's shapes with the batch in front.
 #include "backends/cpu/cpu_op.h"
 
 namespace convoy::cpu {
 
-std::unique_ptr<CpuOp> make_conv2d(DnnlEnv& env, const nn::Conv2d& c, const Shape& in, const Shape& out);
-std::unique_ptr<CpuOp> make_max_pool2d(DnnlEnv& env, const nn::MaxPool2d& p, const Shape& in, const Shape& out);
-std::unique_ptr<CpuOp> make_relu(DnnlEnv& env, const Shape& shape);
-std::unique_ptr<CpuOp> make_batch_norm(DnnlEnv& env, const nn::BatchNorm& bn, const Shape& shape);
-std::unique_ptr<CpuOp> make_dense(DnnlEnv& env, const Shape& in, const Shape& out);
+std::unique_ptr<CpuOp> make_conv2d(DnnlEnv& env, const nn::LayerPlan& plan, const Shape& in, const Shape& out);
+std::unique_ptr<CpuOp> make_max_pool2d(const nn::LayerPlan& plan, const Shape& in, const Shape& out);
+std::unique_ptr<CpuOp> make_avg_pool2d(const nn::LayerPlan& plan, const Shape& in, const Shape& out);
+std::unique_ptr<CpuOp> make_global_avg_pool(const Shape& in);
+std::unique_ptr<CpuOp> make_dropout(const nn::LayerPlan& plan, int64_t batch, uint64_t seed);
+// ReLU, ReLU6, SiLU, Sigmoid.
+std::unique_ptr<CpuOp> make_eltwise(DnnlEnv& env, const nn::Layer& layer, const Shape& shape);
+std::unique_ptr<CpuOp> make_batch_norm(const nn::LayerPlan& plan, const Shape& shape);
+std::unique_ptr<CpuOp> make_dense(DnnlEnv& env, const nn::LayerPlan& plan, const Shape& in, const Shape& out);
 std::unique_ptr<CpuOp> make_log_softmax(const Shape& shape);
 // Add and Concat (the functional API's joins).
 std::unique_ptr<CpuOp> make_join(const nn::LayerPlan& plan, int64_t batch);
+std::unique_ptr<CpuOp> make_multiply(const nn::LayerPlan& plan, int64_t batch);
 
 }  // namespace convoy::cpu

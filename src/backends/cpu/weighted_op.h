@@ -1,7 +1,9 @@
 #pragma once
-// The shared shape of a layer with a weight and a bias on oneDNN (Conv2d,
-// Dense): forward, backward-weights (+bias), and backward-data only when the
-// input gradient is wanted. Subclasses only describe their primitives.
+// The shared shape of a layer with a weight and an optional bias on oneDNN
+// (Conv2d, Dense): forward, backward-weights (+bias), and backward-data only
+// when the input gradient is wanted. A frozen layer (trainable = false) skips
+// backward-weights and keeps its gradients at zero. Subclasses only describe
+// their primitives.
 //
 // Parameters live in the flat buffer in the canonical layout (PyTorch's). When
 // a primitive prefers another weight layout (oneDNN's blocked formats), the
@@ -15,8 +17,10 @@ namespace convoy::cpu {
 
 class WeightedOp : public CpuOp {
  public:
-  WeightedOp(dnnl::memory::desc src, dnnl::memory::desc dst, dnnl::memory::desc w, dnnl::memory::desc b)
-      : src_md_(src), dst_md_(dst), w_md_(w), b_md_(b) {}
+  // b: a zero desc when the layer has no bias.
+  WeightedOp(dnnl::memory::desc src, dnnl::memory::desc dst, dnnl::memory::desc w, dnnl::memory::desc b,
+             bool trainable)
+      : src_md_(src), dst_md_(dst), w_md_(w), b_md_(b), trainable_(trainable) {}
 
   std::size_t scratchpad_bytes() const override {
     return std::max({fwd_.scratchpad_bytes(), bwd_data_.scratchpad_bytes(), bwd_w_.scratchpad_bytes()});
@@ -28,10 +32,11 @@ class WeightedOp : public CpuOp {
     const float* fwd_w = relayout_in(env, fwd_w_md_, b.params, fwd_weights_);
     fwd_.bind(env, DNNL_ARG_SRC, src_md_, b.src);
     fwd_.bind(env, DNNL_ARG_WEIGHTS, fwd_w_md_, fwd_w);
-    fwd_.bind(env, DNNL_ARG_BIAS, b_md_, b.params + w_floats);
+    if (has_bias()) fwd_.bind(env, DNNL_ARG_BIAS, b_md_, b.params + w_floats);
     fwd_.bind(env, DNNL_ARG_DST, dst_md_, b.dst);
     fwd_.bind_scratchpad(env, b.scratchpad);
 
+    if (!trainable_) std::fill_n(b.grads, (w_md_.get_size() + b_md_.get_size()) / sizeof(float), 0.0f);
     float* diff_w = b.grads;
     if (bwd_w_w_md_ != w_md_) {
       diff_weights_.buffer = AlignedBuffer(bwd_w_w_md_.get_size() / sizeof(float));
@@ -41,7 +46,7 @@ class WeightedOp : public CpuOp {
     bwd_w_.bind(env, DNNL_ARG_SRC, src_md_, b.src);
     bwd_w_.bind(env, DNNL_ARG_DIFF_DST, dst_md_, b.diff_dst);
     bwd_w_.bind(env, DNNL_ARG_DIFF_WEIGHTS, bwd_w_w_md_, diff_w);
-    bwd_w_.bind(env, DNNL_ARG_DIFF_BIAS, b_md_, b.grads + w_floats);
+    if (has_bias()) bwd_w_.bind(env, DNNL_ARG_DIFF_BIAS, b_md_, b.grads + w_floats);
     bwd_w_.bind_scratchpad(env, b.scratchpad);
 
     want_diff_src_ = b.diff_src != nullptr;
@@ -62,8 +67,10 @@ class WeightedOp : public CpuOp {
   }
 
   void backward(DnnlEnv& env) override {
-    bwd_w_.run(env);
-    if (diff_weights_.reorder) diff_weights_.reorder.run(env);
+    if (trainable_) {
+      bwd_w_.run(env);
+      if (diff_weights_.reorder) diff_weights_.reorder.run(env);
+    }
     if (!want_diff_src_) return;
     if (bwd_data_weights_.reorder) bwd_data_weights_.reorder.run(env);
     bwd_data_.run(env);
@@ -79,6 +86,8 @@ class WeightedOp : public CpuOp {
     bwd_data_w_md_ = bwd_data.weights_desc();
     bwd_w_w_md_ = bwd_weights.diff_weights_desc();
   }
+
+  bool has_bias() const { return b_md_.get_size() > 0; }
 
   dnnl::memory::desc src_md_, dst_md_, w_md_, b_md_;
 
@@ -99,6 +108,7 @@ class WeightedOp : public CpuOp {
   Prim fwd_, bwd_data_, bwd_w_;
   dnnl::memory::desc fwd_w_md_, bwd_data_w_md_, bwd_w_w_md_;
   Relayout fwd_weights_, bwd_data_weights_, diff_weights_;
+  bool trainable_;
   bool want_diff_src_ = false;
 };
 

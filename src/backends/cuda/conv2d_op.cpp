@@ -1,5 +1,8 @@
-// Conv2d on cuDNN, NCHW.
-//   src [N, C, H, W], weight [O, C, k, k] (PyTorch's layout), bias [O], dst [N, O, Ho, Wo]
+// Conv2d on cuDNN, NCHW, grouped (depthwise) through cuDNN's group count.
+//   src [N, C, H, W], weight [O, C / groups, k, k] (PyTorch's layout), bias [O] (optional), dst [N, O, Ho, Wo]
+// Padding is cuDNN's, the same on both sides: the model's (possibly uneven,
+// "same") padding starts its windows at the same places whenever the output
+// sizes agree, which the CUDA support check (cuda_support.cpp) made sure of.
 // Algorithms are picked once, at bind, by timing every candidate on the real
 // buffers (cudnnFind*Ex), limited to the shared workspace. With TF32 off the
 // convolutions use plain fp32 FMA kernels only (CUDNN_FMA_MATH); on, cuDNN may
@@ -30,17 +33,21 @@ const Perf& pick(const std::vector<Perf>& found, int count, bool tf32, std::size
 class Conv2dOp final : public CudaOp {
  public:
   Conv2dOp(const nn::Conv2d& c, const Shape& in, const Shape& out, std::string name)
-      : name_(std::move(name)), out_(out), weight_floats_(c.filters * in[1] * c.kernel * c.kernel) {
+      : name_(std::move(name)), out_(out), weight_floats_(c.filters * (in[1] / c.groups) * c.kernel * c.kernel),
+        bias_on_(c.bias) {
     set_nchw(x_, in[0], in[1], in[2], in[3]);
     set_nchw(y_, out[0], out[1], out[2], out[3]);
     set_nchw(bias_, 1, c.filters, 1, 1);
     CUDA_CHECK(cudnnSetFilter4dDescriptor(w_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, static_cast<int>(c.filters),
-                                          static_cast<int>(in[1]), static_cast<int>(c.kernel),
+                                          static_cast<int>(in[1] / c.groups), static_cast<int>(c.kernel),
                                           static_cast<int>(c.kernel)));
+    const int pad_h = static_cast<int>(nn::window(in[2], c.kernel, c.stride, c.padding, name_).pad_begin),
+              pad_w = static_cast<int>(nn::window(in[3], c.kernel, c.stride, c.padding, name_).pad_begin),
+              stride = static_cast<int>(c.stride);
     for (const ConvDesc* d : {&fwd_conv_, &bwd_data_conv_, &bwd_filter_conv_}) {
-      const int pad = static_cast<int>(c.padding), stride = static_cast<int>(c.stride);
-      CUDA_CHECK(cudnnSetConvolution2dDescriptor(*d, pad, pad, stride, stride, 1, 1, CUDNN_CROSS_CORRELATION,
+      CUDA_CHECK(cudnnSetConvolution2dDescriptor(*d, pad_h, pad_w, stride, stride, 1, 1, CUDNN_CROSS_CORRELATION,
                                                  CUDNN_DATA_FLOAT));
+      CUDA_CHECK(cudnnSetConvolutionGroupCount(*d, static_cast<int>(c.groups)));
     }
     int n = 0, ch = 0, h = 0, w = 0;
     CUDA_CHECK(cudnnGetConvolution2dForwardOutputDim(fwd_conv_, x_, w_, &n, &ch, &h, &w));
@@ -88,12 +95,13 @@ class Conv2dOp final : public CudaOp {
   void forward(CudaContext& ctx, bool) override {
     CUDA_CHECK(cudnnConvolutionForward(ctx.cudnn, &kOne, x_, b_.src, w_, weights(), fwd_conv_, fwd_algo_,
                                        ctx.workspace, ctx.workspace_bytes, &kZero, y_, b_.dst));
-    CUDA_CHECK(cudnnAddTensor(ctx.cudnn, &kOne, bias_, weights() + weight_floats_, &kOne, y_, b_.dst));
+    if (bias_on_) CUDA_CHECK(cudnnAddTensor(ctx.cudnn, &kOne, bias_, weights() + weight_floats_, &kOne, y_, b_.dst));
   }
 
   void backward(CudaContext& ctx) override {
-    CUDA_CHECK(cudnnConvolutionBackwardBias(ctx.cudnn, &kOne, y_, b_.diff_dst, &kZero, bias_,
-                                            weight_grads() + weight_floats_));
+    if (bias_on_)
+      CUDA_CHECK(cudnnConvolutionBackwardBias(ctx.cudnn, &kOne, y_, b_.diff_dst, &kZero, bias_,
+                                              weight_grads() + weight_floats_));
     CUDA_CHECK(cudnnConvolutionBackwardFilter(ctx.cudnn, &kOne, x_, b_.src, y_, b_.diff_dst, bwd_filter_conv_,
                                               bwd_filter_algo_, ctx.workspace, ctx.workspace_bytes, &kZero, w_,
                                               weight_grads()));
@@ -112,6 +120,7 @@ class Conv2dOp final : public CudaOp {
   std::string name_;
   Shape out_;
   int64_t weight_floats_;
+  bool bias_on_;
   TensorDesc x_, y_, bias_;
   FilterDesc w_;
   ConvDesc fwd_conv_, bwd_data_conv_, bwd_filter_conv_;

@@ -189,17 +189,31 @@ class CudaExecutable final : public Executable {
 
   void train_step(const float* x, Targets y) override { train_steps(x, y, 1); }
 
-  void train_steps(const float* x, Targets y, int64_t n) override {
+  // Chunks of at most `slots_` batches, each one graph. After each, one read
+  // of the guard's scalars: a faulty step ends the call there (the steps
+  // after it in the chunk ran but changed nothing; see guard.cu).
+  int64_t train_steps(const float* x, Targets y, int64_t n) override {
     check_targets(options_.loss, y, n * batch_, classes_);
-    for (int64_t done = 0; done < n;) {  // chunks of at most `slots_` batches
+    for (int64_t done = 0; done < n;) {
       const int64_t k = std::min(n - done, slots_);
       const Targets part = y.dense ? Targets::rows(y.dense + done * batch_ * classes_) : Targets(y.labels + done * batch_);
       const int bank = stage(x + done * batch_ * example_size_, part, k, batch_);
+      CUDA_CHECK(cudaMemsetAsync(&scalars_->halted, 0, sizeof(int), compute_.get()));
+      CUDA_CHECK(cudaMemsetAsync(&scalars_->steps_run, 0, sizeof(int), compute_.get()));
       run_training(bank, k, y.dense != nullptr);
       CUDA_CHECK(cudaEventRecord(consumed_[bank].get(), compute_.get()));
-      count_ += k * batch_;
+      const DeviceScalars s = read_scalars();
+      step_finite_ = s.halted == 0;
+      if (!step_finite_) return done + s.steps_run;
       done += k;
     }
+    return n;
+  }
+  int64_t steps_per_call() const override { return slots_; }
+  bool last_step_finite() const override { return step_finite_; }
+  std::string nonfinite_report() const override {
+    if (step_finite_) return "";
+    return "the loss or the gradients (the CUDA backend does not say which layer; --device cpu does)";
   }
 
   double loss_and_gradients(const float* x, Targets y) override {
@@ -233,13 +247,26 @@ class CudaExecutable final : public Executable {
     const Metrics m = peek_metrics();
     CUDA_CHECK(cudaMemsetAsync(&scalars_->loss_sum, 0, sizeof(double), compute_.get()));
     CUDA_CHECK(cudaMemsetAsync(&scalars_->correct, 0, sizeof(unsigned long long), compute_.get()));
+    CUDA_CHECK(cudaMemsetAsync(&scalars_->train_examples, 0, sizeof(unsigned long long), compute_.get()));
     count_ = 0;
     return m;
   }
 
+  // Training steps count their examples on the device (a faulty step adds
+  // none); evaluation counts on the host.
   Metrics peek_metrics() const override {
     const DeviceScalars s = read_scalars();
-    return {.loss_sum = s.loss_sum, .correct = static_cast<int64_t>(s.correct), .count = count_};
+    return {.loss_sum = s.loss_sum, .correct = static_cast<int64_t>(s.correct),
+            .count = count_ + static_cast<int64_t>(s.train_examples)};
+  }
+
+  void restore_metrics(const Metrics& m) override {
+    const auto correct = static_cast<unsigned long long>(m.correct);
+    const unsigned long long none = 0;
+    to_device(&scalars_->loss_sum, &m.loss_sum, 1);
+    to_device(&scalars_->correct, &correct, 1);
+    to_device(&scalars_->train_examples, &none, 1);
+    count_ = m.count;
   }
 
   void set_learning_rate(float lr) override {
@@ -310,6 +337,7 @@ class CudaExecutable final : public Executable {
     };
     const int64_t params = take(sizeof(float) * params_count_), grads = take(sizeof(float) * params_count_),
                   opt = take(sizeof(float) * optimizer_state_count_), state = take(sizeof(float) * state_count_),
+                  state_before = take(sizeof(float) * state_count_),
                   scalars = take(sizeof(DeviceScalars)), activations = take(sizeof(float) * plan.floats),
                   discard = take(sizeof(float) * discard_floats), workspace = take(kWorkspaceBytes),
                   banks = take(2 * slots_ * slot_bytes_);
@@ -334,6 +362,7 @@ class CudaExecutable final : public Executable {
     grads_ = reinterpret_cast<float*>(at + grads);
     optimizer_state_ = reinterpret_cast<float*>(at + opt);
     state_ = reinterpret_cast<float*>(at + state);
+    state_before_ = reinterpret_cast<float*>(at + state_before);
     scalars_ = reinterpret_cast<DeviceScalars*>(at + scalars);
     activations_ = reinterpret_cast<float*>(at + activations);
     discard_ = reinterpret_cast<float*>(at + discard);
@@ -489,6 +518,7 @@ class CudaExecutable final : public Executable {
   void enqueue_step(int bank, int64_t i, bool dense, Step kind) {
     cudaStream_t st = compute_.get();
     const Slot s = slot(bank, i);
+    if (kind == Step::train) begin_guarded_step(state_, state_before_, state_count_, scalars_, st);
     CUDA_CHECK(cudaMemcpyAsync(input_, s.x, sizeof(float) * batch_ * example_size_, cudaMemcpyDeviceToDevice, st));
     for (auto& op : ops_) op->forward(ctx_, true);
     loss_forward(step_loss_args(s, dense, kind), st);
@@ -497,17 +527,22 @@ class CudaExecutable final : public Executable {
       ops_[k]->backward(ctx_);
     }
     sum_gradient(0);
-    if (kind == Step::train)
-      optimizer_step(optimizer_args(options_.optimizer), params_, grads_, optimizer_state_, params_count_, scalars_,
-                     st);
+    if (kind == Step::train) guarded_update();
+  }
+
+  // The numerical guard's verdict, then the update it allows (guard.cu).
+  void guarded_update() {
+    cudaStream_t st = compute_.get();
+    finish_guarded_step(grads_, params_count_, state_, state_before_, state_count_, batch_, scalars_, st);
+    optimizer_step(optimizer_args(options_.optimizer), params_, grads_, optimizer_state_, params_count_, scalars_, st);
   }
 
   LossArgs step_loss_args(const Slot& s, bool dense, Step kind) {
     LossArgs a = loss_args(s, dense, batch_);
     a.d_out = d_output_;
-    if (kind == Step::train) {
-      a.loss_sum = &scalars_->loss_sum;
-      a.correct = &scalars_->correct;
+    if (kind == Step::train) {  // committed to the metrics by the guard
+      a.loss_sum = &scalars_->step_loss_sum;
+      a.correct = &scalars_->step_correct;
     } else {
       a.step_loss = &scalars_->step_loss;
     }
@@ -519,6 +554,7 @@ class CudaExecutable final : public Executable {
     cudaStream_t st = compute_.get();
     const Slot s = slot(bank, i);
     const std::size_t n = ops_.size();
+    begin_guarded_step(state_, state_before_, state_count_, scalars_, st);
     CUDA_CHECK(cudaMemcpyAsync(input_, s.x, sizeof(float) * batch_ * example_size_, cudaMemcpyDeviceToDevice, st));
     for (std::size_t k = 0; k < n; ++k) {
       CUDA_CHECK(cudaEventRecord(marks_[k].get(), st));
@@ -533,7 +569,7 @@ class CudaExecutable final : public Executable {
     }
     CUDA_CHECK(cudaEventRecord(marks_[2 * n + 1].get(), st));
     sum_gradient(0);
-    optimizer_step(optimizer_args(options_.optimizer), params_, grads_, optimizer_state_, params_count_, scalars_, st);
+    guarded_update();
     CUDA_CHECK(cudaEventSynchronize(marks_[2 * n + 1].get()));
     auto seconds = [&](std::size_t from, std::size_t to) {
       float ms = 0;
@@ -604,6 +640,7 @@ class CudaExecutable final : public Executable {
   CudaContext ctx_;
   int64_t params_count_ = 0, state_count_ = 0, optimizer_state_count_ = 0;
   float *params_ = nullptr, *grads_ = nullptr, *optimizer_state_ = nullptr, *state_ = nullptr;
+  float* state_before_ = nullptr;  // the BN state before the current step (numerical guard)
   DeviceScalars* scalars_ = nullptr;
   float *activations_ = nullptr, *discard_ = nullptr;
   float *input_ = nullptr, *d_input_ = nullptr, *output_ = nullptr, *d_output_ = nullptr;
@@ -618,7 +655,8 @@ class CudaExecutable final : public Executable {
   };
   std::vector<Sum> sums_;  // per activation
 
-  int64_t count_ = 0;  // examples in the metrics since the last take (the sums live on the device)
+  int64_t count_ = 0;  // evaluated examples in the metrics since the last take (the sums live on the device)
+  bool step_finite_ = true;
   bool graphs_work_ = true;
   bool profiling_ = false;
   int64_t profiled_steps_ = 0;
@@ -628,6 +666,8 @@ class CudaExecutable final : public Executable {
 }  // namespace
 
 std::unique_ptr<Executable> compile_cuda(const nn::Model& model, const CompileOptions& options, uint64_t seed) {
+  if (const std::string why = cuda_unsupported(model); !why.empty())
+    throw UserError(why + "; train this model on the CPU (--device cpu)");
   return std::make_unique<CudaExecutable>(model, options, seed);
 }
 

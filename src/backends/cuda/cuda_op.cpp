@@ -13,12 +13,18 @@ std::unique_ptr<CudaOp> make_cuda_op(const nn::LayerPlan& plan, int64_t batch) {
   const nn::Layer& layer = plan.layer;
   if (auto* c = std::get_if<nn::Conv2d>(&layer)) return make_conv2d(*c, in, out, plan.name);
   if (auto* p = std::get_if<nn::MaxPool2d>(&layer)) return make_max_pool2d(*p, in, out, plan.name);
+  if (auto* p = std::get_if<nn::AvgPool2d>(&layer)) return make_avg_pool2d(*p, in, out, plan.name);
+  if (std::holds_alternative<nn::GlobalAvgPool>(layer)) return make_global_avg_pool(in, out, plan.name);
   if (std::holds_alternative<nn::ReLU>(layer)) return make_relu(numel(in));
+  if (std::holds_alternative<nn::ReLU6>(layer) || std::holds_alternative<nn::SiLU>(layer) ||
+      std::holds_alternative<nn::Sigmoid>(layer))
+    return make_activation(layer, numel(in));
   if (auto* b = std::get_if<nn::BatchNorm>(&layer)) return make_batch_norm(*b, in);
   if (std::holds_alternative<nn::Flatten>(layer)) return make_flatten();
   if (std::holds_alternative<nn::Dense>(layer)) return make_dense(batch, numel(plan.input_shape), out[1]);
   if (std::holds_alternative<nn::LogSoftmax>(layer)) return make_log_softmax(batch, out[1]);
   if (nn::arity(layer) == nn::kManyInputs) return make_join(plan, batch);
+  // cuda_unsupported() turned such a model away before it got here.
   throw std::logic_error("CUDA backend has no kernel for layer " + plan.name);
 }
 

@@ -25,6 +25,15 @@ struct DeviceScalars {
   float clip_scale;             // this step's gradient scale (clip_norm)
   float adam_c1, adam_c2;       // this step's Adam bias corrections
   double norm_partials[kNormBlocks];
+  // The numerical guard (guard.cu): this step's loss and correct count before
+  // they join the metrics, its verdict, and the execution's fault state.
+  double step_loss_sum;
+  unsigned long long step_correct;
+  unsigned long long train_examples;  // metrics: examples of committed training steps
+  int nonfinite;  // this step: some gradient is NaN or Inf
+  int step_ok;    // this step may update (the optimizer kernels read it)
+  int halted;     // a step of this execution was not finite: later ones change nothing
+  int steps_run;  // steps of this execution run, up to and including a faulty one
 };
 
 // True when this build's kernels run on the current device; else sets `why`.
@@ -39,6 +48,20 @@ void accumulate(float* out, const float* a, int64_t n, cudaStream_t stream);    
 void add_bias_rows(float* y, const float* bias, int64_t rows, int64_t cols, cudaStream_t stream);
 // out[c] = sum over r of x[r, c] (a dense layer's bias gradient); a fixed order: the same bits every run.
 void column_sums(const float* x, float* out, int64_t rows, int64_t cols, cudaStream_t stream);
+
+// --- activations.cu (ReLU6, SiLU, sigmoid as the CPU backend's eltwise ops)
+enum class Activation { relu6, silu, sigmoid };
+void activation_forward(Activation a, const float* x, float* y, int64_t n, cudaStream_t stream);
+void activation_backward(Activation a, const float* x, const float* dy, float* dx, int64_t n, cudaStream_t stream);
+
+// --- guard.cu: the numerical guard of a training step (see there).
+// Before the step: clears its scalars and saves the BN state.
+void begin_guarded_step(float* state, float* state_before, int64_t state_n, DeviceScalars* scalars,
+                        cudaStream_t stream);
+// After backward, before optimizer_step: decides step_ok, commits the metrics
+// of a finite step, puts the BN state back after a faulty one.
+void finish_guarded_step(const float* grads, int64_t n, float* state, const float* state_before, int64_t state_n,
+                         int64_t batch, DeviceScalars* scalars, cudaStream_t stream);
 
 // --- softmax_loss.cu
 void log_softmax_forward(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t stream);
@@ -69,7 +92,8 @@ void loss_forward(const LossArgs& args, cudaStream_t stream);
 // One update of the flat parameter buffer, as optim::step (optim/optimizer.h):
 // global-norm clipping first (the gradients are scaled in place), then one
 // fused kernel for the optimizer kind. The learning rate is read from
-// scalars->lr; Adam's step count lives in state[2n] as on the CPU.
+// scalars->lr; Adam's step count lives in state[2n] as on the CPU. Nothing
+// changes unless scalars->step_ok (the numerical guard's verdict).
 enum class OptimizerKind { sgd, adam, adamw, rmsprop };
 struct OptimizerArgs {
   OptimizerKind kind = OptimizerKind::sgd;

@@ -10,6 +10,10 @@ namespace convoy::cuda {
 std::unique_ptr<CudaOp> make_conv2d(const nn::Conv2d& c, const Shape& in, const Shape& out, const std::string& name);
 std::unique_ptr<CudaOp> make_max_pool2d(const nn::MaxPool2d& p, const Shape& in, const Shape& out,
                                         const std::string& name);
+std::unique_ptr<CudaOp> make_avg_pool2d(const nn::AvgPool2d& p, const Shape& in, const Shape& out,
+                                        const std::string& name);
+std::unique_ptr<CudaOp> make_global_avg_pool(const Shape& in, const Shape& out, const std::string& name);
+std::unique_ptr<CudaOp> make_activation(const nn::Layer& layer, int64_t elements);  // ReLU6, SiLU, sigmoid
 std::unique_ptr<CudaOp> make_batch_norm(const nn::BatchNorm& bn, const Shape& in);
 std::unique_ptr<CudaOp> make_dense(int64_t batch, int64_t in, int64_t out);
 std::unique_ptr<CudaOp> make_relu(int64_t elements);

@@ -56,6 +56,7 @@ __device__ float clipped(float* g, int64_t i, const DeviceScalars* s) {
 template <bool Clip>
 __global__ void sgd_kernel(float* p, float* g, float* v, int64_t n, float mu, float wd, bool nesterov,
                            const DeviceScalars* s) {
+  if (!s->step_ok) return;
   const float lr = s->lr;
   GRID_STRIDE(i, n) {
     const float gi = clipped<Clip>(g, i, s);
@@ -73,6 +74,7 @@ __global__ void sgd_kernel(float* p, float* g, float* v, int64_t n, float mu, fl
 // One thread: Adam's step count (state[2n], a float as on the CPU) and this
 // step's bias corrections.
 __global__ void adam_prepare_kernel(float* t, float b1, float b2, DeviceScalars* s) {
+  if (!s->step_ok) return;
   const float step = *t + 1;
   *t = step;
   s->adam_c1 = 1.0f / (1.0f - powf(b1, step));
@@ -82,6 +84,7 @@ __global__ void adam_prepare_kernel(float* t, float b1, float b2, DeviceScalars*
 template <bool Clip>
 __global__ void adam_kernel(float* p, float* g, float* m, float* v, int64_t n, float b1, float b2, float eps,
                             float wd, bool decoupled, const DeviceScalars* s) {
+  if (!s->step_ok) return;
   const float lr = s->lr, c1 = s->adam_c1, c2 = s->adam_c2;
   const float l2 = decoupled ? 0.0f : wd, shrink = decoupled ? 1.0f - lr * wd : 1.0f;
   GRID_STRIDE(i, n) {
@@ -95,6 +98,7 @@ __global__ void adam_kernel(float* p, float* g, float* m, float* v, int64_t n, f
 template <bool Clip>
 __global__ void rmsprop_kernel(float* p, float* g, float* sq, float* b, int64_t n, float a, float eps, float mu,
                                float wd, const DeviceScalars* s) {
+  if (!s->step_ok) return;
   const float lr = s->lr;
   GRID_STRIDE(i, n) {
     const float gi = clipped<Clip>(g, i, s) + wd * p[i];

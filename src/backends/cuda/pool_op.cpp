@@ -1,24 +1,36 @@
-// Max-pool on cuDNN, NCHW, no padding; stride defaults to the kernel size.
+// Pooling on cuDNN, NCHW: max (padding never wins), average (dividing by the
+// whole window, padding included, or by the pixels inside the image, as the
+// layer says) and the global average (one window the size of the image;
+// [N, C, 1, 1] is the same memory as [N, C]). Stride defaults to the kernel
+// size. Padding is cuDNN's, the same on both sides: the support check
+// (cuda_support.cpp) made sure the windows land where the model's do.
 //   src [N, C, H, W], dst [N, C, Ho, Wo]
 #include <stdexcept>
 #include <string>
 
 #include "backends/cuda/cuda_op.h"
 #include "backends/cuda/cudnn_descriptors.h"
+#include "backends/cuda/ops.h"
 
 namespace convoy::cuda {
 namespace {
 
-class MaxPool2dOp final : public CudaOp {
+struct PoolWindow {
+  cudnnPoolingMode_t mode;
+  int kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
+};
+
+class PoolOp final : public CudaOp {
  public:
-  MaxPool2dOp(const nn::MaxPool2d& p, const Shape& in, const Shape& out, const std::string& name) {
+  PoolOp(const PoolWindow& p, const Shape& in, const Shape& out, const std::string& name) {
     set_nchw(x_, in[0], in[1], in[2], in[3]);
-    set_nchw(y_, out[0], out[1], out[2], out[3]);
-    const int k = static_cast<int>(p.kernel), s = static_cast<int>(p.stride ? p.stride : p.kernel);
-    CUDA_CHECK(cudnnSetPooling2dDescriptor(pool_, CUDNN_POOLING_MAX, CUDNN_NOT_PROPAGATE_NAN, k, k, 0, 0, s, s));
+    set_nchw(y_, out[0], out[1], out.size() > 2 ? out[2] : 1, out.size() > 3 ? out[3] : 1);
+    CUDA_CHECK(cudnnSetPooling2dDescriptor(pool_, p.mode, CUDNN_NOT_PROPAGATE_NAN, p.kernel_h, p.kernel_w, p.pad_h,
+                                           p.pad_w, p.stride_h, p.stride_w));
     int n = 0, c = 0, h = 0, w = 0;
     CUDA_CHECK(cudnnGetPooling2dForwardOutputDim(pool_, x_, &n, &c, &h, &w));
-    if (n != out[0] || c != out[1] || h != out[2] || w != out[3])
+    const int64_t oh = out.size() > 2 ? out[2] : 1, ow = out.size() > 3 ? out[3] : 1;
+    if (n != out[0] || c != out[1] || h != oh || w != ow)
       throw std::logic_error("CUDA backend: " + name + ": cuDNN's output shape differs from the model's");
   }
 
@@ -40,11 +52,37 @@ class MaxPool2dOp final : public CudaOp {
   OpBuffers b_;
 };
 
+PoolWindow window_of(cudnnPoolingMode_t mode, int64_t kernel, int64_t stride, int64_t padding, const Shape& in,
+                     const std::string& name) {
+  const int64_t s = stride ? stride : kernel;
+  return {mode,
+          static_cast<int>(kernel),
+          static_cast<int>(kernel),
+          static_cast<int>(s),
+          static_cast<int>(s),
+          static_cast<int>(nn::window(in[2], kernel, s, padding, name).pad_begin),
+          static_cast<int>(nn::window(in[3], kernel, s, padding, name).pad_begin)};
+}
+
 }  // namespace
 
 std::unique_ptr<CudaOp> make_max_pool2d(const nn::MaxPool2d& p, const Shape& in, const Shape& out,
                                         const std::string& name) {
-  return std::make_unique<MaxPool2dOp>(p, in, out, name);
+  return std::make_unique<PoolOp>(window_of(CUDNN_POOLING_MAX, p.kernel, p.stride, p.padding, in, name), in, out,
+                                  name);
+}
+
+std::unique_ptr<CudaOp> make_avg_pool2d(const nn::AvgPool2d& p, const Shape& in, const Shape& out,
+                                        const std::string& name) {
+  const cudnnPoolingMode_t mode =
+      p.count_include_pad ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+  return std::make_unique<PoolOp>(window_of(mode, p.kernel, p.stride, p.padding, in, name), in, out, name);
+}
+
+std::unique_ptr<CudaOp> make_global_avg_pool(const Shape& in, const Shape& out, const std::string& name) {
+  const int h = static_cast<int>(in[2]), w = static_cast<int>(in[3]);
+  return std::make_unique<PoolOp>(PoolWindow{CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING, h, w, h, w, 0, 0}, in, out,
+                                  name);
 }
 
 }  // namespace convoy::cuda

@@ -1,4 +1,4 @@
-// The layers that need no library: ReLU, log-softmax, Flatten (a view in
+// The layers that need no library: ReLU, ReLU6, SiLU, sigmoid, log-softmax, Flatten (a view in
 // NCHW), and the functional API's joins. In NCHW a join works per example:
 // each input is one contiguous block of C_k*H*W floats per example.
 //   add:    dst = sum_k src_k;                  diff_src_k = diff_dst
@@ -6,6 +6,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_op.h"
 #include "backends/cuda/kernels.h"
+#include "backends/cuda/ops.h"
 
 namespace convoy::cuda {
 namespace {
@@ -20,6 +21,21 @@ class ReluOp final : public CudaOp {
   }
 
  private:
+  int64_t n_;
+  OpBuffers b_;
+};
+
+class ActivationOp final : public CudaOp {
+ public:
+  ActivationOp(Activation a, int64_t elements) : a_(a), n_(elements) {}
+  void bind(CudaContext&, const OpBuffers& b) override { b_ = b; }
+  void forward(CudaContext& ctx, bool) override { activation_forward(a_, b_.src, b_.dst, n_, ctx.stream); }
+  void backward(CudaContext& ctx) override {
+    if (b_.diff_src) activation_backward(a_, b_.src, b_.diff_dst, b_.diff_src, n_, ctx.stream);
+  }
+
+ private:
+  Activation a_;
   int64_t n_;
   OpBuffers b_;
 };
@@ -99,6 +115,12 @@ class ConcatOp final : public CudaOp {
 }  // namespace
 
 std::unique_ptr<CudaOp> make_relu(int64_t elements) { return std::make_unique<ReluOp>(elements); }
+std::unique_ptr<CudaOp> make_activation(const nn::Layer& layer, int64_t elements) {
+  const Activation a = std::holds_alternative<nn::ReLU6>(layer) ? Activation::relu6
+                       : std::holds_alternative<nn::SiLU>(layer) ? Activation::silu
+                                                                  : Activation::sigmoid;
+  return std::make_unique<ActivationOp>(a, elements);
+}
 std::unique_ptr<CudaOp> make_log_softmax(int64_t rows, int64_t cols) {
   return std::make_unique<LogSoftmaxOp>(rows, cols);
 }

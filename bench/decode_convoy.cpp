@@ -1,0 +1,89 @@
+// The decode benchmark's convoy side: every JPEG in a folder, already in
+// memory, through the pipeline maps a training run uses — decode_map (DCT
+// scaling, then area resize to 224 x 224), augment (random horizontal flip,
+// random rotation up to +-0.1 turn, reflect fill) and to_float_chw — on the
+// calling thread only. Prints one JSON line: images per second of each round,
+// by CPU time (per core: robust on a busy machine) and by wall time.
+//
+//   decode_convoy --dir DIR [--rounds 5] [--passes 4] [--size 224]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "convoy/core/error.h"
+#include "convoy/image/maps.h"
+
+namespace {
+
+double cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace convoy;
+  std::string dir;
+  int rounds = 5, passes = 4, size = 224;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--dir")) dir = argv[i + 1];
+    if (!std::strcmp(argv[i], "--rounds")) rounds = std::stoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--passes")) passes = std::stoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--size")) size = std::stoi(argv[i + 1]);
+  }
+  try {
+    std::vector<std::string> paths;
+    for (const auto& entry : std::filesystem::directory_iterator(dir))
+      if (entry.path().extension() == ".jpg") paths.push_back(entry.path().string());
+    std::sort(paths.begin(), paths.end());
+    convoy::require(!paths.empty(), dir + ": no .jpg files; run bench/decode_vs_peers.py to make them");
+    std::vector<Tensor> files;
+    for (const auto& p : paths) {
+      std::ifstream in(p, std::ios::binary);
+      std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      Tensor t(DType::u8, {static_cast<int64_t>(bytes.size())});
+      std::memcpy(t.raw(), bytes.data(), bytes.size());
+      files.push_back(std::move(t));
+    }
+    const auto decode = image::decode_map("image_bytes", "image", {.width = size, .height = size});
+    const auto augment = image::augment({.horizontal_flip = true, .rotation = 0.1f});
+    const auto to_float = image::to_float_chw({0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f});
+    std::string cpu_rates, wall_rates;
+    double checksum = 0;  // touch the output, as a training step would
+    for (int r = -1; r < rounds; ++r) {  // round -1 warms up
+      const auto start = std::chrono::steady_clock::now();
+      const double cpu_start = cpu_seconds();
+      int64_t images = 0;
+      for (int pass = 0; pass < passes; ++pass) {
+        for (std::size_t i = 0; i < files.size(); ++i) {
+          Rng rng(data::element_seed(7, pass, static_cast<int64_t>(i)));
+          data::Example e;
+          e.set("image_bytes", files[i]);
+          e = to_float(augment(decode(std::move(e), rng), rng), rng);
+          checksum += e.tensor("image").data<float>()[0];
+          ++images;
+        }
+      }
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double cpu = cpu_seconds() - cpu_start;
+      if (r < 0) continue;
+      cpu_rates += (cpu_rates.empty() ? "" : ", ") + std::to_string(images / cpu);
+      wall_rates += (wall_rates.empty() ? "" : ", ") + std::to_string(images / seconds);
+    }
+    if (checksum != checksum) return 1;
+    std::printf("{\"images_per_second_cpu\": [%s], \"images_per_second_wall\": [%s]}\n", cpu_rates.c_str(),
+                wall_rates.c_str());
+  } catch (const convoy::UserError& e) {
+    std::fprintf(stderr, "decode_convoy: %s\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Writes the fuzz targets' seed inputs into fuzz/corpus/<name>/: small valid
+files of each format and a few near misses. Standard library only.
+Run from anywhere: python3 fuzz/make_seed_corpus.py [CHECKPOINT...]
+(checkpoint_metadata's seeds come from real checkpoints: pass the
+checkpoint.safetensors files of `convoy train --out` runs, e.g. one stopped
+mid-epoch with SIGTERM and one finished.)"""
+import gzip
+import json
+import os
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def put(target, name, data):
+    folder = os.path.join(HERE, "corpus", target)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, name), "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+
+
+def idx(dims, payload):
+    return bytes([0, 0, 8, len(dims)]) + b"".join(struct.pack(">I", d) for d in dims) + payload
+
+
+idx_seeds = {
+    "images_2x3x3": idx([2, 3, 3], bytes(range(18))),
+    "labels_5": idx([5], bytes([0, 1, 2, 9, 4])),
+    "empty_dims": idx([0, 28, 28], b""),
+    "rank4": idx([1, 1, 2, 2], bytes([7, 8, 9, 10])),
+    "truncated": idx([4, 2, 2], bytes(5)),
+    "wrong_type": bytes([0, 0, 0x0D, 1]) + struct.pack(">I", 1) + b"\0\0\0\0",
+}
+for name, data in idx_seeds.items():
+    put("idx_raw", name, data)
+    put("idx_gzip", name + ".gz", gzip.compress(data, mtime=0))
+
+config = {
+    "data": {"dir": "/usr/share/datasets/fashion-mnist"},
+    "model": {"name": "seed_cnn"},
+    "optimizer": {"name": "adamw", "lr": 0.001, "weight_decay": 0.01, "beta1": 0.9, "beta2": 0.999,
+                  "eps": 1e-8, "clip_norm": 1.0},
+    "schedule": {"kind": "one_cycle", "max_lr": 0.01, "min_lr": 0.0, "warmup_epochs": 1},
+    "training": {"epochs": 3, "batch_size": 64, "seed": 7, "threads": 2, "steps_per_execution": 4,
+                 "checkpoint_every_steps": 100},
+    "callbacks": {"terminate_on_nan": True, "on_nan": "skip_step",
+                  "early_stopping": {"monitor": "val_loss", "mode": "min", "patience": 2, "min_delta": 0.001,
+                                     "restore_best_weights": True}},
+    "output": {"dir": "runs/x", "progress": "lines", "profile": False},
+}
+plateau = {"optimizer": {"name": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": True},
+           "callbacks": {"reduce_lr_on_plateau": {"monitor": "val_accuracy", "factor": 0.5, "patience": 1,
+                                                  "min_lr": 1e-5, "min_delta": 0}}}
+put("run_config_json", "full.json", json.dumps(config, indent=2))
+put("run_config_json", "plateau.json", json.dumps(plateau))
+put("run_config_json", "empty_object.json", "{}")
+put("run_config_json", "bad_type.json", '{"training": {"epochs": "ten"}}')
+
+
+def to_yaml(value, indent=0):
+    lines = []
+    for key, v in value.items():
+        if isinstance(v, dict):
+            lines.append(" " * indent + key + ":")
+            lines.append(to_yaml(v, indent + 2))
+        else:
+            lines.append(" " * indent + key + ": " + json.dumps(v))
+    return "\n".join(lines)
+
+
+put("run_config_yaml", "full.yaml", to_yaml(config) + "\n")
+put("run_config_yaml", "plateau.yaml", to_yaml(plateau) + "\n")
+put("run_config_yaml", "flow.yaml", "training: {epochs: 2, batch_size: 8}\nmodel: [seed_cnn]\n")
+put("run_config_yaml", "anchors.yaml", "base: &b {lr: 0.1}\noptimizer: *b\n")
+put("run_config_yaml", "comment_only.yaml", "# nothing but a comment\n")
+
+
+def safetensors(tensors, metadata=None):
+    header, blobs, offset = {}, b"", 0
+    if metadata:
+        header["__metadata__"] = metadata
+    for name, (dtype, shape, data) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len(data)]}
+        blobs += data
+        offset += len(data)
+    head = json.dumps(header).encode()
+    head += b" " * ((8 - len(head) % 8) % 8)
+    return struct.pack("<Q", len(head)) + head + blobs
+
+
+put("safetensors", "two_tensors.safetensors",
+    safetensors({"dense_0.weight": ("F32", [3, 4], struct.pack("<12f", *range(12))),
+                 "dense_0.bias": ("F32", [3], struct.pack("<3f", 1, 2, 3))}, {"format": "pt"}))
+put("safetensors", "int_and_bytes.safetensors",
+    safetensors({"labels": ("I32", [2], struct.pack("<2i", 4, -1)), "img": ("U8", [2, 2], bytes([1, 2, 3, 4])),
+                 "empty": ("F32", [0, 5], b"")}))
+put("safetensors", "bad_dtype.safetensors", safetensors({"x": ("F64", [1], bytes(8))}))
+
+
+# checkpoint_metadata: the safetensors __metadata__ of a checkpoint as
+# key NUL value NUL ..., so that mutations reach the JSON inside the values.
+def metadata_input(meta):
+    return b"".join(k.encode() + b"\0" + v.encode() + b"\0" for k, v in meta.items())
+
+
+for i, path in enumerate(sys.argv[1:]):
+    with open(path, "rb") as f:
+        data = f.read()
+    (length,) = struct.unpack("<Q", data[:8])
+    meta = json.loads(data[8:8 + length])["__metadata__"]
+    meta.pop("checksum", None)  # not read by the metadata parser
+    put("checkpoint_metadata", "from_run_%d" % i, metadata_input(meta))
+put("checkpoint_metadata", "version_1", metadata_input({
+    "format": "convoy-checkpoint-1", "epoch": "1", "config": json.dumps(config),
+    "history": json.dumps({"epochs": [{"epoch": 1, "train_loss": 1.5, "train_accuracy": 0.5, "test_loss": 1.0,
+                                        "test_accuracy": 0.7, "train_seconds": 1.0, "images_per_second": 100.0,
+                                        "lr": 0.01}], "total_train_seconds": 2.0, "images_trained": 2048})}))

@@ -1,0 +1,49 @@
+#pragma once
+// Decoding and encoding JPEG and PNG.
+//
+// JPEG goes through libjpeg-turbo. When the caller says how small the image
+// will be made (min_width/min_height), the decoder shrinks it in the DCT
+// domain by 1/2, 1/4 or 1/8 — the largest of those that still leaves at
+// least min_width x min_height — which skips most of the inverse DCT and
+// colour conversion: the main speed lever for photos larger than the
+// training size. PNG goes through libpng (1-16 bit, gray, palette; alpha is
+// dropped, 16-bit samples keep their high byte).
+//
+// Every failure is a UserError naming the file: an empty file, bytes that
+// are neither JPEG nor PNG, a truncated or corrupt file (libjpeg's "premature
+// end of data" and corrupt-data warnings count as errors).
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "convoy/image/image.h"
+
+namespace convoy::image {
+
+enum class ImageFormat { unknown, jpeg, png };
+
+// By magic bytes, not by the file's name.
+ImageFormat detect_format(std::span<const uint8_t> bytes);
+
+struct DecodeOptions {
+  int channels = 0;    // 0: the file's (gray stays 1, colour becomes 3), 1: gray, 3: RGB
+  int min_width = 0;   // a hint: the image will be resized to at least this;
+  int min_height = 0;  // 0 = no constraint in that dimension (both 0: full size)
+};
+
+// The DCT scale denominator (1, 2, 4 or 8) decode_image uses for a JPEG of
+// width x height: the largest d with ceil(width / d) >= min_width and
+// ceil(height / d) >= min_height.
+int jpeg_scale_denominator(int width, int height, const DecodeOptions& options);
+
+// `name` is only for messages (the file's path, or a record's key).
+Image decode_image(std::span<const uint8_t> bytes, std::string_view name, const DecodeOptions& options = {});
+// Reads and decodes a file; errors name `path`.
+Image read_image(const std::string& path, const DecodeOptions& options = {});
+
+// The file's bytes (baseline JPEG, 4:2:0 for colour, like PIL's defaults).
+std::string encode_jpeg(ImageView image, int quality = 90);
+std::string encode_png(ImageView image);
+
+}  // namespace convoy::image

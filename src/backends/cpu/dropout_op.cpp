@@ -1,0 +1,73 @@
+// Dropout, our own kernel over the activation layout. Training: every element
+// is kept with probability 1 - rate and scaled by 1 / (1 - rate), else zeroed;
+// the mask is a function of (seed, training step, example), drawn from
+// convoy's Rng one example per stream, so it does not depend on the thread
+// count and stays fixed between training steps (loss_and_gradients calls see
+// one mask: what a gradient check needs). Inference: a copy.
+//   dst = src * mask;  diff_src = diff_dst * mask
+#include <cstring>
+#include <vector>
+
+#include "backends/cpu/ops.h"
+#include "convoy/core/rng.h"
+
+namespace convoy::cpu {
+namespace {
+
+class DropoutOp final : public CpuOp {
+ public:
+  DropoutOp(float rate, int64_t batch, int64_t example, uint64_t seed)
+      : rate_(rate), batch_(batch), example_(example), seed_(seed),
+        mask_(static_cast<std::size_t>(batch * example)) {}
+
+  void bind(DnnlEnv&, const OpBuffers& b) override { b_ = b; }
+
+  void next_step() override { ++step_; }
+
+  void forward(DnnlEnv&, bool training) override {
+    const int64_t total = batch_ * example_;
+    if (!training || rate_ == 0) {
+      std::memcpy(b_.dst, b_.src, sizeof(float) * total);
+      std::fill(mask_.begin(), mask_.end(), 1.0f);
+      return;
+    }
+    const float keep_scale = 1.0f / (1.0f - rate_), rate = rate_;
+    const int64_t example = example_;
+    const float* x = b_.src;
+    float* y = b_.dst;
+    float* mask = mask_.data();
+#pragma omp parallel for schedule(static)
+    for (int64_t n = 0; n < batch_; ++n) {
+      Rng rng(Rng(seed_ + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(step_ * batch_ + n + 1)).next_u64());
+      for (int64_t i = n * example; i < (n + 1) * example; ++i) {
+        mask[i] = rng.uniform01() < rate ? 0.0f : keep_scale;
+        y[i] = x[i] * mask[i];
+      }
+    }
+  }
+
+  void backward(DnnlEnv&) override {
+    if (!b_.diff_src) return;
+    const int64_t total = batch_ * example_;
+    const float *dy = b_.diff_dst, *mask = mask_.data();
+    float* dx = b_.diff_src;
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < total; ++i) dx[i] = dy[i] * mask[i];
+  }
+
+ private:
+  float rate_;
+  int64_t batch_, example_;
+  uint64_t seed_;
+  int64_t step_ = 0;
+  std::vector<float> mask_;  // 0 or 1 / (1 - rate), per element of the batch
+  OpBuffers b_;
+};
+
+}  // namespace
+
+std::unique_ptr<CpuOp> make_dropout(const nn::LayerPlan& plan, int64_t batch, uint64_t seed) {
+  return std::make_unique<DropoutOp>(std::get<nn::Dropout>(plan.layer).rate, batch, numel(plan.output_shape), seed);
+}
+
+}  // namespace convoy::cpu

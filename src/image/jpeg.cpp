@@ -1,0 +1,198 @@
+// JPEG through libjpeg-turbo.
+//
+// libjpeg reports errors through a callback that must not return; its default
+// calls exit(). Throwing a C++ exception through libjpeg's C frames is
+// undefined, so the callback longjmps back to a setjmp in run_decode /
+// run_encode, which then returns false; the C++ caller throws. Nothing with a
+// destructor lives in those frames between setjmp and the calls into libjpeg:
+// everything they fill belongs to the caller.
+#include <algorithm>
+#include <csetjmp>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+// jpeglib.h needs size_t and FILE declared first.
+#include <jpeglib.h>
+#include <jerror.h>
+
+#include "codec_internal.h"
+#include "convoy/core/error.h"
+
+namespace convoy::image {
+namespace {
+
+struct JpegError {
+  jpeg_error_mgr mgr;  // first member: libjpeg hands back a pointer to it
+  std::jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+};
+
+[[noreturn]] void on_error(j_common_ptr cinfo) {
+  auto* err = reinterpret_cast<JpegError*>(cinfo->err);
+  (*cinfo->err->format_message)(cinfo, err->message);
+  std::longjmp(err->jump, 1);
+}
+
+// Warnings that mean pixels are missing or wrong are errors: a truncated
+// photo would otherwise train as a grey smear. Benign ones (unknown JFIF
+// revision, stray bytes before a marker) are ignored, as PIL and TF do.
+bool is_data_damage(int code) {
+  switch (code) {
+    case JWRN_JPEG_EOF: case JWRN_HIT_MARKER: case JWRN_HUFF_BAD_CODE: case JWRN_ARITH_BAD_CODE:
+    case JWRN_MUST_RESYNC: case JWRN_BOGUS_PROGRESSION: case JWRN_NOT_SEQUENTIAL:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void on_message(j_common_ptr cinfo, int level) {
+  if (level < 0 && is_data_damage(cinfo->err->msg_code)) on_error(cinfo);
+}
+
+void install_errors(jpeg_error_mgr* mgr) {
+  jpeg_std_error(mgr);
+  mgr->error_exit = on_error;
+  mgr->emit_message = on_message;
+}
+
+struct Decompressor {
+  jpeg_decompress_struct cinfo;
+  JpegError err;
+  Decompressor() {
+    cinfo.err = &err.mgr;
+    install_errors(&err.mgr);
+    err.message[0] = '\0';
+    jpeg_create_decompress(&cinfo);
+  }
+  ~Decompressor() { jpeg_destroy_decompress(&cinfo); }
+};
+
+// Adobe's CMYK JPEGs store inverted ink amounts (what Photoshop writes, and
+// what saw_Adobe_marker tells); plain CMYK is rare enough to treat the same.
+void cmyk_to_rgb(const uint8_t* cmyk, uint8_t* rgb, int width) {
+  for (int x = 0; x < width; ++x, cmyk += 4, rgb += 3) {
+    const int k = cmyk[3];
+    for (int c = 0; c < 3; ++c) rgb[c] = static_cast<uint8_t>((cmyk[c] * k + 127) / 255);
+  }
+}
+
+uint8_t gray_of(const uint8_t* rgb) {
+  return static_cast<uint8_t>((rgb[0] * 299 + rgb[1] * 587 + rgb[2] * 114 + 500) / 1000);
+}
+
+struct DecodeJob {
+  std::span<const uint8_t> bytes;
+  std::string_view name;
+  DecodeOptions options;
+  Image* out;
+};
+
+bool run_decode(Decompressor* d, const DecodeJob* job) {
+  jpeg_decompress_struct* cinfo = &d->cinfo;
+  if (setjmp(d->err.jump)) return false;
+  jpeg_mem_src(cinfo, job->bytes.data(), static_cast<unsigned long>(job->bytes.size()));
+  jpeg_read_header(cinfo, TRUE);
+  const bool file_gray = cinfo->jpeg_color_space == JCS_GRAYSCALE;
+  const bool cmyk = cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK;
+  const int channels = job->options.channels != 0 ? job->options.channels : (file_gray ? 1 : 3);
+  cinfo->out_color_space = cmyk ? JCS_CMYK : (channels == 1 ? JCS_GRAYSCALE : JCS_RGB);
+  cinfo->scale_num = 1;
+  cinfo->scale_denom =
+      static_cast<unsigned>(jpeg_scale_denominator(cinfo->image_width, cinfo->image_height, job->options));
+  cinfo->dct_method = JDCT_ISLOW;  // the accurate one, as PIL and TF use
+  jpeg_calc_output_dimensions(cinfo);
+  detail::check_dimensions(job->name, "JPEG", cinfo->output_width, cinfo->output_height);
+  *job->out = Image(static_cast<int>(cinfo->output_width), static_cast<int>(cinfo->output_height), channels);
+  jpeg_start_decompress(cinfo);
+  Image& out = *job->out;
+  if (!cmyk) {
+    while (cinfo->output_scanline < cinfo->output_height) {
+      JSAMPROW rows[8];
+      const int n = std::min<int>(8, static_cast<int>(cinfo->output_height - cinfo->output_scanline));
+      for (int i = 0; i < n; ++i) rows[i] = out.row(static_cast<int>(cinfo->output_scanline) + i);
+      jpeg_read_scanlines(cinfo, rows, static_cast<JDIMENSION>(n));
+    }
+  } else {
+    // Buffers from libjpeg's own pool are freed by jpeg_destroy_decompress,
+    // whichever way the decode ends.
+    const int w = out.width();
+    JSAMPARRAY line = (*cinfo->mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(cinfo), JPOOL_IMAGE,
+                                                  static_cast<JDIMENSION>(w * 7), 1);
+    uint8_t* rgb = line[0] + w * 4;
+    while (cinfo->output_scanline < cinfo->output_height) {
+      const int y = static_cast<int>(cinfo->output_scanline);
+      jpeg_read_scanlines(cinfo, line, 1);
+      if (channels == 3) {
+        cmyk_to_rgb(line[0], out.row(y), w);
+      } else {
+        cmyk_to_rgb(line[0], rgb, w);
+        for (int x = 0; x < w; ++x) out.row(y)[x] = gray_of(rgb + 3 * x);
+      }
+    }
+  }
+  jpeg_finish_decompress(cinfo);
+  return true;
+}
+
+struct Compressor {
+  jpeg_compress_struct cinfo;
+  JpegError err;
+  unsigned char* buffer = nullptr;
+  unsigned long size = 0;
+  Compressor() {
+    cinfo.err = &err.mgr;
+    install_errors(&err.mgr);
+    err.message[0] = '\0';
+    jpeg_create_compress(&cinfo);
+  }
+  ~Compressor() {
+    jpeg_destroy_compress(&cinfo);
+    std::free(buffer);  // jpeg_mem_dest's buffer is malloc'd and left to us
+  }
+};
+
+bool run_encode(Compressor* c, ImageView image, int quality) {
+  jpeg_compress_struct* cinfo = &c->cinfo;
+  if (setjmp(c->err.jump)) return false;
+  jpeg_mem_dest(cinfo, &c->buffer, &c->size);
+  cinfo->image_width = static_cast<JDIMENSION>(image.width);
+  cinfo->image_height = static_cast<JDIMENSION>(image.height);
+  cinfo->input_components = image.channels;
+  cinfo->in_color_space = image.channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  jpeg_set_defaults(cinfo);
+  jpeg_set_quality(cinfo, quality, TRUE);
+  jpeg_start_compress(cinfo, TRUE);
+  while (cinfo->next_scanline < cinfo->image_height) {
+    JSAMPROW row = const_cast<uint8_t*>(image.row(static_cast<int>(cinfo->next_scanline)));
+    jpeg_write_scanlines(cinfo, &row, 1);
+  }
+  jpeg_finish_compress(cinfo);
+  return true;
+}
+
+}  // namespace
+
+namespace detail {
+
+Image decode_jpeg(std::span<const uint8_t> bytes, std::string_view name, const DecodeOptions& options) {
+  Decompressor d;
+  Image out;
+  const DecodeJob job{bytes, name, options, &out};
+  if (!run_decode(&d, &job)) throw_corrupt(name, "JPEG", d.err.message);
+  return out;
+}
+
+}  // namespace detail
+
+std::string encode_jpeg(ImageView image, int quality) {
+  require(image.data && image.width > 0 && image.height > 0 && (image.channels == 1 || image.channels == 3),
+          "encode_jpeg: the image must have pixels and 1 or 3 channels");
+  require(quality >= 1 && quality <= 100, "encode_jpeg: quality must be in [1, 100], got " + std::to_string(quality));
+  Compressor c;
+  if (!run_encode(&c, image, quality)) throw std::runtime_error(std::string("encode_jpeg: ") + c.err.message);
+  return std::string(reinterpret_cast<const char*>(c.buffer), c.size);
+}
+
+}  // namespace convoy::image

@@ -1,0 +1,165 @@
+// read_csv_manifest: a CSV of image ids and labels (one 0/1 column per class,
+// or one column of class names) plus an image folder.
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "convoy/core/error.h"
+#include "convoy/records/csv.h"
+#include "convoy/records/manifest.h"
+
+namespace convoy::records {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// "0" or "1" (also "0.0" / "1.0" as pandas writes floats); nullopt otherwise.
+std::optional<float> zero_or_one(std::string_view s) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || (v != 0.0 && v != 1.0)) return std::nullopt;
+  return static_cast<float>(v);
+}
+
+// Rows that fail a check: thrown, or collected for the skip summary.
+class BadRows {
+ public:
+  BadRows(const std::string& path, data::OnBadExample policy) : path_(path), policy_(policy) {}
+  // Returns normally only under skip.
+  void add(int64_t line, const std::string& problem, const std::string& advice) {
+    if (policy_ == data::OnBadExample::fail)
+      throw UserError(path_ + ": line " + std::to_string(line) + ": " + problem + "; " + advice +
+                      " (or set on_bad_example: skip)");
+    named_.push_back(path_ + ": line " + std::to_string(line) + ": " + problem);
+  }
+  std::vector<std::string> take() { return std::move(named_); }
+
+ private:
+  const std::string& path_;
+  data::OnBadExample policy_;
+  std::vector<std::string> named_;
+};
+
+// The class columns (one-hot) or class names (label column).
+std::vector<std::string> classes_of(const CsvTable& table, const CsvManifestOptions& o, int id_col, int label_col) {
+  if (!o.classes.empty()) {
+    std::set<std::string> seen;
+    for (const std::string& c : o.classes)
+      require(seen.insert(c).second, table.path + ": class '" + c + "' is listed twice in the options' classes");
+    if (label_col < 0)
+      for (const std::string& c : o.classes) table.require_column(c, "a class column named in the options");
+    return o.classes;
+  }
+  if (label_col >= 0) {
+    std::set<std::string> names;  // sorted, as image_dataset_from_directory sorts folders
+    for (const CsvRecord& r : table.rows)
+      if (r.fields.size() == table.header.size() && !r.fields[label_col].empty()) names.insert(r.fields[label_col]);
+    return {names.begin(), names.end()};
+  }
+  std::vector<std::string> columns;
+  for (int i = 0; i < static_cast<int>(table.header.size()); ++i)
+    if (i != id_col) columns.push_back(table.header[i]);
+  return columns;
+}
+
+}  // namespace
+
+Manifest read_csv_manifest(const std::string& csv_path, const CsvManifestOptions& o) {
+  const CsvTable table = read_csv(csv_path);
+  require(!table.rows.empty(), csv_path + ": the CSV has a header but no rows; list one image per row");
+  const int id_col = table.require_column(o.id_column, "the image id");
+  const int label_col = o.label_column.empty() ? -1 : table.require_column(o.label_column, "the class label");
+  Manifest m;
+  m.classes = classes_of(table, o, id_col, label_col);
+  m.label_kind = label_col >= 0 ? LabelKind::index : m.classes.empty() ? LabelKind::none : LabelKind::one_hot;
+  std::vector<int> class_cols;
+  if (m.label_kind == LabelKind::one_hot)
+    for (const std::string& c : m.classes) class_cols.push_back(table.column(c));
+  std::map<std::string, int32_t> class_index;
+  for (std::size_t i = 0; i < m.classes.size(); ++i) class_index[m.classes[i]] = static_cast<int32_t>(i);
+
+  const fs::path image_dir = fs::path(csv_path).parent_path() / o.image_dir;
+  BadRows bad(csv_path, o.on_bad_example);
+  std::map<std::string, int64_t> first_line_of_id;
+  for (const CsvRecord& r : table.rows) {
+    if (r.fields.size() != table.header.size()) {
+      bad.add(r.line, std::to_string(r.fields.size()) + " fields but the header has " +
+                          std::to_string(table.header.size()) + " columns",
+              "fix the row (quote fields that contain commas)");
+      continue;
+    }
+    ManifestEntry e;
+    e.id = r.fields[id_col];
+    e.where = csv_path + " line " + std::to_string(r.line);
+    if (e.id.empty()) {
+      bad.add(r.line, "empty " + o.id_column, "give every row an id");
+      continue;
+    }
+    if (auto [it, fresh] = first_line_of_id.emplace(e.id, r.line); !fresh) {
+      bad.add(r.line, o.id_column + " '" + e.id + "' appears again (first on line " + std::to_string(it->second) + ")",
+              "list each image once");
+      continue;
+    }
+    if (m.label_kind == LabelKind::index) {
+      const std::string& name = r.fields[label_col];
+      auto it = class_index.find(name);
+      if (name.empty()) {
+        bad.add(r.line, "no class set in column '" + o.label_column + "'", "give every row a class");
+        continue;
+      }
+      if (it == class_index.end()) {
+        bad.add(r.line, "unknown class '" + name + "' in column '" + o.label_column + "'",
+                "use one of: " + joined(m.classes));
+        continue;
+      }
+      e.label = it->second;
+    } else if (m.label_kind == LabelKind::one_hot) {
+      std::string problem;
+      for (std::size_t c = 0; c < class_cols.size() && problem.empty(); ++c) {
+        const std::string& v = r.fields[class_cols[c]];
+        if (auto x = zero_or_one(v))
+          e.one_hot.push_back(*x);
+        else
+          problem = "column '" + m.classes[c] + "' holds '" + v + "', not 0 or 1";
+      }
+      if (!problem.empty()) {
+        bad.add(r.line, problem, "a class column holds 0 or 1");
+        continue;
+      }
+      if (std::none_of(e.one_hot.begin(), e.one_hot.end(), [](float x) { return x == 1.0f; })) {
+        bad.add(r.line, "no class set (every one of " + joined(m.classes) + " is 0)", "set a 1 in the row's class");
+        continue;
+      }
+    }
+    e.path = (image_dir / (e.id + o.extension)).string();
+    std::error_code ec;
+    if (o.check_files && !fs::is_regular_file(e.path, ec)) {
+      bad.add(r.line, "image file " + e.path + " is missing", "add it, or fix image_dir/extension");
+      continue;
+    }
+    m.entries.push_back(std::move(e));
+  }
+  m.skipped = bad.take();
+  if (!m.skipped.empty()) {
+    std::string line = csv_path + ": skipped " + std::to_string(m.skipped.size()) + " bad row" +
+                       (m.skipped.size() == 1 ? "" : "s") + ": ";
+    for (std::size_t i = 0; i < m.skipped.size() && i < 10; ++i)
+      line += (i ? "; " : "") + m.skipped[i].substr(csv_path.size() + 2);
+    if (m.skipped.size() > 10) line += "; and " + std::to_string(m.skipped.size() - 10) + " more";
+    o.log(line);
+  }
+  require(!m.entries.empty(), csv_path + ": no usable rows (all " + std::to_string(table.rows.size()) +
+                                  " were bad); fix the CSV");
+  return m;
+}
+
+}  // namespace convoy::records

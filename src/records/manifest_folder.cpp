@@ -1,0 +1,70 @@
+// read_folder_manifest: root/<class>/**/<image>, as Keras'
+// image_dataset_from_directory infers labels: classes are the subfolders
+// sorted by name, files are sorted by path.
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+#include "convoy/core/error.h"
+#include "convoy/records/manifest.h"
+
+namespace convoy::records {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+bool wanted(const fs::path& p, const std::vector<std::string>& extensions) {
+  const std::string ext = lower(p.extension().string());
+  return std::any_of(extensions.begin(), extensions.end(), [&](const std::string& e) { return lower(e) == ext; });
+}
+
+std::vector<std::string> subfolders(const fs::path& root) {
+  std::vector<std::string> names;
+  for (const fs::directory_entry& d : fs::directory_iterator(root))
+    if (d.is_directory()) names.push_back(d.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace
+
+Manifest read_folder_manifest(const std::string& root, const FolderManifestOptions& options) {
+  std::error_code ec;
+  require(fs::is_directory(root, ec), root + ": no such folder; pass a folder with one subfolder per class");
+  Manifest m;
+  m.label_kind = LabelKind::index;
+  try {
+    m.classes = options.classes.empty() ? subfolders(root) : options.classes;
+    require(!m.classes.empty(), root + ": no class subfolders; put each class's images in root/<class>/");
+    for (std::size_t c = 0; c < m.classes.size(); ++c) {
+      const fs::path dir = fs::path(root) / m.classes[c];
+      require(fs::is_directory(dir, ec), dir.string() + ": class folder missing; create it or drop the class");
+      std::vector<fs::path> files;
+      // Links below a class folder are not followed (as Keras' default), so a
+      // link cycle cannot make the walk endless.
+      for (const fs::directory_entry& f : fs::recursive_directory_iterator(dir))
+        if (f.is_regular_file() && wanted(f.path(), options.extensions)) files.push_back(f.path());
+      std::sort(files.begin(), files.end());
+      for (const fs::path& f : files)
+        m.entries.push_back({.id = f.lexically_relative(root).string(),
+                             .path = f.string(),
+                             .label = static_cast<int32_t>(c),
+                             .one_hot = {},
+                             .where = f.string()});
+    }
+  } catch (const fs::filesystem_error& e) {
+    throw UserError(root + ": cannot list the folder (" + e.code().message() + " at " + e.path1().string() +
+                    "); check permissions");
+  }
+  std::string extensions;
+  for (const std::string& e : options.extensions) extensions += (extensions.empty() ? "" : ", ") + e;
+  require(!m.entries.empty(), root + ": no images (" + extensions + ") in its class folders");
+  return m;
+}
+
+}  // namespace convoy::records

@@ -1,0 +1,201 @@
+// write_shards: shuffle the manifest, cut it into shards of about the target
+// size (from the image files' sizes), write each shard's records.
+#include "convoy/records/shards.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "convoy/core/error.h"
+#include "convoy/core/rng.h"
+#include "convoy/io/atomic_file.h"
+#include "convoy/records/example_proto.h"
+#include "convoy/records/tfrecord.h"
+#include "convoy/records/tfrecord_dataset.h"
+
+namespace convoy::records {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr uint64_t kRecordOverhead = 128;  // framing, keys and label beside the image bytes (an estimate)
+
+std::string format_of(const std::string& path) {
+  std::string ext = fs::path(path).extension().string();
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (ext == ".png") return "png";
+  if (ext == ".jpg" || ext == ".jpeg") return "jpeg";
+  return ext.empty() ? "unknown" : ext.substr(1);
+}
+
+ExampleProto record_of(const Manifest& m, const ManifestEntry& e, const Tensor& bytes) {
+  ExampleProto p;
+  const auto* data = static_cast<const char*>(bytes.raw());
+  p.features[kImageKey] = ProtoFeature::of_bytes({std::string(data, data + bytes.nbytes())});
+  p.features[kFormatKey] = ProtoFeature::of_bytes({format_of(e.path)});
+  p.features[kIdKey] = ProtoFeature::of_bytes({e.id});
+  if (m.label_kind == LabelKind::index) {
+    p.features[kLabelKey] = ProtoFeature::of_int64s({e.label});
+    p.features["image/class/text"] = ProtoFeature::of_bytes({m.classes.at(e.label)});
+  } else if (m.label_kind == LabelKind::one_hot) {
+    p.features[kOneHotKey] = ProtoFeature::of_floats(e.one_hot);
+  }
+  return p;
+}
+
+// Shard index of each entry (in shuffled order): cut where the running size
+// crosses a multiple of total / count, so shards come out nearly equal.
+std::vector<int64_t> cut_into_shards(const std::vector<uint64_t>& sizes, double target_bytes, int64_t& count) {
+  uint64_t total = 0;
+  for (uint64_t s : sizes) total += s;
+  count = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(static_cast<double>(total) / target_bytes)));
+  count = std::min<int64_t>(count, static_cast<int64_t>(sizes.size()));
+  std::vector<int64_t> shard(sizes.size());
+  uint64_t before = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const double middle = static_cast<double>(before) + static_cast<double>(sizes[i]) / 2;
+    shard[i] = std::min<int64_t>(count - 1, static_cast<int64_t>(middle * count / static_cast<double>(total)));
+    before += sizes[i];
+  }
+  // A very large example can leave a shard empty: renumber the ones in use.
+  std::vector<int64_t> renumber(count, -1);
+  int64_t used = 0;
+  for (int64_t& s : shard) {
+    if (renumber[s] < 0) renumber[s] = used++;
+    s = renumber[s];
+  }
+  count = used;
+  return shard;
+}
+
+// The shard count in "<prefix>-DDDDD-of-DDDDD.tfrecord[.gz]", or -1 when
+// `name` is not a shard of `prefix`.
+int64_t shard_count_in(const std::string& name, const std::string& prefix) {
+  const std::string_view rest = std::string_view(name).substr(std::min(name.size(), prefix.size()));
+  auto digits = [](std::string_view d) { return std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; }); };
+  if (!name.starts_with(prefix) || rest.size() < 24 || rest[0] != '-' || rest.substr(6, 4) != "-of-" ||
+      !digits(rest.substr(1, 5)) || !digits(rest.substr(10, 5)) ||
+      (rest.substr(15) != ".tfrecord" && rest.substr(15) != ".tfrecord.gz"))
+    return -1;
+  return std::stoll(std::string(rest.substr(10, 5)));
+}
+
+// Shards of an earlier run under the same prefix but another count would mix
+// with these when read by a glob: refuse rather than delete someone's files.
+void check_no_stale_shards(const ShardOptions& o, int64_t count) {
+  std::error_code ec;
+  for (const fs::directory_entry& f : fs::directory_iterator(o.out_dir, ec)) {
+    const int64_t other = shard_count_in(f.path().filename().string(), o.prefix);
+    if (other >= 0 && other != count)
+      throw UserError(f.path().string() + ": shards of an earlier run (of " + std::to_string(other) +
+                      ") are in the output folder and would mix with these " + std::to_string(count) +
+                      "; remove them or choose another prefix");
+  }
+}
+
+const char* label_kind_name(LabelKind k) {
+  switch (k) {
+    case LabelKind::none: return "none";
+    case LabelKind::index: return "index";
+    case LabelKind::one_hot: return "one_hot";
+  }
+  return "?";
+}
+
+void write_sidecars(const Manifest& m, const ShardOptions& o, const ShardsWritten& w) {
+  if (!m.classes.empty()) {
+    std::string classes;
+    for (const std::string& c : m.classes) classes += c + "\n";
+    io::write_file_atomic((fs::path(o.out_dir) / "classes.txt").string(), classes);
+  }
+  nlohmann::json j;
+  j["format"] = "tfrecord of tf.train.Example";
+  j["compression"] = o.gzip ? "gzip" : "none";
+  j["examples"] = w.examples;
+  j["seed"] = o.seed;
+  j["classes"] = m.classes;
+  j["label_kind"] = label_kind_name(m.label_kind);
+  j["keys"] = {{"image", kImageKey}, {"format", kFormatKey}, {"id", kIdKey}};
+  if (m.label_kind == LabelKind::index) j["keys"]["label"] = kLabelKey;
+  if (m.label_kind == LabelKind::one_hot) j["keys"]["label"] = kOneHotKey;
+  for (const auto& s : w.shards)
+    j["shards"].push_back({{"file", fs::path(s.file).filename().string()}, {"records", s.records}, {"bytes", s.bytes}});
+  io::write_file_atomic((fs::path(o.out_dir) / (o.prefix + "-shards.json")).string(), j.dump(2) + "\n");
+}
+
+}  // namespace
+
+std::string shard_name(const std::string& prefix, int64_t index, int64_t count, bool gzip) {
+  char digits[32];
+  std::snprintf(digits, sizeof digits, "-%05lld-of-%05lld", static_cast<long long>(index),
+                static_cast<long long>(count));
+  return prefix + digits + (gzip ? ".tfrecord.gz" : ".tfrecord");
+}
+
+ShardsWritten write_shards(const Manifest& manifest, const ShardOptions& o) {
+  if (!(o.shard_mb > 0)) {
+    char mb[32];
+    std::snprintf(mb, sizeof mb, "%g", o.shard_mb);
+    throw UserError(std::string("shards: the shard size must be positive, got ") + mb + " MB");
+  }
+  require(!o.prefix.empty() && o.prefix.find('/') == std::string::npos,
+          "shards: the prefix '" + o.prefix + "' must be a non-empty file name without '/'");
+  require(!manifest.entries.empty(), "shards: the manifest lists no images");
+  io::ensure_writable_dir(o.out_dir);
+
+  std::vector<int64_t> order(manifest.entries.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
+  Rng rng(o.seed);
+  shuffle(order, rng);
+  Manifest shuffled{manifest.classes, manifest.label_kind, {}, {}};
+  std::vector<uint64_t> sizes;
+  for (int64_t i : order) {
+    const ManifestEntry& e = manifest.entries[i];
+    std::error_code ec;
+    const uint64_t size = fs::file_size(e.path, ec);
+    require(!ec, e.path + " (" + e.where + "): cannot read the image (" + ec.message() + ")");
+    sizes.push_back(size + e.id.size() + kRecordOverhead);
+    shuffled.entries.push_back(e);
+  }
+  int64_t count = 0;
+  const std::vector<int64_t> shard_of = cut_into_shards(sizes, o.shard_mb * 1e6, count);
+  check_no_stale_shards(o, count);
+
+  ShardsWritten written;
+  std::size_t closed = 0;
+  try {
+    std::unique_ptr<TfRecordWriter> writer;  // destroyed unclosed on an error: its temp file goes too
+    auto finish = [&] {
+      if (!writer) return;
+      writer->close();
+      ++closed;
+      written.shards.back().records = writer->records();
+      written.shards.back().bytes = writer->bytes_written();
+      writer.reset();
+    };
+    int64_t i = 0;
+    for (data::Example& e : manifest_dataset(shuffled, {.read_bytes = true}).epoch(0)) {
+      const int64_t s = shard_of[i];
+      if (static_cast<int64_t>(written.shards.size()) <= s) {
+        finish();
+        const std::string file = (fs::path(o.out_dir) / shard_name(o.prefix, s, count, o.gzip)).string();
+        writer = std::make_unique<TfRecordWriter>(file, o.gzip ? Compression::gzip : Compression::none);
+        written.shards.push_back({file, 0, 0});
+      }
+      writer->write(encode_example(record_of(shuffled, shuffled.entries[i], e.tensor("image_bytes"))));
+      ++i;
+    }
+    finish();
+    written.examples = i;
+    write_sidecars(manifest, o, written);
+  } catch (...) {
+    std::error_code ec;
+    for (std::size_t k = 0; k < closed; ++k) fs::remove(written.shards[k].file, ec);  // no partial set of shards
+    throw;
+  }
+  return written;
+}
+
+}  // namespace convoy::records

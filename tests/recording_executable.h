@@ -1,0 +1,66 @@
+#pragma once
+// An Executable that trains nothing and records which examples each training
+// step saw: give it data whose label is the example's index. For tests of
+// what the trainer feeds a model (sharding, epochs), without a backend.
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "convoy/backends/executable.h"
+#include "convoy/data/labeled_images.h"
+
+namespace convoy::testing {
+
+class RecordingExecutable final : public Executable {
+ public:
+  explicit RecordingExecutable(int64_t batch) : batch_(batch) {}
+  std::vector<int32_t> seen;  // labels of every trained example, in order
+
+  int64_t batch_size() const override { return batch_; }
+  int64_t input_size() const override { return 1; }
+  int64_t output_size() const override { return 1; }
+  std::string device() const override { return "recorder"; }
+  void train_step(const float*, Targets y) override {
+    seen.insert(seen.end(), y.labels, y.labels + batch_);
+    metrics_.count += batch_;
+  }
+  void eval_step(const float*, Targets, int64_t count) override { metrics_.count += count; }
+  double loss_and_gradients(const float*, Targets) override { return 0; }
+  Metrics take_metrics() override { return std::exchange(metrics_, {}); }
+  Metrics peek_metrics() const override { return metrics_; }
+  void restore_metrics(const Metrics& m) override { metrics_ = m; }
+  bool last_step_finite() const override { return true; }
+  std::string nonfinite_report() const override { return ""; }
+  void set_learning_rate(float lr) override { lr_ = lr; }
+  float learning_rate() const override { return lr_; }
+  void set_profiling(bool) override {}
+  std::vector<LayerProfile> profile() const override { return {}; }
+  int64_t profiled_steps() const override { return 0; }
+  int64_t parameter_count() const override { return 0; }
+  int64_t state_count() const override { return 0; }
+  void set_parameters(std::span<const float>) override {}
+  void get_parameters(std::span<float>) const override {}
+  void get_gradients(std::span<float>) const override {}
+  void set_state(std::span<const float>) override {}
+  void get_state(std::span<float>) const override {}
+  int64_t optimizer_state_size() const override { return 0; }
+  void set_optimizer_state(std::span<const float>) override {}
+  void get_optimizer_state(std::span<float>) const override {}
+  void get_output(std::span<float>) const override {}
+  void get_input_gradient(std::span<float>) const override {}
+
+ private:
+  int64_t batch_;
+  float lr_ = 0.01f;
+  Metrics metrics_;
+};
+
+// n examples [1, 1, 1] whose label is their index.
+inline data::LabeledImages indexed_examples(int64_t n) {
+  data::LabeledImages d{Tensor(DType::f32, {n, 1, 1, 1}), Tensor(DType::i32, {n})};
+  auto labels = d.labels.data<int32_t>();
+  for (int64_t i = 0; i < n; ++i) labels[i] = static_cast<int32_t>(i);
+  return d;
+}
+
+}  // namespace convoy::testing

@@ -1,0 +1,197 @@
+// The zoo's layers: PyTorch parity on one graph that holds them all, and the
+// behaviour users rely on (dropout's scaling and masks, frozen layers, names).
+#include <gtest/gtest.h>
+
+#include "convoy/backends/executable.h"
+#include "convoy/io/model_weights.h"
+#include "convoy/nn/model.h"
+#include "test_helpers.h"
+
+namespace convoy::nn {
+namespace {
+
+using testing::relative_error;
+
+// The graph of tests/fixtures/make_layer_parity_fixtures.py, its layers named
+// as that script's modules.
+Model layers_graph() {
+  GraphBuilder g({3, 12, 12});
+  auto x = g.add(Conv2d{.filters = 8, .kernel = 3, .padding = 1, .bias = false}, g.input(), "stem");
+  x = g.add(BatchNorm{}, x, "bn0");
+  x = g.add(ReLU6{}, x);
+  x = g.add(Conv2d{.filters = 8, .kernel = 3, .stride = 2, .padding = 1, .groups = 8, .bias = false}, x, "dw");
+  x = g.add(BatchNorm{}, x, "bn1");
+  x = g.add(SiLU{}, x);
+  auto s = g.add(GlobalAvgPool{.keep_dims = true}, x);
+  s = g.add(Conv2d{.filters = 2, .kernel = 1}, s, "se_reduce");
+  s = g.add(SiLU{}, s);
+  s = g.add(Conv2d{.filters = 8, .kernel = 1}, s, "se_expand");
+  s = g.add(Sigmoid{}, s);
+  x = g.add(Multiply{}, {x, s});
+  x = g.add(Conv2d{.filters = 12, .kernel = 3, .padding = kSame, .groups = 4}, x, "grouped");
+  x = g.add(Conv2d{.filters = 8, .kernel = 3, .stride = 2, .padding = kSame}, x, "down");
+  auto m = g.add(MaxPool2d{.kernel = 3, .stride = 1, .padding = 1}, x);
+  auto a = g.add(AvgPool2d{.kernel = 3, .stride = 1, .padding = 1}, x);
+  auto e = g.add(AvgPool2d{.kernel = 3, .stride = 1, .padding = 1, .count_include_pad = false}, x);
+  auto c = g.add(Concat{}, {g.add(Add{}, {m, a}), e});
+  g.add(Dense{.units = 5}, g.add(GlobalAvgPool{}, c), "fc");
+  Model model = g.build();
+  model.set_trainable(false, "bn0");
+  return model;
+}
+
+std::span<const float> slice(const std::vector<float>& v, const ParamSlot& s) {
+  return {v.data() + s.offset, static_cast<std::size_t>(s.size())};
+}
+
+}  // namespace
+
+TEST(Layers, MatchPyTorchInTrainingAndInference) {
+  const auto fixture = io::read_safetensors(std::string(CONVOY_FIXTURES_DIR) + "/layer_parity.safetensors");
+  const Model model = layers_graph();
+  const io::FlatWeights start = io::from_named(model, fixture, "layer fixture");
+  const int64_t batch = fixture.at("labels").dim(0);
+  auto exe = compile_cpu(model, {.batch_size = batch, .loss = Loss::softmax_cross_entropy}, 0);
+  exe->set_parameters(start.params);
+  exe->set_state(start.state);
+  const float* x = fixture.at("input").data<float>().data();
+  const int32_t* y = fixture.at("labels").data<int32_t>().data();
+  auto f = [&](const std::string& name) { return fixture.at(name).data<float>(); };
+
+  const double loss = exe->loss_and_gradients(x, y);
+  EXPECT_NEAR(loss, f("loss")[0], 1e-4 * f("loss")[0]);
+  std::vector<float> out(batch * 5), grads(model.num_parameters()), state(model.num_state());
+  exe->get_output(out);
+  EXPECT_LT(relative_error(out, f("output")), 1e-4);
+  exe->get_gradients(grads);
+  for (const auto& plan : model.layers())
+    for (const auto& slot : plan.params) {
+      if (!plan.trainable) {
+        EXPECT_EQ(relative_error(slice(grads, slot), std::vector<float>(slot.size())), 0.0) << slot.name;
+        continue;
+      }
+      EXPECT_LT(relative_error(slice(grads, slot), f("grad." + slot.name)), 1e-4) << slot.name;
+    }
+  exe->get_state(state);
+  for (const auto& plan : model.layers())
+    for (const auto& slot : plan.state)
+      EXPECT_LT(relative_error(slice(state, slot), f("after." + slot.name)), 1e-5) << slot.name;
+
+  exe->eval_step(x, y, batch);
+  exe->get_output(out);
+  EXPECT_LT(relative_error(out, f("inference_output")), 1e-4);
+}
+
+TEST(Layers, SamePaddingKeepsCeilOfSizeOverStride) {
+  EXPECT_EQ(window(7, 3, 2, kSame, "c").out, 4);
+  EXPECT_EQ(window(6, 3, 2, kSame, "c").pad_begin, 0);
+  EXPECT_EQ(window(6, 3, 2, kSame, "c").pad_end, 1);
+  EXPECT_EQ(window(5, 5, 1, kSame, "c").pad_begin, 2);
+  const Model m({3, 224, 224}, {Conv2d{.filters = 8, .kernel = 3, .stride = 2, .padding = kSame}, GlobalAvgPool{}});
+  EXPECT_EQ(m.layers()[0].output_shape, (Shape{8, 112, 112}));
+  EXPECT_EQ(m.output_shape(), (Shape{8}));
+}
+
+TEST(Layers, DropoutKeepsAboutOneMinusRateScaledUpAndRedrawsEachStep) {
+  const float rate = 0.25f;
+  const Model m({4000}, {Dropout{.rate = rate}});
+  auto exe = compile_cpu(m, {.batch_size = 2, .loss = Loss::softmax_cross_entropy, .optimizer = {.lr = 0}}, 5);
+  std::vector<float> x(8000, 1.0f), first(8000), again(8000), next(8000);
+  std::vector<int32_t> y{0, 1};
+  exe->loss_and_gradients(x.data(), y.data());
+  exe->get_output(first);
+  int64_t kept = 0;
+  for (float v : first) {
+    ASSERT_TRUE(v == 0.0f || std::abs(v - 1.0f / (1.0f - rate)) < 1e-6f) << v;
+    kept += v != 0.0f;
+  }
+  EXPECT_NEAR(static_cast<double>(kept) / 8000, 1 - rate, 0.02);
+  exe->loss_and_gradients(x.data(), y.data());
+  exe->get_output(again);
+  EXPECT_EQ(first, again) << "one mask within a step";
+  exe->train_step(x.data(), y.data());
+  exe->loss_and_gradients(x.data(), y.data());
+  exe->get_output(next);
+  EXPECT_NE(first, next) << "a new mask after a training step";
+  exe->eval_step(x.data(), y.data(), 2);
+  exe->get_output(next);
+  EXPECT_EQ(next, x) << "inference is the identity";
+  // The same seed draws the same masks.
+  auto twin = compile_cpu(m, {.batch_size = 2, .loss = Loss::softmax_cross_entropy, .optimizer = {.lr = 0}}, 5);
+  twin->loss_and_gradients(x.data(), y.data());
+  twin->get_output(again);
+  EXPECT_EQ(first, again);
+}
+
+TEST(Layers, FrozenLayersKeepTheirWeightsAndStatisticsWhileTheRestTrains) {
+  Model m({2, 6, 6}, {Conv2d{.filters = 4, .kernel = 3}, BatchNorm{}, ReLU{}, GlobalAvgPool{}, Dense{.units = 3}});
+  EXPECT_EQ(m.set_trainable(false, "conv2d_0"), 1);
+  EXPECT_EQ(m.set_trainable(false, "batch_norm_0"), 1);
+  // Weight decay and momentum would move a frozen weight with a zero gradient.
+  auto exe = compile_cpu(m, {.batch_size = 4, .loss = Loss::softmax_cross_entropy,
+                             .optimizer = {.kind = optim::Kind::adamw, .lr = 0.1f, .weight_decay = 0.5f}}, 1);
+  std::vector<float> x(4 * 72);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7) % 13) / 6.0f - 1.0f;
+  std::vector<int32_t> y{0, 1, 2, 1};
+  std::vector<float> before(m.num_parameters()), after(m.num_parameters()), state(m.num_state());
+  exe->get_parameters(before);
+  exe->train_step(x.data(), y.data());
+  exe->train_step(x.data(), y.data());
+  exe->get_parameters(after);
+  exe->get_state(state);
+  const auto& dense = m.layers()[4].params[0];
+  for (const auto& plan : m.layers())
+    for (const auto& slot : plan.params) {
+      if (plan.trainable) continue;
+      EXPECT_EQ(relative_error(slice(after, slot), slice(before, slot)), 0.0) << slot.name;
+    }
+  EXPECT_NE(after[dense.offset], before[dense.offset]) << "the head trains";
+  EXPECT_EQ(state, m.initial_state()) << "a frozen batch norm leaves its running statistics alone";
+  EXPECT_EQ(exe->optimizer_state_size(), 2 * 15 + 1) << "adam state for the 15 trainable parameters only";
+}
+
+TEST(Layers, NamesMatchTorchvisionStyleAndMustBeUnique) {
+  GraphBuilder g({3, 8, 8});
+  auto x = g.add(Conv2d{.filters = 4, .kernel = 3, .bias = false}, g.input(), "layer1.0.conv1");
+  x = g.add(BatchNorm{}, x, "layer1.0.bn1");
+  x = g.add(GlobalAvgPool{}, x);
+  g.add(Dense{.units = 2}, x, "fc");
+  Model m = g.build();
+  std::vector<std::string> names;
+  for (const auto& plan : m.layers()) {
+    for (const auto& s : plan.params) names.push_back(s.name);
+    for (const auto& s : plan.state) names.push_back(s.name);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"layer1.0.conv1.weight", "layer1.0.bn1.weight", "layer1.0.bn1.bias",
+                                             "layer1.0.bn1.running_mean", "layer1.0.bn1.running_var", "fc.weight",
+                                             "fc.bias"}));
+  EXPECT_EQ(m.set_trainable(false, "layer1"), 2);
+  EXPECT_FALSE(m.find_layer("layer1.0.bn1")->trainable);
+  EXPECT_TRUE(m.find_layer("fc")->trainable);
+  EXPECT_NE(m.summary().find("(frozen)"), std::string::npos);
+  using testing::error_of;
+  EXPECT_NE(error_of([&] { m.set_trainable(true, "layer9"); }).find("no layer is named 'layer9'"), std::string::npos);
+  EXPECT_NE(error_of([] {
+              GraphBuilder b({4});
+              auto d = b.add(Dense{.units = 3}, b.input(), "fc");
+              b.add(Dense{.units = 2}, d, "fc");
+              b.build();
+            }).find("two layers are named 'fc'"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { Model({3, 8, 8}, {Conv2d{.filters = 4, .kernel = 3, .groups = 2}}); })
+                .find("conv2d_0: groups (2) must divide the input channels (3)"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { Model({3, 8, 8}, {MaxPool2d{.kernel = 2, .padding = 2}}); })
+                .find("max_pool2d_0: padding 2 is more than half the kernel 2"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              GraphBuilder b({3, 4, 4});
+              auto p = b.add(GlobalAvgPool{}, b.input());
+              auto d = b.add(Dense{.units = 2}, p);
+              b.add(Multiply{}, {b.input(), d});
+              b.build();
+            }).find("multiply_0: multiplies x by a gate of its shape or one value per channel"),
+            std::string::npos);
+}
+
+}  // namespace convoy::nn

@@ -1,0 +1,139 @@
+// write_shards: a class-folder tree or CSV manifest → TFRecord shards that
+// hold every image once, byte for byte, in shards near the target size.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+
+#include "convoy/records/shards.h"
+#include "convoy/records/tfrecord_dataset.h"
+#include "test_helpers.h"
+#include "test_records_helpers.h"
+
+namespace convoy::records {
+namespace {
+
+namespace fs = std::filesystem;
+using convoy::testing::error_of;
+using convoy::testing::TempDir;
+using testing::pattern;
+using testing::read_bytes;
+using testing::write_bytes;
+
+// root/<class>/<i>.jpg with 1-6 KB of distinct bytes each; returns id → bytes.
+std::map<std::string, std::string> class_tree(const std::string& root, int per_class) {
+  std::map<std::string, std::string> files;
+  int k = 0;
+  for (const char* c : {"cat", "dog", "eel"}) {
+    fs::create_directories(fs::path(root) / c);
+    for (int i = 0; i < per_class; ++i, ++k) {
+      const std::string id = std::string(c) + "/" + std::to_string(i) + ".jpg";
+      files[id] = pattern(1000 + (k * 733) % 5000, k);
+      write_bytes(root + "/" + id, files[id]);
+    }
+  }
+  return files;
+}
+
+std::vector<std::string> shard_files(const ShardsWritten& w) {
+  std::vector<std::string> out;
+  for (const auto& s : w.shards) out.push_back(s.file);
+  return out;
+}
+
+}  // namespace
+
+TEST(Shards, EveryImageOnceByteForByteInShardsNearTheTarget) {
+  TempDir dir;
+  const auto files = class_tree(dir.file("tree"), 20);
+  const Manifest m = read_folder_manifest(dir.file("tree"));
+  uint64_t total = 0, largest = 0;
+  for (const auto& [id, bytes] : files) total += bytes.size(), largest = std::max<uint64_t>(largest, bytes.size());
+  const double target_mb = 0.04;
+  const ShardsWritten w = write_shards(m, {.out_dir = dir.file("out"), .prefix = "train", .shard_mb = target_mb, .seed = 5});
+
+  const int64_t n = static_cast<int64_t>(w.shards.size());
+  EXPECT_GE(n, static_cast<int64_t>(total / (target_mb * 1e6)));
+  EXPECT_LE(n, static_cast<int64_t>(total / (target_mb * 1e6)) + 2);
+  int64_t records = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    EXPECT_EQ(fs::path(w.shards[k].file).filename().string(), shard_name("train", k, n, false));
+    EXPECT_EQ(fs::file_size(w.shards[k].file), w.shards[k].bytes);
+    EXPECT_LE(w.shards[k].bytes, target_mb * 1e6 + largest + 200 * w.shards[k].records) << "shard " << k;
+    EXPECT_GE(w.shards[k].bytes + largest, total / n) << "shard " << k;
+    records += w.shards[k].records;
+  }
+  EXPECT_EQ(records, 60);
+  EXPECT_EQ(w.examples, 60);
+
+  std::map<std::string, int> seen;
+  std::vector<std::string> order;
+  for (data::Example& e : tfrecord_dataset(shard_files(w), {.read_ahead = 0}).epoch(0)) {
+    const std::string id = e.text("id");
+    ++seen[id];
+    order.push_back(id);
+    const Tensor& bytes = e.tensor("image_bytes");
+    EXPECT_EQ(std::string(static_cast<const char*>(bytes.raw()), bytes.nbytes()), files.at(id)) << id;
+    EXPECT_EQ(e.tensor("label").data<int32_t>()[0], id[0] == 'c' ? 0 : id[0] == 'd' ? 1 : 2) << id;
+  }
+  EXPECT_EQ(seen.size(), files.size());
+  for (const auto& [id, count] : seen) EXPECT_EQ(count, 1) << id;
+  EXPECT_NE(order[0], "cat/0.jpg");  // shuffled across shards, not in folder order
+  EXPECT_EQ(read_bytes(dir.file("out/classes.txt")), "cat\ndog\neel\n");
+  EXPECT_TRUE(fs::exists(dir.file("out/train-shards.json")));
+}
+
+TEST(Shards, SameSeedSameFilesAnotherSeedAnotherOrder) {
+  TempDir dir;
+  class_tree(dir.file("tree"), 5);
+  const Manifest m = read_folder_manifest(dir.file("tree"));
+  const auto a = write_shards(m, {.out_dir = dir.file("a"), .shard_mb = 0.01, .seed = 1});
+  const auto b = write_shards(m, {.out_dir = dir.file("b"), .shard_mb = 0.01, .seed = 1});
+  const auto c = write_shards(m, {.out_dir = dir.file("c"), .shard_mb = 0.01, .seed = 2});
+  ASSERT_EQ(a.shards.size(), b.shards.size());
+  for (std::size_t k = 0; k < a.shards.size(); ++k)
+    EXPECT_EQ(read_bytes(a.shards[k].file), read_bytes(b.shards[k].file));
+  EXPECT_NE(read_bytes(a.shards[0].file), read_bytes(c.shards[0].file));
+}
+
+TEST(Shards, GzipShardsOfAOneHotCsvReadBack) {
+  TempDir dir;
+  fs::create_directories(dir.file("pp/images"));
+  write_bytes(dir.file("pp/train.csv"), "image_id,healthy,rust\nTrain_0,1,0\nTrain_1,0,1\nTrain_2,0,1\n");
+  for (int i = 0; i < 3; ++i) write_bytes(dir.file("pp/images/Train_" + std::to_string(i) + ".jpg"), pattern(3000, i));
+  const Manifest m = read_csv_manifest(dir.file("pp/train.csv"));
+  const auto w = write_shards(m, {.out_dir = dir.file("out"), .prefix = "pp", .gzip = true});
+  ASSERT_EQ(w.shards.size(), 1u);
+  EXPECT_EQ(fs::path(w.shards[0].file).filename(), "pp-00000-of-00001.tfrecord.gz");
+  EXPECT_LT(fs::file_size(w.shards[0].file), w.shards[0].bytes);  // the framing and keys compress a little
+  int i = 0;
+  for (data::Example& e : tfrecord_dataset(shard_files(w)).epoch(0)) {
+    const int id = e.text("id").back() - '0';
+    EXPECT_EQ(e.tensor("label").shape(), Shape{2});
+    EXPECT_EQ(e.tensor("label").data<float>()[0], id == 0 ? 1.f : 0.f);
+    const Tensor& bytes = e.tensor("image_bytes");
+    EXPECT_EQ(std::string(static_cast<const char*>(bytes.raw()), bytes.nbytes()), pattern(3000, id));
+    ++i;
+  }
+  EXPECT_EQ(i, 3);
+}
+
+TEST(Shards, AnErrorLeavesNoShardsAndStaleShardsAreRefused) {
+  TempDir dir;
+  class_tree(dir.file("tree"), 4);
+  Manifest m = read_folder_manifest(dir.file("tree"));
+  fs::remove(m.entries.back().path);  // vanished after listing
+  const std::string msg = error_of([&] { write_shards(m, {.out_dir = dir.file("out"), .shard_mb = 0.005}); });
+  EXPECT_NE(msg.find(m.entries.back().path), std::string::npos) << msg;
+  EXPECT_TRUE(fs::is_empty(dir.file("out")));
+
+  m.entries.pop_back();
+  write_bytes(dir.file("out/train-00000-of-00009.tfrecord"), "old");
+  EXPECT_NE(error_of([&] { write_shards(m, {.out_dir = dir.file("out"), .shard_mb = 0.005}); })
+                .find("train-00000-of-00009.tfrecord: shards of an earlier run"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { write_shards(m, {.out_dir = dir.file("out"), .prefix = "a/b"}); }).find("prefix"),
+            std::string::npos);
+}
+
+}  // namespace convoy::records
