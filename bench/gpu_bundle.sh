@@ -27,7 +27,7 @@ done
 
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCONVOY_CUDA=ON -DCONVOY_NATIVE=OFF \
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCONVOY_CUDA=ON -DCONVOY_NATIVE=OFF -DCONVOY_MPI=OFF \
   -DCMAKE_CXX_FLAGS=-march=x86-64-v3 -DCMAKE_CUDA_ARCHITECTURES=90 "${launcher[@]}"
 nice cmake --build "$build" -j "$jobs" --target convoy convoy_tests
 

@@ -120,7 +120,7 @@ build_convoy() {
   fi
   local gen=()
   command -v ninja >/dev/null && gen=(-G Ninja)
-  cmake -S "$root" -B "$root/build-gpu" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCONVOY_CUDA=ON \
+  cmake -S "$root" -B "$root/build-gpu" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCONVOY_CUDA=ON -DCONVOY_MPI=OFF \
     -DCMAKE_CUDA_ARCHITECTURES=90 "${cudnn_args[@]}" &&
     cmake --build "$root/build-gpu" -j16 --target convoy convoy_tests
 }
