@@ -171,11 +171,12 @@ void ProgressLogger::on_batch_end(FitState& s, int64_t step, const Metrics& runn
 
 void ProgressLogger::on_epoch_end(FitState& s, const EpochRecord& r) {
   if (live_) out_ << "\r\033[K";  // clear the bar
-  char line[256];
-  std::snprintf(line, sizeof line,
-                "epoch %3lld/%lld  train_loss %.4f  test_loss %.4f  test_acc %6.2f%%  %6.2f s  %8.0f img/s\n",
-                static_cast<long long>(r.epoch), static_cast<long long>(s.epochs), r.train_loss, r.test_loss,
-                100.0 * r.test_accuracy, r.train_seconds, r.images_per_second);
+  char line[256], test[64] = "";
+  if (!std::isnan(r.test_loss))  // NaN: fit had no validation data
+    std::snprintf(test, sizeof test, "  test_loss %.4f  test_acc %6.2f%%", r.test_loss, 100.0 * r.test_accuracy);
+  std::snprintf(line, sizeof line, "epoch %3lld/%lld  train_loss %.4f%s  %6.2f s  %8.0f img/s\n",
+                static_cast<long long>(r.epoch), static_cast<long long>(s.epochs), r.train_loss, test,
+                r.train_seconds, r.images_per_second);
   out_ << line << std::flush;
 }
 

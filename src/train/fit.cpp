@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 #include <thread>
 
@@ -310,8 +311,10 @@ History fit(Executable& exe, const TrainingData& data, const FitOptions& options
     history.images_trained += train_metrics.count;
     dist::average_state(replicas, exe);  // one model to evaluate and save
     const Metrics test_metrics = dist::sum(replicas, evaluate(exe, data.validation));
-    rec.test_loss = test_metrics.mean_loss();
-    rec.test_accuracy = test_metrics.accuracy();
+    // No validation examples: no validation figures (NaN, not a fake 0).
+    const double none = std::numeric_limits<double>::quiet_NaN();
+    rec.test_loss = test_metrics.count ? test_metrics.mean_loss() : none;
+    rec.test_accuracy = test_metrics.count ? test_metrics.accuracy() : none;
     history.epochs.push_back(rec);
     history.total_train_seconds = seconds_before + seconds_since(fit_start);
     for (auto& cb : options.callbacks) cb->on_epoch_end(state, rec);

@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""The second workload (issue 6): ResNet-18 as torchvision lays it out, on
+3x64x64 inputs, batch 64, 10 classes, SGD momentum 0.9, trained on random
+data — convoy (bench/train_steps_convoy.cpp) against PyTorch
+(bench/pytorch_train_steps.py; pip's under .peers/torch from
+bench/setup_peers.sh, and Debian's), same machine, same thread counts, one
+run. Each side: 3 warm-up steps, then --steps timed ones; the table shows
+the median step.
+
+  python3 bench/resnet_vs_pytorch.py [--steps 20] [--threads 2 1] [--model resnet18] [--size 64]
+
+Ends with the headline line:
+resnet18_speedup_vs_fastest_pytorch_<T>threads: <fastest PyTorch step / convoy step>x
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PYTHONS = {"torch-pip": os.path.join(ROOT, ".peers", "torch", "bin", "python"), "torch-debian": "/usr/bin/python3"}
+
+
+def run(cmd, threads):
+    p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": str(threads)})
+    if p.returncode != 0:
+        return None, (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]
+    return json.loads(p.stdout.strip().splitlines()[-1]), None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="resnet18")
+    ap.add_argument("--size", type=int, default=64)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--threads", type=int, nargs="+", default=[2, 1])
+    a = ap.parse_args()
+    common = ["--model", a.model, "--size", str(a.size), "--batch", str(a.batch), "--steps", str(a.steps)]
+    rows, skipped = [], []
+    for t in a.threads:
+        r, why = run([os.path.join(ROOT, "build", "train_steps_convoy")] + common, t)
+        if r:
+            rows.append(("convoy", "convoy", t, r))
+        else:
+            skipped.append(f"convoy: {why}")
+        for side, python in PYTHONS.items():
+            if not os.path.exists(python):
+                skipped.append(f"{side}: {python} missing (bench/setup_peers.sh)")
+                continue
+            r, why = run([python, os.path.join(ROOT, "bench", "pytorch_train_steps.py"), "--threads", str(t)] + common, t)
+            if r:
+                rows.append((side, r["torch"], t, r))
+            else:
+                skipped.append(f"{side} ({t} threads): {why}")
+    print(f"{a.model}, 3x{a.size}x{a.size}, batch {a.batch}, SGD momentum 0.9, random data; median of {a.steps} steps")
+    print(f"{'side':<14} {'version':<22} {'thr':>3} {'s/step':>8} {'img/s':>8}")
+    median = {}
+    for side, version, t, r in rows:
+        m = statistics.median(r["step_seconds"])
+        median[(side, t)] = m
+        print(f"{side:<14} {version[:22]:<22} {t:>3} {m:>8.3f} {a.batch / m:>8.1f}")
+    for s in skipped:
+        print(f"skipped: {s}")
+    t = a.threads[0]
+    peers = [m for (side, th), m in median.items() if side != "convoy" and th == t]
+    if ("convoy", t) in median and peers:
+        print(f"{a.model}_speedup_vs_fastest_pytorch_{t}threads: {min(peers) / median[('convoy', t)]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""The seed CNN (seeds/002: Fashion-MNIST, batch 128, SGD lr 0.01 momentum
+0.5) trained by convoy and by its peers, on this machine, in one run, with
+the same thread counts:
+
+  convoy            build/convoy train
+  PyTorch (pip)     bench/pytorch_seed_cnn.py under .peers/torch (bench/setup_peers.sh)
+  PyTorch (Debian)  bench/pytorch_seed_cnn.py under /usr/bin/python3 (python3-torch)
+  TensorFlow/Keras  bench/keras_seed_cnn.py under python3 (pip tensorflow-cpu)
+
+Every side trains --epochs epochs on all 60,000 images and evaluates on the
+10,000 test images after each. The table shows, per side and thread count:
+the median epoch's training pass (the first includes warm-up everywhere),
+images/s, achieved GFLOP/s (the convolutions' and dense layers'
+multiply-adds, 2 FLOPs each, forward and backward) and its share of this
+CPU's peak (bench/peak_gflops.cpp: a 2048^3 oneDNN matrix product on as
+many threads), the process's peak resident memory, and test accuracy after
+the last epoch. Sides whose interpreter or packages are missing are skipped.
+
+  python3 bench/seed_cnn_vs_peers.py [--epochs 3] [--threads 2 1] [--sides convoy torch-pip ...]
+
+Ends with the headline line:
+seed_cnn_speedup_vs_fastest_peer_<T>threads: <fastest peer s/epoch / convoy s/epoch>x
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH = os.path.join(ROOT, "bench")
+# Per training image: forward conv1 288,000 + conv2 640,000 + dense 32,000 +
+# 1,000 FLOPs; backward twice that, less conv1's unneeded input gradient.
+TRAIN_FLOPS_PER_IMAGE = 3 * 961_000 - 288_000
+
+
+def run_measured(cmd, env=None):
+    """Runs cmd in a child; returns its exit code and peak resident memory (MB, from wait4)."""
+    pid = os.fork()
+    if pid == 0:
+        os.execvpe(cmd[0], cmd, {**os.environ, **(env or {})})
+    _, status, usage = os.wait4(pid, 0)
+    return os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024.0
+
+
+def side_command(side, epochs, threads, out_json):
+    if side == "convoy":
+        return [os.path.join(ROOT, "build", "convoy"), "train", "--epochs", str(epochs), "--threads", str(threads),
+                "--progress", "quiet", "--out", out_json], None
+    script = {"torch-pip": "pytorch_seed_cnn.py", "torch-debian": "pytorch_seed_cnn.py",
+              "keras": "keras_seed_cnn.py"}[side]
+    python = {"torch-pip": os.path.join(ROOT, ".peers", "torch", "bin", "python"),
+              "torch-debian": "/usr/bin/python3", "keras": sys.executable}[side]
+    return [python, os.path.join(BENCH, script), "--epochs", str(epochs), "--threads", str(threads)], python
+
+
+def measure(side, epochs, threads):
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd, python = side_command(side, epochs, threads, tmp)
+        if python and not os.path.exists(python):
+            return None, f"{python} missing (bench/setup_peers.sh installs pip's PyTorch)"
+        stdout_path = os.path.join(tmp, "stdout.json")
+        shell = ["sh", "-c", 'exec "$@" >"$OUT" 2>"$OUT.err"', "side"] + cmd
+        code, peak_mb = run_measured(shell, {"OUT": stdout_path, "OMP_NUM_THREADS": str(threads)})
+        if code != 0:
+            with open(stdout_path + ".err") as f:
+                lines = f.read().strip().splitlines()
+            return None, (lines[-1] if lines else f"exit {code}")
+        if side == "convoy":
+            with open(os.path.join(tmp, "summary.json")) as f:
+                result = json.load(f)
+        else:
+            with open(stdout_path) as f:
+                result = json.loads(f.read().strip().splitlines()[-1])
+        result["peak_mb"] = peak_mb
+        return result, None
+
+
+def peak_gflops():
+    exe = os.path.join(ROOT, "build", "peak_gflops")
+    if not os.path.exists(exe):
+        return {}
+    out = subprocess.run([exe], check=True, capture_output=True, text=True).stdout
+    return {int(k): v for k, v in json.loads(out)["gflops"].items()}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--threads", type=int, nargs="+", default=[2, 1])
+    ap.add_argument("--sides", nargs="+", default=["convoy", "torch-pip", "torch-debian", "keras"])
+    a = ap.parse_args()
+    peaks = peak_gflops()
+    rows, skipped = [], []
+    for t in a.threads:
+        for side in a.sides:
+            r, why = measure(side, a.epochs, t)
+            if r is None:
+                skipped.append(f"{side} ({t} threads): {why}")
+                continue
+            s = statistics.median(r["epoch_seconds"])
+            version = r.get("torch") or (r.get("keras") and f"keras {r['keras']} / tf {r['tensorflow']}") or "convoy"
+            gflops = 60_000 // 128 * 128 * TRAIN_FLOPS_PER_IMAGE / s / 1e9
+            rows.append(dict(side=side, version=version, threads=t, seconds=s, ips=60_000 // 128 * 128 / s,
+                             gflops=gflops, peak=100 * gflops / peaks[t] if t in peaks else float("nan"),
+                             mb=r["peak_mb"], acc=r["test_accuracy"]))
+            print(f"  {side} {t} threads: {s:.2f} s/epoch", file=sys.stderr)
+    print(f"seed CNN, Fashion-MNIST, batch 128, {a.epochs} epochs; median epoch's training pass; "
+          f"peak fp32 GFLOP/s (oneDNN sgemm): {peaks}")
+    print(f"{'side':<14} {'version':<26} {'thr':>3} {'s/epoch':>8} {'img/s':>8} {'GFLOP/s':>8} {'% peak':>7} "
+          f"{'peak MB':>8} {'test acc':>9}")
+    for r in rows:
+        print(f"{r['side']:<14} {r['version'][:26]:<26} {r['threads']:>3} {r['seconds']:>8.2f} {r['ips']:>8.0f} "
+              f"{r['gflops']:>8.1f} {r['peak']:>6.1f}% {r['mb']:>8.0f} {100 * r['acc']:>8.2f}%")
+    for s in skipped:
+        print(f"skipped: {s}")
+    by = {(r["side"], r["threads"]): r for r in rows}
+    for side in a.sides:
+        if (side, 1) in by and (side, 2) in by:
+            print(f"1 -> 2 threads, {side}: {by[(side, 1)]['seconds'] / by[(side, 2)]['seconds']:.2f}x")
+    t = a.threads[0]
+    if ("convoy", t) in by:
+        peers = [r for r in rows if r["side"] != "convoy" and r["threads"] == t]
+        if peers:
+            fastest = min(peers, key=lambda r: r["seconds"])
+            print(f"fastest peer at {t} threads: {fastest['side']} ({fastest['version']})")
+            print(f"seed_cnn_speedup_vs_fastest_peer_{t}threads: {fastest['seconds'] / by[('convoy', t)]['seconds']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+#include "convoy/train/keras_model.h"
+
+#include <unistd.h>
+
+#include <iostream>
+
+#include "convoy/core/error.h"
+#include "convoy/train/evaluation.h"
+
+namespace convoy::train {
+namespace {
+
+// An input-shaped set of zero examples: validation when there is none.
+data::LabeledImages no_examples(const Shape& example_shape) {
+  Shape images{0};
+  images.insert(images.end(), example_shape.begin(), example_shape.end());
+  return {Tensor(DType::f32, images), Tensor(DType::i32, {0})};
+}
+
+}  // namespace
+
+KerasModel::KerasModel(nn::Model model) : model_(std::move(model)) {}
+
+void KerasModel::compile(const CompileSettings& settings) {
+  require(settings.steps_per_execution >= 1, "compile: steps_per_execution must be at least 1");
+  std::vector<float> weights, state;
+  if (exe_) {
+    weights.resize(static_cast<std::size_t>(model_.num_parameters()));
+    state.resize(static_cast<std::size_t>(model_.num_state()));
+    exe_->get_parameters(weights);
+    exe_->get_state(state);
+  }
+  CompileOptions options;
+  options.batch_size = settings.batch_size;
+  options.loss = settings.loss;
+  options.label_smoothing = settings.label_smoothing;
+  options.optimizer = settings.optimizer;
+  exe_ = compile_cpu(model_, options, settings.seed);
+  if (!weights.empty()) {
+    exe_->set_parameters(weights);
+    exe_->set_state(state);
+  }
+  settings_ = settings;
+}
+
+Executable& KerasModel::executable() {
+  require(exe_ != nullptr, "call compile() before fit, evaluate or predict");
+  return *exe_;
+}
+
+History KerasModel::fit(const data::LabeledImages& x, const FitSettings& settings) {
+  const data::LabeledImages empty = no_examples(x.example_shape());
+  const data::LabeledImages& validation = settings.validation_data ? *settings.validation_data : empty;
+  return fit(in_memory(x, validation, settings_.batch_size, settings_.seed), settings);
+}
+
+History KerasModel::fit(const TrainingData& data, const FitSettings& settings) {
+  Executable& exe = executable();
+  FitOptions options;
+  options.epochs = static_cast<int64_t>(history_.epochs.size()) + settings.epochs;
+  options.initial_epoch = static_cast<int64_t>(history_.epochs.size());
+  options.seed = settings_.seed;
+  options.on_nan = settings.on_nan;
+  options.steps_per_execution = settings_.steps_per_execution;
+  if (settings.verbose > 0) {
+    std::ostream& out = settings.out ? *settings.out : std::cout;
+    const bool live_bar = settings.verbose == 1 && &out == &std::cout && isatty(STDOUT_FILENO);
+    options.callbacks.push_back(std::make_shared<ProgressLogger>(out, live_bar));
+  }
+  options.callbacks.insert(options.callbacks.end(), settings.callbacks.begin(), settings.callbacks.end());
+  history_ = train::fit(exe, data, options, std::move(history_));
+  return history_;
+}
+
+Metrics KerasModel::evaluate(const data::LabeledImages& data) { return train::evaluate(executable(), data); }
+
+std::vector<float> KerasModel::predict(const data::LabeledImages& data) {
+  Executable& exe = executable();
+  const int64_t classes = exe.output_size();
+  std::vector<float> out(static_cast<std::size_t>(data.size() * classes));
+  for_each_output(exe, data, [&](int64_t i, const float* row) {
+    output_probabilities(settings_.loss, row, classes, out.data() + i * classes);
+  });
+  return out;
+}
+
+}  // namespace convoy::train
