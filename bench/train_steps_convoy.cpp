@@ -38,7 +38,7 @@ int main(int argc, char** argv) try {
   auto exe = compile_cpu(m, {.batch_size = batch, .loss = Loss::softmax_cross_entropy,
                              .optimizer = {.lr = 0.01f, .momentum = 0.9f}}, 1);
   Rng rng(7);
-  std::vector<float> x(static_cast<std::size_t>(batch * 3 * size * size));
+  std::vector<float> x(static_cast<std::size_t>(batch * numel(m.input_shape())));
   for (float& v : x) v = rng.uniform(-1.0f, 1.0f);
   std::vector<int32_t> y(static_cast<std::size_t>(batch));
   for (auto& v : y) v = static_cast<int32_t>(rng.next_u64() % static_cast<uint64_t>(classes));
