@@ -78,6 +78,7 @@ TEST(KerasModel, UsingItBeforeCompileIsAUserError) {
   EXPECT_NE(testing::error_of([&] { model.evaluate(data::take(fashion().test, 10)); }).find("compile()"),
             std::string::npos);
   EXPECT_NE(model.summary().find("conv2d_0"), std::string::npos);
+  EXPECT_NE(testing::error_of([&] { model.compile({.device = "tpu"}); }).find("tpu"), std::string::npos);
 }
 
 }  // namespace

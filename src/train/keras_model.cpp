@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+#include "convoy/backends/devices.h"
 #include "convoy/core/error.h"
 #include "convoy/train/evaluation.h"
 
@@ -35,7 +36,10 @@ void KerasModel::compile(const CompileSettings& settings) {
   options.loss = settings.loss;
   options.label_smoothing = settings.label_smoothing;
   options.optimizer = settings.optimizer;
-  exe_ = compile_cpu(model_, options, settings.seed);
+  options.steps_per_execution = settings.steps_per_execution;
+  const DeviceChoice device = choose_device(settings.device, model_);
+  device_note_ = device.fallback;
+  exe_ = compile_on(device.kind, model_, options, settings.seed);
   if (!weights.empty()) {
     exe_->set_parameters(weights);
     exe_->set_state(state);

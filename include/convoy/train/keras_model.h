@@ -33,6 +33,8 @@ struct CompileSettings {
   int64_t batch_size = 32;  // Keras's fit default
   int64_t steps_per_execution = 1;
   uint64_t seed = 1;  // initial weights, shuffles, dropout masks
+  // "auto" (a usable GPU that can run the model, else the CPU), "cpu" or "cuda".
+  std::string device = "auto";
 };
 
 struct FitSettings {
@@ -52,8 +54,8 @@ class KerasModel {
  public:
   explicit KerasModel(nn::Model model);
 
-  // Plans the model for the settings' batch size on the CPU backend with
-  // fresh weights; compiling again keeps the current weights (as Keras).
+  // Plans the model for the settings' batch size on the settings' device
+  // with fresh weights; compiling again keeps the current weights (as Keras).
   void compile(const CompileSettings& settings);
   // Epochs continue where the last fit stopped (Keras's initial_epoch), and
   // the returned history holds every epoch so far.
@@ -64,6 +66,8 @@ class KerasModel {
   // Class probabilities, [N, classes] row-major (softmax of logits,
   // exp of log-probabilities, per-class sigmoid for binary cross-entropy).
   std::vector<float> predict(const data::LabeledImages& data);
+  // Why "auto" chose the CPU (no usable GPU, or a layer the GPU lacks); empty otherwise.
+  const std::string& device_note() const { return device_note_; }
   // Keras-style table: layers, output shapes, parameter counts.
   std::string summary() const { return model_.summary(); }
 
@@ -77,6 +81,7 @@ class KerasModel {
   CompileSettings settings_;
   std::unique_ptr<Executable> exe_;
   History history_;
+  std::string device_note_;
 };
 
 }  // namespace convoy::train
