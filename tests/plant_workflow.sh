@@ -109,5 +109,24 @@ else
   fail "skip: $(cat err)"
 fi
 
+# TFRecord shards of the same data (convoy shards): a flipped byte is a CRC error naming the file and record.
+"$convoy" shards --csv plant/train.csv --out shards --shard-mb 0.05 --seed 1 >/dev/null || fail "shards"
+python3 -c '
+p = "shards/train-00001-of-00003.tfrecord"
+b = bytearray(open(p, "rb").read()); b[len(b) // 2] ^= 0xFF; open(p, "wb").write(b)' || fail "corrupting a shard"
+sed 's|^  dir: plant$|  dir: .|; s|^  kind: csv$|  kind: tfrecord\n  files: shards/*.tfrecord|; /test_csv/d' cfg.yaml >tf.yaml
+expect_error "TFRecord CRC" "train-00001-of-00003.tfrecord: record" -- train --config tf.yaml
+sed 's|^  kind: tfrecord$|  kind: tfrecord\n  on_bad_example: skip|' tf.yaml >tf_skip.yaml
+if "$convoy" train --config tf_skip.yaml --out tf_skipped >log 2>err; then
+  python3 -c '
+import json
+d = json.load(open("tf_skipped/summary.json"))["data"]
+assert d["skipped_examples"] == 1 and "CRC" in d["skipped"][0], d
+assert d["train_examples"] + d["validation_examples"] == 47, d' || fail "TFRecord skip: summary.json"
+  echo "ok   TFRecord skip: $(sed -n 2p log)"
+else
+  fail "TFRecord skip: $(cat err)"
+fi
+
 echo "$failures failed"
 [[ $failures -eq 0 ]]
