@@ -160,10 +160,10 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
   if (config.data.reads_images()) {
     images = load_image_data(config, /*with_training=*/true);
     c.data.classes = config.data.classes = images->classes;
-    if (!images->skipped.empty() && primary) {
-      primary_log << "skipped " << images->skipped.size() << " bad example(s) (on_bad_example: skip):";
-      for (const auto& s : images->skipped) primary_log << "\n  " << s;
-      primary_log << std::endl;
+    if (!images->skipped.empty()) {  // one line per example: which file or row, and why
+      log << "skipped " << images->skipped.size() << " bad example(s) (on_bad_example: skip):";
+      for (const auto& s : images->skipped) log << "\n  " << s;
+      log << std::endl;
     }
   }
   const nn::Model model = build_model(c, model_input_shape(c), model_classes(c));
