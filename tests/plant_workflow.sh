@@ -92,16 +92,19 @@ expect_error "missing image" "missing/images/Train_5.jpg" -- train --config cfg.
 expect_error "truncated JPEG" "truncated/images/Train_7.jpg" -- train --config cfg.yaml --data truncated
 expect_error "bad CSV row" "badrow/train.csv: line 50" -- train --config cfg.yaml --data badrow
 cp -r missing all3 && cp truncated/images/Train_7.jpg all3/images/ && cp badrow/train.csv all3/
+head -c 1500 plant/images/Test_3.jpg >all3/images/Test_3.jpg  # a test image: its row stays, at equal odds
 sed 's/^  kind: csv$/  kind: csv\n  on_bad_example: skip/' cfg.yaml >skip.yaml
 if "$convoy" train --config skip.yaml --data all3 --out skipped >log 2>err; then
   grep -q "skipped 3 bad example" log || fail "skip: no log line counting 3: $(head -5 log)"
   python3 - <<'PY' || fail "skip: summary.json"
 import json
 d = json.load(open("skipped/summary.json"))["data"]
-assert d["skipped_examples"] == 3, d
+assert d["skipped_examples"] == 4, d
 text = " ".join(d["skipped"])
-assert "Train_5.jpg" in text and "Train_7.jpg" in text and "line 50" in text, d["skipped"]
-assert d["train_examples"] + d["validation_examples"] == 46, d
+assert all(s in text for s in ("Train_5.jpg", "Train_7.jpg", "line 50", "Test_3.jpg")), d["skipped"]
+assert d["train_examples"] + d["validation_examples"] == 46 and d["test_examples"] == 10, d
+rows = {r.split(",")[0]: r.strip().split(",")[1:] for r in open("skipped/submission.csv").readlines()[1:]}
+assert rows["Test_3"] == ["0.250000"] * 4, rows["Test_3"]
 PY
   check_submission skipped/submission.csv
   echo "ok   skip: $(grep -c . skipped/submission.csv) submission lines, $(sed -n 1p log)"

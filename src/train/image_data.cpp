@@ -262,16 +262,19 @@ int64_t write_submission(Executable& exe, const RunConfig& c, const std::string&
       .fit = c.data.fit == "cover" ? image::Fit::cover : image::Fit::stretch};
   const data::MapFn decode_fn = image::decode_map("file", "image", decode);
   const data::MapFn read = [=](data::Example e, Rng& rng) {
-    const std::string id = e.text("id");
+    const std::string id = e.text("id"), file = e.text("file");
     try {
       e = decode_fn(std::move(e), rng);
     } catch (const UserError& err) {
       if (policy == data::OnBadExample::fail) throw;
       lost->add(0, err.what());
-      std::lock_guard lock(*mu);
-      bad_ids->insert(id);
-      e = data::Example();
+      {
+        std::lock_guard lock(*mu);
+        bad_ids->insert(id);
+      }
+      e = data::Example();  // the same features as the good ones, so it batches with them
       e.set_text("id", id);
+      e.set_text("file", file);
       e.set("image", image::image_tensor(decode.width, decode.height, decode.channels));
     }
     e.set("label", Tensor(DType::i32, {}));  // unknown; the batch machinery wants one
@@ -295,7 +298,12 @@ int64_t write_submission(Executable& exe, const RunConfig& c, const std::string&
   int64_t rows = 0;
   for_each_output(exe, batches, [&](int64_t i, const float* row) {
     const std::string& id = m.entries[static_cast<std::size_t>(i)].id;
-    if (bad_ids->count(id)) std::fill(p.begin(), p.end(), 1.0f / static_cast<float>(classes));
+    bool bad;
+    {
+      std::lock_guard lock(*mu);  // decoding threads may be adding later rows' ids
+      bad = bad_ids->count(id) > 0;
+    }
+    if (bad) std::fill(p.begin(), p.end(), 1.0f / static_cast<float>(classes));
     else output_probabilities(loss, row, classes, p.data());
     csv += id;
     for (float v : p) {
