@@ -50,6 +50,26 @@ expect_error "config key names its file" "badkey.yaml" -- train --config "$tmp/b
 expect_error "wrong config type" "training.epochs" -- train --config "$tmp/badtype.json"
 expect_error "unknown model" "resnet9000" -- train --config "$tmp/badmodel.yaml"
 expect_error "missing config" "nope.yaml" -- train --config "$tmp/nope.yaml"
+# The image data section (docs/workflow.md): keys and values checked like the rest.
+printf 'data:\n  kind: csv\n  augmnt: {}\n' >"$tmp/data_key.yaml"
+printf 'data:\n  kind: csv\n  augment: {flip: true}\n' >"$tmp/augment_key.yaml"
+printf 'data:\n  kind: jpeg\n' >"$tmp/data_kind.yaml"
+printf 'data:\n  kind: csv\n  on_bad_example: ignore\n' >"$tmp/bad_policy.yaml"
+printf 'data:\n  kind: csv\n  width: "wide"\n' >"$tmp/data_type.yaml"
+printf 'data:\n  kind: csv\n  classes: healthy\n' >"$tmp/data_list.yaml"
+printf 'data:\n  kind: csv\n  augment: {rotation: 2}\n' >"$tmp/augment_range.yaml"
+printf 'data:\n  kind: csv\n  validation_split: 1.5\n' >"$tmp/data_split.yaml"
+printf 'data:\n  kind: csv\n  dir: %s/none\n' "$tmp" >"$tmp/data_missing.yaml"
+expect_error "unknown data key" "data.augmnt" -- train --config "$tmp/data_key.yaml"
+expect_error "unknown data key names its file" "data_key.yaml" -- train --config "$tmp/data_key.yaml"
+expect_error "unknown augment key" "data.augment.flip" -- train --config "$tmp/augment_key.yaml"
+expect_error "unknown data kind" "data.kind" -- train --config "$tmp/data_kind.yaml"
+expect_error "unknown bad-example policy" "data.on_bad_example" -- train --config "$tmp/bad_policy.yaml"
+expect_error "wrong data type" "data.width" -- train --config "$tmp/data_type.yaml"
+expect_error "classes not a list" "data.classes" -- train --config "$tmp/data_list.yaml"
+expect_error "augment out of range" "rotation" -- train --config "$tmp/augment_range.yaml"
+expect_error "validation split out of range" "data.validation_split" -- train --config "$tmp/data_split.yaml"
+expect_error "missing train.csv" "none/train.csv" -- train --config "$tmp/data_missing.yaml"
 expect_error "resume without checkpoint" "checkpoint.safetensors" -- train --resume "$tmp"
 expect_error "evaluate without checkpoint" "checkpoint.safetensors" -- evaluate --checkpoint "$tmp"
 expect_error "bad progress mode" "progress" -- train --progress sideways
@@ -57,7 +77,6 @@ expect_error "unknown strategy" "--strategy" -- train --strategy gloo
 expect_error "zero dist timeout" "--dist-timeout" -- train --dist-timeout 0
 head -c 300 /dev/urandom >"$tmp/o4-checkpoint.safetensors"; mkdir -p "$tmp/o4"; mv "$tmp/o4-checkpoint.safetensors" "$tmp/o4/checkpoint.safetensors"
 expect_error "predict without checkpoint" "checkpoint.safetensors" -- predict --checkpoint "$tmp" --input x --output y
-expect_error "predict missing input" "--input" -- predict --checkpoint "$tmp"
 expect_error "corrupt checkpoint" "checkpoint.safetensors" -- evaluate --checkpoint "$tmp/o4"
 
 state_dict="$(dirname "$0")/fixtures/zoo_plant_cnn_state_dict.safetensors"
@@ -126,6 +145,8 @@ expect_error "NaN blow-up" "NaN or Inf at epoch 1 step" -- "${small[@]}" --lr 1e
 
 # Checkpoints (safetensors): every kind of damage is one line, exit 2.
 "$convoy" "${small[@]}" --out "$tmp/good" >/dev/null 2>&1 || echo "FAIL: could not make a checkpoint to damage"
+# A Fashion-MNIST run predicts an IDX file: --input is needed (an image run reads its test CSV).
+expect_error "predict missing input" "--input" -- predict --checkpoint "$tmp/good"
 bad_checkpoint() {  # bad_checkpoint NAME: a run folder whose only checkpoint is stdin
   mkdir -p "$tmp/$1"
   cat >"$tmp/$1/checkpoint.safetensors"

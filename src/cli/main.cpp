@@ -158,7 +158,9 @@ int run_summary(const TrainFlags& f, const SummaryFlags& s) {
   convoy::require(!s.model.empty() || (s.weights.empty() && !s.classes && !s.image_size),
                   "summary: --weights, --classes and --image-size need --model");
   if (s.model.empty()) {
-    std::cout << convoy::train::build_model(resolve(f), convoy::data::kFashionMnistShape).summary();
+    const RunConfig c = resolve(f);
+    std::cout << convoy::train::build_model(c, convoy::train::model_input_shape(c), convoy::train::model_classes(c))
+                     .summary();
     return 0;
   }
   convoy::nn::ZooOptions o;
@@ -242,8 +244,10 @@ int main(int argc, char** argv) {
   evaluate->add_option("--checkpoint", checkpoint, "The --out folder of a train run")->required();
   CLI::App* predict = app.add_subcommand("predict", "Class probabilities for images, as a submission CSV");
   predict->add_option("--checkpoint", checkpoint, "The --out folder of a train run")->required();
-  predict->add_option("--input", input, "IDX file of uint8 images [N, H, W] (raw or .gz)")->required();
-  predict->add_option("--output", output, "CSV to write: id and one probability column per class")->required();
+  predict->add_option("--input", input,
+                      "IDX file of uint8 images [N, H, W] (raw or .gz); for an image run, a test CSV [its data.test_csv]");
+  predict->add_option("--output", output,
+                      "CSV to write: id and one probability column per class [image run: DIR/submission.csv]");
   CLI::App* summary = app.add_subcommand("summary", "Print a model's layers, output shapes and parameter counts");
   SummaryFlags summary_flags;
   summary->add_option("--config", f.config, "Run config naming the model");

@@ -164,14 +164,22 @@ void write_curves_png(const std::string& path, const train::History& h) {
 }
 
 void write_predictions_png(const std::string& path, const PredictionGrid& g) {
-  const int cell_w = 190, cell_h = 190, scale = 5;
+  const int cell_w = 190, cell_h = 190, box = 140;
   const int n = static_cast<int>(std::min<int64_t>(g.count, g.rows * g.cols));
   Canvas c(g.cols * cell_w, g.rows * cell_h + 40);
   c.text(g.cols * cell_w / 2.0, 28, "Predicted labels (blue: right, red: wrong)", 18, kBlack, 0.5, true);
   auto name = [&](int32_t k) {
     return k >= 0 && k < static_cast<int32_t>(g.class_names.size()) ? g.class_names[k] : std::to_string(k);
   };
-  const int w = static_cast<int>(g.width), h = static_cast<int>(g.height);
+  const int w = static_cast<int>(g.width), h = static_cast<int>(g.height), C = static_cast<int>(g.channels);
+  require(C == 1 || C == 3, "predictions grid: images must have 1 or 3 channels");
+  // Small images (28x28) are blown up with visible pixels, photos fitted into the box smoothly.
+  const double scale = std::min(5.0, static_cast<double>(box) / std::max(w, h));
+  float mean[3], sd[3];
+  for (int k = 0; k < C; ++k) {
+    mean[k] = g.channel_mean.empty() ? g.mean : g.channel_mean[static_cast<std::size_t>(k)];
+    sd[k] = g.channel_std.empty() ? g.std : g.channel_std[static_cast<std::size_t>(k)];
+  }
   for (int i = 0; i < n; ++i) {
     const double ox = (i % g.cols) * cell_w, oy = 40 + (i / g.cols) * cell_h;
     const bool right = g.labels[i] == g.predicted[i];
@@ -180,19 +188,24 @@ void write_predictions_png(const std::string& path, const PredictionGrid& g) {
     cairo_surface_t* img = cairo_image_surface_create(CAIRO_FORMAT_RGB24, w, h);
     unsigned char* px = cairo_image_surface_get_data(img);
     const int stride = cairo_image_surface_get_stride(img);
-    const float* src = g.images + static_cast<int64_t>(i) * w * h;
+    const int64_t plane = static_cast<int64_t>(w) * h;
+    const float* src = g.images + static_cast<int64_t>(i) * C * plane;
+    auto byte = [&](int k, int64_t at) {
+      const float v = std::clamp(src[k * plane + at] * sd[k] + mean[k], 0.0f, 1.0f);
+      return static_cast<uint32_t>(std::lround(v * 255));
+    };
     for (int yy = 0; yy < h; ++yy)
       for (int xx = 0; xx < w; ++xx) {
-        const float v = std::clamp(src[yy * w + xx] * g.std + g.mean, 0.0f, 1.0f);
-        const auto b = static_cast<uint32_t>(std::lround(v * 255));
-        reinterpret_cast<uint32_t*>(px + yy * stride)[xx] = (b << 16) | (b << 8) | b;
+        const int64_t at = static_cast<int64_t>(yy) * w + xx;
+        const uint32_t r = byte(0, at), gr = C == 3 ? byte(1, at) : r, b = C == 3 ? byte(2, at) : r;
+        reinterpret_cast<uint32_t*>(px + yy * stride)[xx] = (r << 16) | (gr << 8) | b;
       }
     cairo_surface_mark_dirty(img);
     cairo_save(c.cr());
     cairo_translate(c.cr(), ox + (cell_w - w * scale) / 2.0, oy + 40);
     cairo_scale(c.cr(), scale, scale);
     cairo_set_source_surface(c.cr(), img, 0, 0);
-    cairo_pattern_set_filter(cairo_get_source(c.cr()), CAIRO_FILTER_NEAREST);
+    cairo_pattern_set_filter(cairo_get_source(c.cr()), scale >= 2 ? CAIRO_FILTER_NEAREST : CAIRO_FILTER_GOOD);
     cairo_paint(c.cr());
     cairo_restore(c.cr());
     cairo_surface_destroy(img);

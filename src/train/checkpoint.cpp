@@ -178,7 +178,7 @@ Checkpoint parse_checkpoint(std::string_view bytes, const std::string& where) {
             where + ": has no checksum; the checkpoint is damaged or not convoy's");
   }
   Checkpoint c = parse_checkpoint_metadata(meta, where);
-  const nn::Model model = build_model(c.config, data::kFashionMnistShape);
+  const nn::Model model = build_model(c.config, model_input_shape(c.config), model_classes(c.config));
   io::FlatWeights w = io::from_named(model, tensors, where);
   c.params = std::move(w.params);
   c.state = std::move(w.state);

@@ -9,6 +9,8 @@
 #include <iostream>
 #include <optional>
 
+#include <nlohmann/json.hpp>
+
 #include "convoy/backends/devices.h"
 #include "convoy/core/error.h"
 #include "convoy/core/threads.h"
@@ -24,6 +26,7 @@
 #include "convoy/train/evaluation.h"
 #include "convoy/train/fit.h"
 #include "convoy/train/graceful_stop.h"
+#include "convoy/train/image_data.h"
 #include "convoy/train/profile_report.h"
 #include "convoy/train/replicas.h"
 #include "convoy/train/schedules.h"
@@ -37,20 +40,40 @@ const std::vector<std::string> kFashionMnistClasses = {"T-shirt/top", "Trouser",
                                                        "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
 
 // The pictures and the report of a finished run.
+// The class names and pixel normalisation of a run's data, for the pictures.
+struct DataLook {
+  std::string name;  // "Fashion-MNIST" or the data folder
+  std::vector<std::string> classes;
+  std::vector<float> mean, std;  // per channel
+};
+
+DataLook look_of(const RunConfig& c) {
+  if (!c.data.reads_images()) return {"Fashion-MNIST", kFashionMnistClasses, {data::kSeedMean}, {data::kSeedStd}};
+  DataLook look{c.data_dir, c.data.classes, {}, {}};
+  for (int64_t k = 0; k < c.data.channels; ++k) {
+    const auto pick = [&](const std::vector<double>& v) { return static_cast<float>(v.size() == 1 ? v[0] : v[k]); };
+    look.mean.push_back(pick(c.data.mean));
+    look.std.push_back(pick(c.data.std));
+  }
+  return look;
+}
+
 void write_reports(const fs::path& dir, const RunConfig& c, const RunOutcome& out, const EvaluationReport& ev,
                    const data::LabeledImages& test) {
   const History& h = out.history;
+  const DataLook look = look_of(c);
   io::write_curves_png((dir / "curves.png").string(), h);
   const std::vector<int32_t>& predicted = ev.predicted;
   const auto labels = test.labels.data<int32_t>();
-  io::write_confusion_png((dir / "confusion.png").string(), ev.confusion, kFashionMnistClasses);
+  io::write_confusion_png((dir / "confusion.png").string(), ev.confusion, look.classes);
   io::write_predictions_png((dir / "predictions.png").string(),
                             {.images = test.images.data<float>().data(), .count = test.size(),
                              .height = test.images.dim(2), .width = test.images.dim(3), .labels = labels.data(),
-                             .predicted = predicted.data(), .mean = data::kSeedMean, .std = data::kSeedStd,
-                             .class_names = kFashionMnistClasses});
+                             .predicted = predicted.data(), .mean = look.mean[0], .std = look.std[0],
+                             .class_names = look.classes, .channels = test.images.dim(1),
+                             .channel_mean = look.mean, .channel_std = look.std});
   io::write_report_html((dir / "report.html").string(),
-                        {.title = "convoy: " + c.model + " on Fashion-MNIST", .device = out.device,
+                        {.title = "convoy: " + c.model + " on " + look.name, .device = out.device,
                          .config_json = run_config_json(c), .threads = out.threads,
                          .images = {"curves.png", "predictions.png", "confusion.png"}},
                         h);
@@ -124,13 +147,14 @@ Callbacks make_callbacks(const RunConfig& c, const RunConfig& saved, const nn::M
 
 // The shared body of a fresh and a resumed run. Every replica runs it; only
 // the primary prints and writes.
-RunOutcome run(const RunConfig& config, const std::optional<Checkpoint>& resume, std::ostream& primary_log) {
-  validate(config);
+RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, std::ostream& primary_log) {
+  validate(given);
+  RunConfig config = given;  // what checkpoints record: with the data's classes filled in
   const std::unique_ptr<dist::Strategy> replicas = dist::make_strategy(strategy_options(config));
   const bool primary = replicas->is_primary();
   std::ostream discard(nullptr);
   std::ostream& log = primary ? primary_log : discard;
-  const RunConfig c = scaled_for_replicas(config, replicas->world_size());
+  RunConfig c = scaled_for_replicas(config, replicas->world_size());
   require(c.checkpoint_every_steps == 0 || !c.out_dir.empty(),
           "training.checkpoint_every_steps (--checkpoint-every-steps) needs an output folder; pass --out DIR");
   if (!c.out_dir.empty() && primary) {
@@ -139,8 +163,20 @@ RunOutcome run(const RunConfig& config, const std::optional<Checkpoint>& resume,
   }
   set_num_threads(c.threads > 0 ? c.threads : dist::default_threads_per_process());
   choose_device(c.device);  // a missing GPU fails now, not after loading the data
-  const nn::Model model = build_model(c, data::kFashionMnistShape);
-  const data::TrainTest data = data::load_fashion_mnist(c.data_dir);
+  std::optional<ImageData> images;
+  if (config.data.reads_images()) {
+    images = load_image_data(config, /*with_training=*/true);
+    c.data.classes = config.data.classes = images->classes;
+    if (!images->skipped.empty()) {  // one line per example: which file or row, and why
+      log << "skipped " << images->skipped.size() << " bad example(s) (on_bad_example: skip):";
+      for (const auto& s : images->skipped) log << "\n  " << s;
+      log << std::endl;
+    }
+  }
+  const nn::Model model = build_model(c, model_input_shape(c), model_classes(c));
+  const data::TrainTest data = images ? data::TrainTest{} : data::load_fashion_mnist(c.data_dir);
+  const data::LabeledImages& test = images ? images->validation : data.test;
+  const int64_t train_count = images ? images->train_examples : data.train.size();
   auto exe = compile_for(model, c, c.progress == "quiet" ? nullptr : &log);
   // A GPU runs steps_per_execution steps per call, and step callbacks (the
   // periodic checkpoint among them) see only the last of each.
@@ -170,9 +206,10 @@ RunOutcome run(const RunConfig& config, const std::optional<Checkpoint>& resume,
   if (c.progress != "quiet") {
     char line[320];
     std::snprintf(line, sizeof line,
-                  "convoy: %s on Fashion-MNIST (%lld train, %lld test) | %s, %d threads | batch %lld, %s lr %g "
+                  "convoy: %s on %s (%lld train, %lld %s) | %s, %d threads | batch %lld, %s lr %g "
                   "momentum %g, %lld epochs, seed %llu%s\n",
-                  c.model.c_str(), static_cast<long long>(data.train.size()), static_cast<long long>(data.test.size()),
+                  c.model.c_str(), images ? c.data_dir.c_str() : "Fashion-MNIST", static_cast<long long>(train_count),
+                  static_cast<long long>(test.size()), images ? "validation" : "test",
                   out.device.c_str(), out.threads, static_cast<long long>(c.batch_size),
                   c.optimizer == "sgd" ? "SGD" : c.optimizer.c_str(), c.lr, c.momentum,
                   static_cast<long long>(c.epochs), static_cast<unsigned long long>(c.seed),
@@ -191,7 +228,8 @@ RunOutcome run(const RunConfig& config, const std::optional<Checkpoint>& resume,
   exe->set_profiling(c.profile);
   {
     const StopSignals stop_signals;  // SIGINT/SIGTERM: finish the step, checkpoint, stop
-    out.history = fit(*exe, data.train, data.test, fit_options, std::move(history));
+    out.history = images ? fit(*exe, *images->training, fit_options, std::move(history))
+                         : fit(*exe, data.train, data.test, fit_options, std::move(history));
     if (out.history.interrupted) out.stopped_by_signal = StopSignals::received();
   }
   if (out.stopped_by_signal) return out;  // the checkpoint has the position; no reports for an unfinished run
@@ -211,17 +249,33 @@ RunOutcome run(const RunConfig& config, const std::optional<Checkpoint>& resume,
     io::RunInfo info{.model = c.model, .dataset = c.data_dir, .device = out.device, .threads = out.threads,
                      .epochs = c.epochs, .batch_size = c.batch_size, .lr = c.lr, .momentum = c.momentum,
                      .seed = c.seed, .replicas = replicas->world_size()};
-    const EvaluationReport ev = evaluate_report(*exe, data.test, loss_kind(c));
-    info.evaluation_json = evaluation_json(ev, kFashionMnistClasses);
+    const EvaluationReport ev = evaluate_report(*exe, test, loss_kind(c));
+    info.evaluation_json = evaluation_json(ev, look_of(c).classes);
+    std::string wrote_submission;
+    if (images) {
+      std::vector<std::string> skipped = images->skipped;
+      nlohmann::json d = {{"kind", c.data.kind}, {"classes", c.data.classes},
+                          {"train_examples", images->train_examples}, {"validation_examples", test.size()}};
+      if (!c.data.test_csv.empty()) {
+        const std::string path = (dir / "submission.csv").string();
+        d["test_examples"] = write_submission(*exe, c, data_path(c, c.data.test_csv), path, &skipped);
+        wrote_submission = ",submission.csv";
+        if (skipped.size() > images->skipped.size() && c.progress != "quiet")
+          for (std::size_t i = images->skipped.size(); i < skipped.size(); ++i) log << "skipped " << skipped[i] << "\n";
+      }
+      d["skipped_examples"] = skipped.size();
+      d["skipped"] = skipped;
+      info.data_json = d.dump();
+    }
     std::vector<float> params(model.num_parameters()), state(model.num_state());
     exe->get_parameters(params);
     exe->get_state(state);
     io::write_safetensors((dir / "model.safetensors").string(), io::to_named(model, params, state));
     io::write_file_atomic((dir / "summary.json").string(), io::run_summary_json(info, h));
-    write_reports(dir, c, out, ev, data.test);
+    write_reports(dir, c, out, ev, test);
     if (c.progress != "quiet")
       log << "wrote " << c.out_dir << "/{summary.json,history.csv,model.safetensors," << kCheckpointFile
-          << ",curves.png,predictions.png,confusion.png,report.html}" << std::endl;
+          << ",curves.png,predictions.png,confusion.png,report.html" << wrote_submission << "}" << std::endl;
   }
   return out;
 }
@@ -240,7 +294,7 @@ RunOutcome resume_training(const std::string& dir, std::ostream& log, const std:
 // A checkpoint's model compiled with its weights, ready for inference.
 std::unique_ptr<Executable> restore(const Checkpoint& ck) {
   set_num_threads(ck.config.threads);
-  auto exe = compile_for(build_model(ck.config, data::kFashionMnistShape), ck.config);
+  auto exe = compile_for(build_model(ck.config, model_input_shape(ck.config), model_classes(ck.config)), ck.config);
   exe->set_parameters(ck.params);
   exe->set_state(ck.state);
   return exe;
@@ -248,12 +302,21 @@ std::unique_ptr<Executable> restore(const Checkpoint& ck) {
 
 Metrics evaluate_checkpoint(const std::string& dir) {
   const Checkpoint ck = load_latest_checkpoint(dir, std::cerr);
+  if (ck.config.data.reads_images())  // the run's validation split, rebuilt from its seed
+    return evaluate(*restore(ck), load_image_data(ck.config, /*with_training=*/false).validation);
   const data::TrainTest data = data::load_fashion_mnist(ck.config.data_dir);
   return evaluate(*restore(ck), data.test);
 }
 
 int64_t predict_to_csv(const std::string& dir, const std::string& images_idx, const std::string& output_csv) {
   const Checkpoint ck = load_latest_checkpoint(dir, std::cerr);
+  if (ck.config.data.reads_images()) {
+    const std::string csv = images_idx.empty() ? ck.config.data.test_csv : images_idx;
+    require(!csv.empty(), "predict: the run's config has no data.test_csv; pass --input TEST.csv");
+    const std::string out = output_csv.empty() ? (fs::path(dir) / "submission.csv").string() : output_csv;
+    return write_submission(*restore(ck), ck.config, images_idx.empty() ? data_path(ck.config, csv) : csv, out);
+  }
+  require(!images_idx.empty() && !output_csv.empty(), "predict: pass --input IMAGES.idx and --output FILE.csv");
   const Tensor raw = data::read_idx_u8(images_idx);
   const nn::Model model = build_model(ck.config, data::kFashionMnistShape);
   const Shape& want = model.input_shape();

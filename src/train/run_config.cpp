@@ -10,8 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "convoy/core/error.h"
+#include "convoy/data/fashion_mnist.h"
 #include "convoy/nn/zoo.h"
 #include "train/config_section.h"
+#include "train/data_config.h"
 #include "train/layer_config.h"
 #include "convoy/train/numerical_guard.h"
 
@@ -56,7 +58,7 @@ RunConfig from_json(const json& root, const std::string& where) {
   Section top(root, where, "");
   {
     Section s = top.sub("data");
-    s.get("dir", c.data_dir);
+    read_data_section(s, c);
     s.finish();
   }
   {
@@ -184,6 +186,10 @@ void validate(const RunConfig& c) {
   require_utf8(c.out_dir, "output.dir (--out)");
   for (const auto* text : {&c.model, &c.optimizer, &c.schedule.kind, &c.progress, &c.on_nan})
     require_utf8(*text, "a config value");
+  for (const auto* text : {&c.data.train_csv, &c.data.test_csv, &c.data.images, &c.data.files})
+    require_utf8(*text, "a data path");
+  for (const auto& name : c.data.classes) require_utf8(name, "data.classes");
+  validate_data(c.data);
   if (c.layers.empty()) {
     try {
       nn::model_by_name(c.model);
@@ -240,6 +246,15 @@ optim::OptimizerOptions optimizer_options(const RunConfig& c) {
           .clip_norm = static_cast<float>(c.clip_norm)};
 }
 
+Shape model_input_shape(const RunConfig& c) {
+  if (!c.data.reads_images()) return data::kFashionMnistShape;
+  return {c.data.channels, c.data.height, c.data.width};
+}
+
+int64_t model_classes(const RunConfig& c) {
+  return c.data.reads_images() ? static_cast<int64_t>(c.data.classes.size()) : 0;
+}
+
 Loss loss_kind(const RunConfig& c) {
   if (c.loss == "nll") return Loss::nll;
   if (c.loss == "categorical_crossentropy" || c.loss == "sparse_categorical_crossentropy")
@@ -283,7 +298,7 @@ RunConfig load_run_config(const std::string& path) {
 }
 
 std::string run_config_json(const RunConfig& c) {
-  json j = {{"data", {{"dir", c.data_dir}}},
+  json j = {{"data", data_section_json(c)},
             {"model", c.layers.empty() ? json{{"name", c.model}}
                                        : json{{"name", c.model}, {"layers", layers_to_json(c.layers)}}},
             {"loss", {{"name", c.loss}, {"from_logits", c.from_logits}, {"label_smoothing", c.label_smoothing}}},

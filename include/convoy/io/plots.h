@@ -14,7 +14,8 @@ void write_curves_png(const std::string& path, const train::History& history);
 
 // The seed's picture: a grid of images, each titled with its actual and
 // predicted class, blue when right and red when wrong. `images` are
-// normalised [n, 1, h, w] floats; pixel = x * std + mean, clamped to [0, 1].
+// normalised [n, channels, h, w] floats (1: gray, 3: RGB); pixel = x * std +
+// mean (per channel when channel_mean/channel_std are given), clamped to [0, 1].
 struct PredictionGrid {
   const float* images = nullptr;
   int64_t count = 0, height = 0, width = 0;
@@ -22,6 +23,8 @@ struct PredictionGrid {
   const int32_t* predicted = nullptr;
   float mean = 0, std = 1;
   std::vector<std::string> class_names;
+  int64_t channels = 1;
+  std::vector<float> channel_mean, channel_std;  // empty: mean and std for every channel
   int rows = 5, cols = 5;
 };
 void write_predictions_png(const std::string& path, const PredictionGrid& grid);

@@ -18,6 +18,7 @@ struct RunInfo {
   uint64_t seed = 0;
   std::string evaluation_json;  // train::evaluation_json of the final test pass; empty: none
   int replicas = 1;  // data-parallel replicas (batch_size is per replica)
+  std::string data_json;  // a JSON object about the image data (counts, skipped examples); empty: none
 };
 
 std::string run_summary_json(const RunInfo& info, const train::History& history);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "convoy/backends/executable.h"
+#include "convoy/image/augment.h"
 #include "convoy/nn/model.h"
 #include "convoy/optim/optimizer.h"
 #include "convoy/train/callbacks.h"
@@ -24,9 +25,36 @@ struct LayerSpec {
   std::vector<std::string> inputs;
 };
 
+// Where images come from beyond Fashion-MNIST's IDX files, and how the input
+// pipeline prepares them (docs/workflow.md). Paths are relative to data.dir.
+struct DataConfig {
+  std::string kind = "idx";  // idx (Fashion-MNIST IDX files in dir), csv, folders, tfrecord
+  // csv: a manifest with an id column and one 0/1 column per class (or one
+  // label_column of class names); images at dir/images/<id><extension>.
+  std::string train_csv = "train.csv";
+  std::string test_csv;  // unlabeled ids to predict into submission.csv; empty: none
+  std::string images = "images", id_column = "image_id", label_column, extension = ".jpg";
+  // tfrecord: a glob of tf.train.Example files (plain or gzip), and of test files
+  std::string files;
+  // Class names in label order; empty: found in the data (a run records them
+  // in its checkpoints, so evaluate/predict/resume see the same order).
+  std::vector<std::string> classes;
+  int64_t width = 128, height = 128, channels = 3;
+  std::string resize = "area";   // area (antialiased) or bilinear
+  std::string fit = "stretch";   // stretch (tf.image.resize) or cover (keep aspect, center crop)
+  double validation_split = 0.2; // stratified by class, drawn by training.seed
+  std::string cache = "memory";  // memory (decode once) or none (decode every epoch)
+  int64_t shuffle_buffer = 0;    // 0: the whole training split
+  std::vector<double> mean = {0.0}, std = {1.0};  // per channel (or one), on pixels scaled to [0, 1]
+  image::AugmentOptions augment;  // training split only, after the cache
+  std::string on_bad_example = "fail";  // fail or skip (count and name them)
+  bool reads_images() const { return kind != "idx"; }
+};
+
 struct RunConfig {
   // data
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  DataConfig data;
   // model: a zoo name, or (when `layers` is not empty) the layers themselves
   std::string model = "seed_cnn";
   std::vector<LayerSpec> layers;
@@ -79,6 +107,11 @@ optim::OptimizerOptions optimizer_options(const RunConfig& config);
 // by name (its head sized to `classes`; 0 keeps the architecture's own), or
 // its layer list.
 nn::Model build_model(const RunConfig& config, const Shape& input_shape, int64_t classes = 0);
+// The model input and class count the config's data gives: Fashion-MNIST's
+// [1, 28, 28] (classes 0: the model's own) for idx, [channels, height,
+// width] and data.classes for images.
+Shape model_input_shape(const RunConfig& config);
+int64_t model_classes(const RunConfig& config);
 // The backend loss the config's loss section names.
 Loss loss_kind(const RunConfig& config);
 
