@@ -7,6 +7,7 @@
 // env-gated cases at the end of this file.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -128,6 +129,23 @@ TEST(Onnx, ImportsAPyTorchExport) {
   const int64_t batch = fixture.at("input").dim(0);
   const auto got = infer(m.model, m.weights.params, m.weights.state, {x.begin(), x.end()}, batch);
   EXPECT_LT(relative_error(got, want), 1e-5);
+  EXPECT_EQ(m.model.find_layer("fc")->output_shape, (Shape{7}));  // names from the weights: "fc.weight"
+  EXPECT_NE(m.model.find_layer("post_bn"), nullptr);
+
+  // It trains: a step moves every parameter tensor and keeps the loss finite.
+  auto exe = compile_cpu(m.model, {.batch_size = batch, .loss = Loss::softmax_cross_entropy}, 0);
+  exe->set_parameters(m.weights.params);
+  exe->set_state(m.weights.state);
+  const std::vector<int32_t> labels{1, 5};
+  exe->train_step(x.data(), labels.data());
+  EXPECT_TRUE(std::isfinite(exe->take_metrics().mean_loss()));
+  std::vector<float> after(m.weights.params.size());
+  exe->get_parameters(after);
+  for (const auto& plan : m.model.layers())
+    for (const auto& slot : plan.params)
+      EXPECT_FALSE(std::equal(after.begin() + slot.offset, after.begin() + slot.offset + slot.size(),
+                              m.weights.params.begin() + slot.offset))
+          << slot.name << " did not train";
 }
 
 TEST(Onnx, AnUnsupportedOpIsOneErrorNamingIt) {

@@ -261,7 +261,7 @@ int main(int argc, char** argv) {
   CLI::App* summary = app.add_subcommand("summary", "Print a model's layers, output shapes and parameter counts");
   SummaryFlags summary_flags;
   summary->add_option("--config", f.config, "Run config naming the model");
-  summary->add_option("--model", summary_flags.model, "A zoo model: seed_cnn, plant_cnn, resnet18, resnet34, resnet50, mobilenet_v2, efficientnet_b0, efficientnet_lite0");
+  summary->add_option("--model", summary_flags.model, "A zoo model: seed_cnn, plant_cnn, resnet18, resnet34, resnet50, mobilenet_v2, efficientnet_b0, efficientnet_lite0, tf_efficientnet_lite0");
   summary->add_option("--classes", summary_flags.classes, "Classes of the zoo model's head [its own]")->check(CLI::PositiveNumber);
   summary->add_option("--image-size", summary_flags.image_size, "Square RGB input size of the zoo model [224]")->check(CLI::PositiveNumber);
   summary->add_option("--weights", summary_flags.weights, "A PyTorch state dict (.safetensors) to load onto the model, by tensor name");
