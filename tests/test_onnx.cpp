@@ -165,6 +165,29 @@ TEST(Onnx, AnUnsupportedOpIsOneErrorNamingIt) {
   EXPECT_NE(testing::error_of([&] { load_onnx(path); }).find(path + ": malformed ONNX model"), std::string::npos);
 }
 
+// Every prefix and many one-byte corruptions of a real file: imported, or
+// one UserError; never a crash, another exception or a read out of bounds (ASan).
+TEST(Onnx, DamagedFilesAreUserErrors) {
+  std::ifstream in(std::string(CONVOY_FIXTURES_DIR) + "/onnx_torch_small.onnx", std::ios::binary);
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  const std::string good = buf.str();
+  ASSERT_GT(good.size(), 1000u);
+  auto try_import = [](const std::string& bytes) {
+    try {
+      from_onnx(onnx::decode(bytes, "damaged"), "damaged");
+    } catch (const UserError&) {
+    }
+  };
+  for (std::size_t n = 0; n < good.size(); n += 7) try_import(good.substr(0, n));
+  Rng rng(3);
+  for (int k = 0; k < 400; ++k) {
+    std::string bad = good;
+    bad[static_cast<std::size_t>(rng.uniform(0.0f, 1.0f) * (bad.size() - 1))] = static_cast<char>(rng.uniform(0.0f, 255.0f));
+    try_import(bad);
+  }
+}
+
 // Writes convoy's ONNX files, inputs and outputs for tests/onnx_peers.py
 // (ONNX Runtime and OpenCV run the files; convoy's outputs are the oracle).
 TEST(OnnxPeerCases, Write) {

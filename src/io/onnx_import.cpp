@@ -60,8 +60,7 @@ class Importer {
     values_[input->name] = {builder_->input(), shape};
 
     for (std::size_t i = 0; i < g.nodes.size(); ++i) {
-      if (skip_.count(i)) continue;
-      node(i, g.nodes[i]);
+      if (!skip_.count(i)) node(g.nodes[i]);
     }
     require(g.outputs.size() == 1, where_ + ": the graph has " + std::to_string(g.outputs.size()) +
                                        " outputs; convoy models have one");
@@ -109,6 +108,9 @@ class Importer {
     if (!t) fail(n, "input '" + n.inputs[input] + "' must be a constant (weights), not a computed tensor");
     if (t->data_type != onnx::kFloat && t->data_type != onnx::kInt64)
       fail(n, "tensor '" + t->name + "' has ONNX data type " + std::to_string(t->data_type) + "; convoy reads float and int64");
+    const std::size_t values = t->data_type == onnx::kFloat ? t->floats.size() : t->int64s.size();
+    if (t->numel() < 0 || static_cast<std::size_t>(t->numel()) != values)
+      fail(n, "tensor '" + t->name + "' holds " + std::to_string(values) + " values, not what its dimensions say");
     return *t;
   }
   static int64_t int_attr(const Node& n, const std::string& name, int64_t fallback) {
@@ -207,7 +209,7 @@ class Importer {
     add(n, nn::Dense{.units = units}, {x}, {.params = {std::move(w_rows), std::move(bias)}}, layer_name(weight_name), output);
   }
 
-  void node(std::size_t index, const Node& n) {
+  void node(const Node& n) {
     const std::string& op = n.op_type;
     if (!n.domain.empty() && n.domain != "ai.onnx") fail(n, "ops of domain '" + n.domain + "' are not supported");
     if (op == "Constant") {
@@ -338,7 +340,6 @@ class Importer {
         fail(n, "only LogSoftmax over the features of [N, features] is supported");
       return add(n, nn::LogSoftmax{}, {n.inputs[0]});
     }
-    (void)index;
     throw UserError(where_ + ": node '" + n.name + "' has op " + op + ", which convoy cannot import (it imports " + kSupported + ")");
   }
 

@@ -2,6 +2,7 @@
 #include "convoy/io/onnx_proto.h"
 
 #include <cstring>
+#include <limits>
 
 #include "convoy/core/error.h"
 #include "convoy/core/protobuf_wire.h"
@@ -256,7 +257,10 @@ Graph read_graph(Reader r) {
 
 int64_t Tensor::numel() const {
   int64_t n = 1;
-  for (int64_t d : dims) n *= d;
+  for (int64_t d : dims) {
+    if (d < 0 || (d > 0 && n > std::numeric_limits<int64_t>::max() / d)) return -1;
+    n *= d;
+  }
   return n;
 }
 

@@ -26,7 +26,7 @@ struct Tensor {
   std::vector<int64_t> dims;
   std::vector<float> floats;    // kFloat (from float_data or raw_data)
   std::vector<int64_t> int64s;  // kInt64 (from int64_data or raw_data)
-  int64_t numel() const;
+  int64_t numel() const;  // -1 for a negative or overflowing size
 };
 
 struct Attribute {
