@@ -16,6 +16,7 @@
 #include "convoy/backends/executable.h"
 #include "convoy/core/rng.h"
 #include "convoy/io/onnx.h"
+#include "convoy/io/pretrained.h"
 #include "convoy/io/safetensors.h"
 #include "convoy/nn/zoo.h"
 #include "test_helpers.h"
@@ -193,8 +194,13 @@ TEST(Onnx, DamagedFilesAreUserErrors) {
 TEST(OnnxPeerCases, Write) {
   const char* dir = std::getenv("CONVOY_ONNX_PEER_DIR");
   if (!dir) GTEST_SKIP() << "set CONVOY_ONNX_PEER_DIR (tests/onnx_peers.py does)";
-  const std::pair<std::string, nn::Model> cases[] = {
-      {"seed_cnn", nn::seed_cnn()}, {"resnet18", nn::resnet18({.input = {3, 64, 64}, .classes = 10})}};
+  // tf_efficientnet_lite0: "same" pads (asymmetric), Clip, depthwise groups;
+  // efficientnet_b0: SiLU as Sigmoid + Mul, squeeze-excitation gates.
+  const nn::ZooOptions small{.input = {3, 64, 64}, .classes = 10};
+  const std::pair<std::string, nn::Model> cases[] = {{"seed_cnn", nn::seed_cnn()},
+                                                     {"resnet18", nn::resnet18(small)},
+                                                     {"tf_efficientnet_lite0", nn::tf_efficientnet_lite0(small)},
+                                                     {"efficientnet_b0", nn::efficientnet_b0(small)}};
   for (const auto& [name, model] : cases) {
     const auto w = testing::deterministic_weights(model);
     const int64_t batch = 4;
@@ -206,6 +212,15 @@ TEST(OnnxPeerCases, Write) {
     t.emplace("input", f32_tensor(in, x));
     t.emplace("output", f32_tensor({batch, 10}, infer(model, w.params, w.state, x, batch)));
     write_safetensors(std::string(dir) + "/" + name + ".safetensors", t);
+  }
+  // The ImageNet-pretrained Lite0 (tools/fetch_pretrained.sh), when present,
+  // at 224x224: the script checks its top-5 classes on real photos.
+  const std::string pretrained = std::string(CONVOY_SOURCE_DIR) + "/pretrained/tf_efficientnet_lite0.safetensors";
+  if (std::filesystem::exists(pretrained)) {
+    const nn::Model lite0 = nn::tf_efficientnet_lite0();
+    FlatWeights w{lite0.initial_parameters(0), lite0.initial_state()};
+    load_pytorch_weights(lite0, pretrained, w);
+    export_onnx(std::string(dir) + "/pretrained_lite0.onnx", lite0, w.params, w.state);
   }
 }
 
