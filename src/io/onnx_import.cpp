@@ -212,6 +212,8 @@ class Importer {
   void node(const Node& n) {
     const std::string& op = n.op_type;
     if (!n.domain.empty() && n.domain != "ai.onnx") fail(n, "ops of domain '" + n.domain + "' are not supported");
+    if (n.outputs.empty() || n.outputs[0].empty()) fail(n, "the node has no output");
+    if (op != "Constant" && (n.inputs.empty() || n.inputs[0].empty())) fail(n, "the node has no input");
     if (op == "Constant") {
       const auto* v = n.find("value");
       if (!v || !v->t) fail(n, "only tensor constants (attribute 'value') are supported");
@@ -324,7 +326,8 @@ class Importer {
         for (int64_t o = 0; o < units; ++o) rows[static_cast<std::size_t>(o * in + i)] = w.floats[static_cast<std::size_t>(i * units + o)];
       // MatMul then Add of a constant: one Dense with that bias.
       const std::size_t next = only_consumer(n.outputs.at(0));
-      if (next != std::string::npos && m_.graph.nodes[next].op_type == "Add") {
+      if (next != std::string::npos && m_.graph.nodes[next].op_type == "Add" && m_.graph.nodes[next].inputs.size() == 2 &&
+          !m_.graph.nodes[next].outputs.empty()) {
         const Node& a = m_.graph.nodes[next];
         const std::string& other = a.inputs.at(a.inputs[0] == n.outputs[0] ? 1 : 0);
         if (const onnx::Tensor* b = constant(other)) {
