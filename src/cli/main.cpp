@@ -14,9 +14,11 @@
 #include "convoy/data/bad_examples.h"
 #include "convoy/data/fashion_mnist.h"
 #include "convoy/image/plant_demo.h"
+#include "convoy/io/onnx.h"
 #include "convoy/io/pretrained.h"
 #include "convoy/nn/zoo.h"
 #include "convoy/records/shards.h"
+#include "convoy/train/export.h"
 #include "convoy/train/graceful_stop.h"
 #include "convoy/train/run.h"
 
@@ -147,13 +149,19 @@ int run_devices() {
 
 // `convoy summary --model resnet18 [--classes 4] [--image-size 128] [--weights sd.safetensors [--skip fc.]]`:
 // a zoo model's table, and whether a PyTorch state dict loads onto it.
+// `convoy summary --onnx model.onnx`: the model an ONNX file imports as.
 struct SummaryFlags {
-  std::string model, weights;
+  std::string model, weights, onnx;
   std::optional<int64_t> classes, image_size;
   std::vector<std::string> skip;
 };
 
 int run_summary(const TrainFlags& f, const SummaryFlags& s) {
+  if (!s.onnx.empty()) {
+    convoy::require(s.model.empty() && f.config.empty(), "summary: pass --onnx alone");
+    std::cout << convoy::io::load_onnx(s.onnx).model.summary();
+    return 0;
+  }
   convoy::require(s.model.empty() || f.config.empty(), "summary: pass --config or --model, not both");
   convoy::require(!s.model.empty() || (s.weights.empty() && !s.classes && !s.image_size),
                   "summary: --weights, --classes and --image-size need --model");
@@ -195,6 +203,14 @@ int run_demo_data(DemoFlags d) {
   for (std::size_t c = 0; c < s.train_per_class.size(); ++c)
     std::printf("%s%s %lld", c ? ", " : "", convoy::image::kPlantClasses[c], static_cast<long long>(s.train_per_class[c]));
   std::printf("), %lld test images, %dx%d JPEG\n", static_cast<long long>(d.plant.test), w, h);
+  return 0;
+}
+
+// `convoy export --checkpoint DIR --onnx model.onnx [--keep-batch-norm]`.
+int run_export(const std::string& checkpoint, const std::string& onnx, bool keep_batch_norm) {
+  const auto s = convoy::train::export_checkpoint_onnx(checkpoint, onnx, {.fold_batch_norm = !keep_batch_norm}, std::cerr);
+  std::printf("wrote %s (ONNX opset 13: %lld nodes, %lld weight tensors, %lld bytes)\n", onnx.c_str(),
+              static_cast<long long>(s.nodes), static_cast<long long>(s.initializers), static_cast<long long>(s.bytes));
   return 0;
 }
 
@@ -248,13 +264,20 @@ int main(int argc, char** argv) {
                       "IDX file of uint8 images [N, H, W] (raw or .gz); for an image run, a test CSV [its data.test_csv]");
   predict->add_option("--output", output,
                       "CSV to write: id and one probability column per class [image run: DIR/submission.csv]");
+  std::string onnx_path;
+  bool keep_batch_norm = false;
+  CLI::App* export_cmd = app.add_subcommand("export", "Write a checkpoint's inference graph as ONNX");
+  export_cmd->add_option("--checkpoint", checkpoint, "The --out folder of a train run")->required();
+  export_cmd->add_option("--onnx", onnx_path, "ONNX file to write")->required();
+  export_cmd->add_flag("--keep-batch-norm", keep_batch_norm, "Keep batch norms as nodes instead of folding them into convolutions");
   CLI::App* summary = app.add_subcommand("summary", "Print a model's layers, output shapes and parameter counts");
   SummaryFlags summary_flags;
   summary->add_option("--config", f.config, "Run config naming the model");
-  summary->add_option("--model", summary_flags.model, "A zoo model: seed_cnn, plant_cnn, resnet18, resnet34, resnet50, mobilenet_v2, efficientnet_b0, efficientnet_lite0");
+  summary->add_option("--model", summary_flags.model, "A zoo model: seed_cnn, plant_cnn, resnet18, resnet34, resnet50, mobilenet_v2, efficientnet_b0, efficientnet_lite0, tf_efficientnet_lite0");
   summary->add_option("--classes", summary_flags.classes, "Classes of the zoo model's head [its own]")->check(CLI::PositiveNumber);
   summary->add_option("--image-size", summary_flags.image_size, "Square RGB input size of the zoo model [224]")->check(CLI::PositiveNumber);
   summary->add_option("--weights", summary_flags.weights, "A PyTorch state dict (.safetensors) to load onto the model, by tensor name");
+  summary->add_option("--onnx", summary_flags.onnx, "An ONNX file to import (the model it becomes)");
   summary->add_option("--skip", summary_flags.skip, "Tensor name prefixes to leave out of --weights (a new head: fc.)");
   app.add_subcommand("devices", "List the devices convoy can train on");
   ShardFlags sf;
@@ -288,7 +311,7 @@ int main(int argc, char** argv) {
     return false;
   };
   if (argc > 1 && argv[1][0] != '-' && !known(argv[1])) {
-    std::cerr << "convoy: error: unknown command '" << argv[1] << "'; commands: train, evaluate, predict, summary, devices, shards, demo-data (see 'convoy --help')"
+    std::cerr << "convoy: error: unknown command '" << argv[1] << "'; commands: train, evaluate, predict, export, summary, devices, shards, demo-data (see 'convoy --help')"
               << std::endl;
     return 2;
   }
@@ -308,6 +331,7 @@ int main(int argc, char** argv) {
       std::printf("wrote %s (%lld rows)\n", output.c_str(), static_cast<long long>(rows));
       return 0;
     }
+    if (export_cmd->parsed()) return run_export(checkpoint, onnx_path, keep_batch_norm);
     if (summary->parsed()) return run_summary(f, summary_flags);
     if (app.got_subcommand("devices")) return run_devices();
     if (shards->parsed()) return run_shards(sf);

@@ -19,6 +19,7 @@ const Entry kZoo[] = {
     {"mobilenet_v2", mobilenet_v2},
     {"efficientnet_b0", efficientnet_b0},
     {"efficientnet_lite0", efficientnet_lite0},
+    {"tf_efficientnet_lite0", tf_efficientnet_lite0},
 };
 
 }  // namespace

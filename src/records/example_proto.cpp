@@ -1,104 +1,27 @@
-// tf.train.Example in protobuf's wire format. Each message is a sequence of
-// (tag, value) fields; tag = field_number << 3 | wire_type. Sizes of nested
-// messages are computed first so encoding writes every byte once.
+// tf.train.Example in protobuf's wire format (core/protobuf_wire.h). Sizes of
+// nested messages are computed first so encoding writes every byte once.
 #include "convoy/records/example_proto.h"
 
 #include <cstring>
 #include <limits>
 
 #include "convoy/core/error.h"
+#include "convoy/core/protobuf_wire.h"
 
 namespace convoy::records {
 namespace {
 
-enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kStartGroup = 3, kEndGroup = 4, kFixed32 = 5 };
-constexpr int kMaxGroupDepth = 64;  // protobuf's own parsers stop at 100
+using proto::kFixed32;
+using proto::kLengthDelimited;
+using proto::kVarint;
+using proto::put_tag;
+using proto::put_varint;
+using proto::varint_size;
+using proto::field_size;
+using WireReader = proto::Reader;
+constexpr std::string_view kWhat = "malformed tf.train.Example";
 
 // ---- decoding ----
-
-// Reads fields from a byte range; every read checks the bytes are there.
-class WireReader {
- public:
-  WireReader(const uint8_t* begin, const uint8_t* end, const uint8_t* origin)
-      : p_(begin), end_(end), origin_(origin) {}
-
-  bool done() const { return p_ == end_; }
-
-  uint64_t varint() {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (p_ == end_) fail("a varint runs past the end of its message");
-      const uint8_t b = *p_++;
-      v |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if (!(b & 0x80)) return v;
-    }
-    fail("a varint is longer than 10 bytes");
-  }
-
-  // Reads a tag; sets the field number and wire type.
-  void tag(uint32_t& field, uint32_t& wire_type) {
-    const uint64_t t = varint();
-    field = static_cast<uint32_t>(t >> 3);
-    wire_type = static_cast<uint32_t>(t & 7);
-    if (t >> 3 == 0 || t >> 32) fail("field number " + std::to_string(t >> 3) + " is invalid");
-    if (wire_type > kFixed32) fail("wire type " + std::to_string(wire_type) + " is invalid");
-  }
-
-  // The payload of a length-delimited field, as a reader over its bytes.
-  WireReader sub() {
-    const uint64_t n = varint();
-    if (n > static_cast<uint64_t>(end_ - p_))
-      fail("a field declares " + std::to_string(n) + " bytes but only " + std::to_string(end_ - p_) + " remain");
-    WireReader r(p_, p_ + n, origin_);
-    p_ += n;
-    return r;
-  }
-  std::string_view rest() const { return {reinterpret_cast<const char*>(p_), static_cast<std::size_t>(end_ - p_)}; }
-
-  uint32_t fixed32() {
-    if (end_ - p_ < 4) fail("a 4-byte field runs past the end of its message");
-    uint32_t v;
-    std::memcpy(&v, p_, 4);
-    p_ += 4;
-    return v;
-  }
-
-  // Skips an unknown field of any wire type, groups included.
-  void skip(uint32_t field, uint32_t wire_type, int depth = 0) {
-    switch (wire_type) {
-      case kVarint: varint(); return;
-      case kFixed64:
-        if (end_ - p_ < 8) fail("an 8-byte field runs past the end of its message");
-        p_ += 8;
-        return;
-      case kLengthDelimited: sub(); return;
-      case kFixed32: fixed32(); return;
-      case kStartGroup: {
-        if (depth >= kMaxGroupDepth) fail("groups nest deeper than " + std::to_string(kMaxGroupDepth));
-        for (;;) {
-          if (done()) fail("group " + std::to_string(field) + " is never closed");
-          uint32_t f, w;
-          tag(f, w);
-          if (w == kEndGroup) {
-            if (f != field) fail("group " + std::to_string(field) + " is closed as " + std::to_string(f));
-            return;
-          }
-          skip(f, w, depth + 1);
-        }
-      }
-      default: fail("an end-group tag for field " + std::to_string(field) + " has no matching start");
-    }
-  }
-
-  [[noreturn]] void fail(const std::string& what) const {
-    throw UserError("malformed tf.train.Example: " + what + " (at byte " + std::to_string(p_ - origin_) + ")");
-  }
-
- private:
-  const uint8_t* p_;
-  const uint8_t* end_;
-  const uint8_t* origin_;  // start of the whole record, for offsets in errors
-};
 
 float float_of_bits(uint32_t bits) {
   float f;
@@ -199,28 +122,6 @@ void read_features(WireReader r, ExampleProto& out) {
 }
 
 // ---- encoding ----
-
-std::size_t varint_size(uint64_t v) {
-  std::size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
-}
-
-void put_varint(std::string& out, uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<char>(v));
-}
-
-void put_tag(std::string& out, uint32_t field, WireType wire) { put_varint(out, (field << 3) | wire); }
-
-// Size of a length-delimited field's payload plus its tag and length.
-std::size_t field_size(std::size_t payload) { return 1 + varint_size(payload) + payload; }
 
 std::size_t packed_int64s_size(const std::vector<int64_t>& v) {
   std::size_t n = 0;
@@ -331,7 +232,7 @@ std::string encode_example(const ExampleProto& example, bool packed) {
 
 ExampleProto decode_example(std::string_view bytes) {
   const auto* begin = reinterpret_cast<const uint8_t*>(bytes.data());
-  WireReader r(begin, begin + bytes.size(), begin);
+  WireReader r(begin, begin + bytes.size(), begin, kWhat);
   ExampleProto out;
   while (!r.done()) {
     uint32_t field, wire;

@@ -29,6 +29,10 @@ Model mobilenet_v2(const ZooOptions& options = {});
 // drop-connect) and efficientnet_lite0 (no squeeze-excitation, ReLU6).
 Model efficientnet_b0(const ZooOptions& options = {});
 Model efficientnet_lite0(const ZooOptions& options = {});
+// geffnet's tf_efficientnet_lite0: Lite0 with TensorFlow's "same" padding and
+// batch-norm eps 1e-3, the layout of TensorFlow-trained weights such as the
+// ImageNet-pretrained ones tools/convert_efficientnet_lite0.py converts.
+Model tf_efficientnet_lite0(const ZooOptions& options = {});
 // convoy's own small network for Plant-Pathology-sized problems (a few
 // thousand photos, a handful of classes, ~3x224x224 or smaller inputs):
 // MobileNet-style depthwise-separable blocks, ~0.13M parameters, ~0.1 GFLOP

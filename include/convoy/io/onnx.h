@@ -1,0 +1,45 @@
+#pragma once
+// Models out and in as ONNX (opset 13), written and read by convoy's own
+// protobuf code (onnx_proto.h), no onnx library.
+//
+// Out: the inference graph of a model and its weights: dropout left out,
+// batch norms folded into the convolution before them (optionally kept as
+// BatchNormalization), input "input" [N, C, H, W] with a free batch size N,
+// output "output" [N, classes]. ONNX Runtime and OpenCV's dnn module run it.
+//
+// In: a CNN exported to ONNX (by PyTorch, tf2onnx, or convoy) becomes a
+// trainable nn::Model with its weights, for the ops the zoo uses: Conv
+// (groups too), BatchNormalization, Relu, Clip (0..6 or 0..inf), Sigmoid,
+// Mul, Add, Concat, MaxPool, AveragePool, GlobalAveragePool, Flatten,
+// Reshape to [N, -1], Gemm, MatMul (+ Add of a bias), LogSoftmax, Dropout,
+// Identity, Constant. Anything else is one UserError naming the op and node.
+#include <span>
+#include <string>
+
+#include "convoy/io/model_weights.h"
+#include "convoy/io/onnx_proto.h"
+#include "convoy/nn/model.h"
+
+namespace convoy::io {
+
+struct OnnxExportOptions {
+  bool fold_batch_norm = true;  // false: BatchNormalization nodes of their own
+};
+
+// The ONNX model of `model` with these parameters and state (its flat buffers).
+onnx::Model to_onnx(const nn::Model& model, std::span<const float> params, std::span<const float> state,
+                    const OnnxExportOptions& options = {});
+// Writes it to `path` atomically.
+void export_onnx(const std::string& path, const nn::Model& model, std::span<const float> params,
+                 std::span<const float> state, const OnnxExportOptions& options = {});
+
+struct ImportedModel {
+  nn::Model model;
+  FlatWeights weights;
+};
+// Throws UserError naming `where` (and the node) for a malformed file or an
+// op, attribute or layout convoy cannot express.
+ImportedModel from_onnx(const onnx::Model& onnx, const std::string& where);
+ImportedModel load_onnx(const std::string& path);
+
+}  // namespace convoy::io

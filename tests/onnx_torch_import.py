@@ -1,0 +1,56 @@
+#!/usr/bin/python3
+"""torchvision's ResNet-18 and MobileNetV2, exported to ONNX by
+torch.onnx.export (opset 13, inference mode: batch norms folded into the
+convolutions), import into convoy and give PyTorch's logits.
+
+The files are made here at test time rather than committed (ResNet-18 is
+45 MB): seeded weights (torch.manual_seed; batch-norm statistics randomised
+so they matter), 10 classes, a batch of 2 images of 3x64x64; then
+tests/test_onnx.cpp's OnnxTorchExports case imports each and compares.
+
+  /usr/bin/python3 tests/onnx_torch_import.py build/convoy_tests
+Exit 77 (ctest: skipped) without PyTorch and torchvision (Debian's python3-torch, python3-torchvision).
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures"))
+
+try:
+    import torch
+    import torchvision
+except ImportError:
+    print("onnx_torch_import: PyTorch or torchvision is missing; skipped")
+    sys.exit(77)
+
+from make_parity_fixtures import write_safetensors  # noqa: E402
+
+
+def randomize_batch_norms(model, gen):
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.weight.data.uniform_(0.5, 1.5, generator=gen)
+            m.bias.data.uniform_(-0.2, 0.2, generator=gen)
+            m.running_mean.uniform_(-0.2, 0.2, generator=gen)
+            m.running_var.uniform_(0.5, 1.5, generator=gen)
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, name in enumerate(["resnet18", "mobilenet_v2"]):
+            torch.manual_seed(i)
+            model = getattr(torchvision.models, name)(num_classes=10).eval()
+            randomize_batch_norms(model, torch.Generator().manual_seed(100 + i))
+            x = torch.randn(2, 3, 64, 64)
+            torch.onnx.export(model, x, os.path.join(tmp, name + ".onnx"), opset_version=13,
+                              input_names=["input"], output_names=["logits"])
+            with torch.no_grad():
+                write_safetensors(os.path.join(tmp, name + ".safetensors"), {"input": x, "logits": model(x)})
+        env = dict(os.environ, CONVOY_ONNX_TORCH_DIR=tmp)
+        return subprocess.run([sys.argv[1], "--gtest_filter=OnnxTorchExports.*"], env=env).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
