@@ -254,7 +254,7 @@ int main(int argc, char** argv) {
   train->add_option("--dist-timeout", f.dist_timeout,
                     "Seconds a replica waits for the others before it stops with an error [60]");
   train->add_option("--dist-bucket-kib", f.bucket_kib,
-                    "Send gradients in buckets of this many KiB during backward; 0: all after it [0]");
+                    "Send gradients in buckets of this many KiB during backward; 0: all after it [16]");
   std::string checkpoint, input, output;
   CLI::App* evaluate = app.add_subcommand("evaluate", "Evaluate a checkpoint on its test data");
   evaluate->add_option("--checkpoint", checkpoint, "The --out folder of a train run")->required();

@@ -89,7 +89,7 @@ struct RunConfig {
   bool scale_lr = false;            // every learning rate x replicas, as the seed article
   bool sync_batch_norm = false;     // BN statistics over all replicas' batches (default: per replica)
   double dist_timeout = 60;         // seconds a replica waits in a collective before it stops
-  int64_t bucket_kib = 0;           // gradient buckets sent during backward; 0: one allreduce after it
+  int64_t bucket_kib = 16;          // gradient buckets sent during backward; 0: one allreduce after it
   // output
   std::string out_dir;            // empty: write nothing
   std::string progress = "auto";  // auto (bar on a terminal), bar, lines, quiet
