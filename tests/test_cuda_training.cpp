@@ -9,6 +9,7 @@
 
 #include "convoy/train/fit.h"
 #include "cuda_test_helpers.h"
+#include "joins_graph.h"
 
 namespace convoy {
 namespace {
@@ -88,23 +89,7 @@ TEST(CudaTraining, OptimizerStepsMatchTheCpu) {
   }
 }
 
-// The graph of tests/test_graph.cpp: a residual add that reads the input
-// twice, then a concat of two branches.
-Model joins_graph() {
-  GraphBuilder g({3, 8, 8});
-  auto x = g.input();
-  auto y = g.add(Conv2d{.filters = 4, .kernel = 3, .padding = 1}, x);
-  y = g.add(BatchNorm{}, y);
-  y = g.add(ReLU{}, y);
-  y = g.add(Conv2d{.filters = 3, .kernel = 3, .padding = 1}, y);
-  auto sum = g.add(Add{}, {x, y});
-  auto p = g.add(MaxPool2d{.kernel = 2}, sum);
-  auto q = g.add(Conv2d{.filters = 2, .kernel = 1}, p);
-  auto c = g.add(Concat{}, {p, q});
-  auto f = g.add(Flatten{}, c);
-  g.add(Dense{.units = 5}, f);
-  return g.build();
-}
+using testing::joins_graph;
 
 TEST(CudaTraining, ResidualGraphMatchesTheCpu) {
   SKIP_WITHOUT_GPU();
