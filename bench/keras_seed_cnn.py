@@ -12,22 +12,14 @@ work nor the accuracy. Prints one JSON object like convoy's summary.json.
   python3 bench/keras_seed_cnn.py --epochs 2 --threads 2
 """
 import argparse
-import gzip
 import json
 import os
 import sys
 import time
 
+from fashion_idx import read_idx  # bench/ is on sys.path: the script's folder
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-
-def read_idx(path):
-    import numpy as np
-    with (gzip.open if path.endswith(".gz") else open)(path, "rb") as f:
-        data = f.read()
-    rank = data[3]
-    dims = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(rank)]
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * rank).reshape(dims)
 
 
 def main():

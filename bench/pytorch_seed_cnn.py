@@ -7,11 +7,12 @@ after each epoch. Prints one JSON object like convoy's summary.json.
   /usr/bin/python3 bench/pytorch_seed_cnn.py --epochs 2 --threads 2
 """
 import argparse
-import gzip
 import json
 import os
 import sys
 import time
+
+from fashion_idx import read_idx  # bench/ is on sys.path: the script's folder
 
 import numpy as np
 import torch
@@ -20,14 +21,6 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures"))
 from make_parity_fixtures import SeedCNN  # noqa: E402  (one definition of the network)
-
-
-def read_idx(path):
-    with (gzip.open if path.endswith(".gz") else open)(path, "rb") as f:
-        data = f.read()
-    rank = data[3]
-    dims = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(rank)]
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * rank).reshape(dims)
 
 
 def load(data_dir, split):
