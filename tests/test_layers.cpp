@@ -121,6 +121,15 @@ TEST(Layers, DropoutKeepsAboutOneMinusRateScaledUpAndRedrawsEachStep) {
   twin->loss_and_gradients(x.data(), y.data());
   twin->get_output(again);
   EXPECT_EQ(first, again);
+  // A resumed run (a fresh executable told one update came before) draws the
+  // second step's mask, as the uninterrupted run does: resume stays exact.
+  exe->loss_and_gradients(x.data(), y.data());
+  exe->get_output(next);
+  auto resumed = compile_cpu(m, {.batch_size = 2, .loss = Loss::softmax_cross_entropy, .optimizer = {.lr = 0}}, 5);
+  resumed->set_steps_done(1);
+  resumed->loss_and_gradients(x.data(), y.data());
+  resumed->get_output(again);
+  EXPECT_EQ(next, again);
 }
 
 TEST(Layers, FrozenLayersKeepTheirWeightsAndStatisticsWhileTheRestTrains) {

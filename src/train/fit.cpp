@@ -225,6 +225,9 @@ History fit(Executable& exe, const TrainingData& data, const FitOptions& options
           "resuming at step " + std::to_string(resumed.step) + " of an epoch of " +
               std::to_string(data.steps_per_epoch) + " steps; the checkpoint does not belong to this data");
   auto open_epoch = [&](int64_t epoch, int64_t skip_steps) { return data.open_train(epoch, skip_steps); };
+  // Updates applied before this fit (skipped non-finite steps applied none).
+  if (options.initial_epoch > 0 || resumed.step > 0)
+    exe.set_steps_done(options.initial_epoch * data.steps_per_epoch + resumed.step - history.skipped_steps);
   std::unique_ptr<data::Iterator> next_epoch = open_epoch(options.initial_epoch + 1, resumed.step);
   FitState state{.exe = exe, .history = history, .epoch = options.initial_epoch, .epochs = options.epochs,
                  .steps_per_epoch = data.steps_per_epoch, .batch_size = batch};

@@ -109,6 +109,10 @@ class Executable {
   // Puts back the running sums a mid-epoch checkpoint saved, so the epoch's
   // metrics continue exactly (same additions, same order) after a resume.
   virtual void restore_metrics(const Metrics& m) = 0;
+  // How many updates were applied before (a resumed run), so that what
+  // depends on the step count (dropout masks) continues as if never stopped.
+  // Backends with nothing step-dependent ignore it.
+  virtual void set_steps_done(int64_t steps) { (void)steps; }
 
   // The numerical guard (docs/reliability.md). Before its optimizer update,
   // train_step checks the loss and the whole flat gradient buffer for NaN and

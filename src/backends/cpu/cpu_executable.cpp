@@ -166,6 +166,9 @@ class CpuExecutable final : public Executable {
   Metrics take_metrics() override { return std::exchange(metrics_, {}); }
   Metrics peek_metrics() const override { return metrics_; }
   void restore_metrics(const Metrics& m) override { metrics_ = m; }
+  void set_steps_done(int64_t steps) override {
+    for (auto& op : ops_) op->set_step(steps);
+  }
   bool last_step_finite() const override { return step_finite_; }
   std::string nonfinite_report() const override;
   void set_learning_rate(float lr) override { options_.optimizer.lr = lr; }

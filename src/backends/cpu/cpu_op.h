@@ -41,6 +41,8 @@ class CpuOp {
   virtual void backward(DnnlEnv& env) = 0;
   // After each training step's update (dropout draws a new mask).
   virtual void next_step() {}
+  // How many updates came before (a resumed run): dropout's masks continue.
+  virtual void set_step(int64_t steps) { (void)steps; }
 };
 
 // seed: this layer's own (dropout masks).

@@ -23,6 +23,7 @@ class DropoutOp final : public CpuOp {
   void bind(DnnlEnv&, const OpBuffers& b) override { b_ = b; }
 
   void next_step() override { ++step_; }
+  void set_step(int64_t steps) override { step_ = steps; }
 
   void forward(DnnlEnv&, bool training) override {
     const int64_t total = batch_ * example_;
