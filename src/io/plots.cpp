@@ -163,6 +163,32 @@ void write_curves_png(const std::string& path, const train::History& h) {
   c.save(path);
 }
 
+void write_comparison_png(const std::string& path, const std::vector<NamedHistory>& runs) {
+  require(!runs.empty(), "comparison: no runs to plot");
+  const Rgb colors[] = {kOrange, kBlue, kBlack};
+  std::vector<double> xs;
+  std::vector<Series> loss, accuracy;
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    const auto& h = runs[k].history;
+    require(!h.epochs.empty(), "comparison: run '" + runs[k].name + "' has no epochs");
+    Series l{runs[k].name, {}, colors[k % 3]}, a{runs[k].name, {}, colors[k % 3]};
+    if (h.epochs.size() > xs.size()) {  // the longest run sets the epoch axis
+      xs.clear();
+      for (const auto& e : h.epochs) xs.push_back(static_cast<double>(e.epoch));
+    }
+    for (const auto& e : h.epochs) {
+      l.y.push_back(e.test_loss);
+      a.y.push_back(e.test_accuracy);
+    }
+    loss.push_back(std::move(l));
+    accuracy.push_back(std::move(a));
+  }
+  Canvas c(1100, 420);
+  line_panel(c, 0, 0, 550, 420, "Validation loss", loss, xs, false);
+  line_panel(c, 550, 0, 550, 420, "Validation accuracy", accuracy, xs, true);
+  c.save(path);
+}
+
 void write_predictions_png(const std::string& path, const PredictionGrid& g) {
   const int cell_w = 190, cell_h = 190, box = 140;
   const int n = static_cast<int>(std::min<int64_t>(g.count, g.rows * g.cols));
@@ -263,6 +289,24 @@ void write_report_html(const std::string& path, const ReportInfo& info, const tr
                 h.images_per_second(), 100 * last.test_accuracy, last.test_loss);
   html += buf;
   for (const auto& img : info.images) html += "<img src=\"" + html_escape(img) + "\" alt=\"" + html_escape(img) + "\">\n";
+  if (!info.compared.empty()) {
+    html += "<h2>Compared runs</h2>\n<table><tr><th>run</th><th>epochs</th><th>best val_accuracy</th>"
+            "<th>at epoch</th><th>final val_accuracy</th><th>final val_loss</th></tr>\n";
+    for (const auto& run : info.compared) {
+      const auto& e = run.history.epochs;
+      if (e.empty()) continue;
+      const auto best = std::max_element(e.begin(), e.end(), [](const auto& a, const auto& b) {
+        return a.test_accuracy < b.test_accuracy;
+      });
+      std::snprintf(buf, sizeof buf,
+                    "<tr><td style=\"text-align:left\">%s</td><td>%zu</td><td>%.2f%%</td><td>%lld</td><td>%.2f%%</td>"
+                    "<td>%.4f</td></tr>\n",
+                    html_escape(run.name).c_str(), e.size(), 100 * best->test_accuracy,
+                    static_cast<long long>(best->epoch), 100 * e.back().test_accuracy, e.back().test_loss);
+      html += buf;
+    }
+    html += "</table>\n";
+  }
   html += "<h2>History</h2>\n<table><tr><th>epoch</th><th>loss</th><th>accuracy</th><th>val_loss</th>"
           "<th>val_accuracy</th><th>seconds</th><th>images/s</th></tr>\n";
   for (const auto& e : h.epochs) {

@@ -106,6 +106,7 @@ std::string run_summary_json(const RunInfo& info, const train::History& h) {
   j["input_wait_fraction"] = h.input_wait_fraction();
   if (!info.evaluation_json.empty()) j["evaluation"] = nlohmann::json::parse(info.evaluation_json);
   if (!info.data_json.empty()) j["data"] = nlohmann::json::parse(info.data_json);
+  if (!info.compared_json.empty()) j["compared"] = nlohmann::json::parse(info.compared_json);
   j["skipped_steps"] = h.skipped_steps;  // updates dropped for NaN/Inf (on_nan: skip_step)
   j["history"] = epochs_json(h);
   return j.dump(2) + "\n";

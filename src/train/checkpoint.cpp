@@ -18,6 +18,7 @@
 #include "convoy/io/run_summary.h"
 #include "convoy/data/fashion_mnist.h"
 #include "convoy/nn/zoo.h"
+#include "transfer.h"
 
 namespace convoy::train {
 namespace {
@@ -178,12 +179,16 @@ Checkpoint parse_checkpoint(std::string_view bytes, const std::string& where) {
             where + ": has no checksum; the checkpoint is damaged or not convoy's");
   }
   Checkpoint c = parse_checkpoint_metadata(meta, where);
-  const nn::Model model = build_model(c.config, model_input_shape(c.config), model_classes(c.config));
+  nn::Model model = build_model(c.config, model_input_shape(c.config), model_classes(c.config));
   io::FlatWeights w = io::from_named(model, tensors, where);
+  // The optimizer keeps state for the parameters that trained when the
+  // checkpoint was written (transfer learning freezes some).
+  const std::vector<Phase> phases = phases_of(c.config);
+  set_phase_layers(model, c.config, phases[phase_at(phases, c.epoch)].frozen);
   c.params = std::move(w.params);
   c.state = std::move(w.state);
   auto it = tensors.find(kOptimizerTensor);
-  const int64_t want = optim::state_size(optimizer_options(c.config), model.num_parameters());
+  const int64_t want = optim::state_size(optimizer_options(c.config), trainable_parameters(model));
   require(it != tensors.end() && it->second.dtype() == DType::f32 && it->second.numel() == want,
           where + ": missing or mis-sized '" + std::string(kOptimizerTensor) + "'; the checkpoint is corrupt");
   const auto v = it->second.data<float>();

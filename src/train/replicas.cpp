@@ -12,6 +12,7 @@ RunConfig scaled_for_replicas(const RunConfig& c, int replicas) {
   RunConfig s = c;
   if (!c.scale_lr) return s;
   s.lr *= replicas;
+  s.fine_tune_lr *= replicas;
   s.schedule.min_lr *= replicas;
   s.schedule.max_lr *= replicas;
   if (s.reduce_lr_on_plateau) s.reduce_lr_on_plateau->min_lr *= replicas;

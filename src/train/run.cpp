@@ -20,6 +20,7 @@
 #include "convoy/io/atomic_file.h"
 #include "convoy/io/model_weights.h"
 #include "convoy/io/plots.h"
+#include "convoy/io/pretrained.h"
 #include "convoy/io/run_summary.h"
 #include "convoy/nn/zoo.h"
 #include "convoy/train/checkpoint.h"
@@ -30,6 +31,7 @@
 #include "convoy/train/profile_report.h"
 #include "convoy/train/replicas.h"
 #include "convoy/train/schedules.h"
+#include "transfer.h"
 
 namespace convoy::train {
 namespace {
@@ -58,11 +60,39 @@ DataLook look_of(const RunConfig& c) {
   return look;
 }
 
+// The runs a report compares: this one and, for transfer learning with
+// compare_with_scratch, the same model trained from random weights.
+std::vector<io::NamedHistory> compared_runs(const RunConfig& c, const History& h, const std::optional<History>& scratch) {
+  if (!scratch || scratch->epochs.empty() || h.epochs.empty()) return {};
+  return {{c.pretrained.empty() ? "this run" : "pretrained", h}, {"from scratch", *scratch}};
+}
+
+std::string compared_json(const std::vector<io::NamedHistory>& runs) {
+  if (runs.empty()) return "";
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& r : runs) {
+    const auto& e = r.history.epochs;
+    const auto best = std::max_element(e.begin(), e.end(), [](const auto& x, const auto& y) {
+      return x.test_accuracy < y.test_accuracy;
+    });
+    a.push_back({{"run", r.name}, {"epochs", e.size()}, {"best_val_accuracy", best->test_accuracy},
+                 {"best_epoch", best->epoch}, {"final_val_accuracy", e.back().test_accuracy},
+                 {"final_val_loss", e.back().test_loss}});
+  }
+  return a.dump();
+}
+
 void write_reports(const fs::path& dir, const RunConfig& c, const RunOutcome& out, const EvaluationReport& ev,
-                   const data::LabeledImages& test) {
+                   const data::LabeledImages& test, const std::vector<io::NamedHistory>& compared) {
   const History& h = out.history;
   const DataLook look = look_of(c);
   io::write_curves_png((dir / "curves.png").string(), h);
+  std::vector<std::string> images = {"curves.png"};
+  if (!compared.empty()) {
+    io::write_comparison_png((dir / "comparison.png").string(), compared);
+    images.push_back("comparison.png");
+  }
+  images.insert(images.end(), {"predictions.png", "confusion.png"});
   const std::vector<int32_t>& predicted = ev.predicted;
   const auto labels = test.labels.data<int32_t>();
   io::write_confusion_png((dir / "confusion.png").string(), ev.confusion, look.classes);
@@ -74,8 +104,8 @@ void write_reports(const fs::path& dir, const RunConfig& c, const RunOutcome& ou
                              .channel_mean = look.mean, .channel_std = look.std});
   io::write_report_html((dir / "report.html").string(),
                         {.title = "convoy: " + c.model + " on " + look.name, .device = out.device,
-                         .config_json = run_config_json(c), .threads = out.threads,
-                         .images = {"curves.png", "predictions.png", "confusion.png"}},
+                         .config_json = run_config_json(c), .threads = out.threads, .images = images,
+                         .compared = compared},
                         h);
 }
 
@@ -145,9 +175,26 @@ Callbacks make_callbacks(const RunConfig& c, const RunConfig& saved, const nn::M
                   "; lower the learning rate, check the data, or set callbacks.on_nan: skip_step");
 }
 
+// Every tensor but the head's from model.pretrained (Keras' include_top=False):
+// the head is sized for this data's classes and starts from fresh weights.
+void load_pretrained(Executable& exe, const nn::Model& model, const RunConfig& c, std::ostream& log) {
+  io::FlatWeights w{std::vector<float>(model.num_parameters()), std::vector<float>(model.num_state())};
+  exe.get_parameters(w.params);
+  exe.get_state(w.state);
+  const std::string head = head_of(model, c);
+  const int loaded = io::load_pytorch_weights(model, c.pretrained, w, {.skip_prefixes = {head + "."}});
+  exe.set_parameters(w.params);
+  exe.set_state(w.state);
+  if (c.progress != "quiet")
+    log << "convoy: " << loaded << " pretrained tensors from " << c.pretrained << "; new head '" << head << "'\n";
+}
+
 // The shared body of a fresh and a resumed run. Every replica runs it; only
 // the primary prints and writes.
-RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, std::ostream& primary_log) {
+// `scratch`: the history of the same model trained from random weights, for
+// the report's comparison (transfer.compare_with_scratch).
+RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, std::ostream& primary_log,
+               const std::optional<History>& scratch = std::nullopt) {
   validate(given);
   RunConfig config = given;  // what checkpoints record: with the data's classes filled in
   const std::unique_ptr<dist::Strategy> replicas = dist::make_strategy(strategy_options(config));
@@ -163,6 +210,9 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
   }
   set_num_threads(c.threads > 0 ? c.threads : dist::default_threads_per_process());
   choose_device(c.device);  // a missing GPU fails now, not after loading the data
+  require(c.pretrained.empty() || fs::is_regular_file(c.pretrained),
+          "model.pretrained: " + c.pretrained +
+              " is missing; for the EfficientNet-Lite0 weights run bash tools/fetch_pretrained.sh, else fix the path");
   std::optional<ImageData> images;
   if (config.data.reads_images()) {
     images = load_image_data(config, /*with_training=*/true);
@@ -173,11 +223,21 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
       log << std::endl;
     }
   }
-  const nn::Model model = build_model(c, model_input_shape(c), model_classes(c));
+  nn::Model model = build_model(c, model_input_shape(c), model_classes(c));
   const data::TrainTest data = images ? data::TrainTest{} : data::load_fashion_mnist(c.data_dir);
   const data::LabeledImages& test = images ? images->validation : data.test;
   const int64_t train_count = images ? images->train_examples : data.train.size();
-  auto exe = compile_for(model, c, c.progress == "quiet" ? nullptr : &log);
+  // A resumed run continues in the phase its checkpoint was written in.
+  const std::vector<Phase> phases = phases_of(c);
+  std::size_t phase = resume ? phase_at(phases, resume->epoch) : 0;
+  const auto phase_config = [&](const Phase& p) {
+    RunConfig pc = c;
+    pc.lr = p.lr;
+    return pc;
+  };
+  RunConfig pc = phase_config(phases[phase]);
+  set_phase_layers(model, c, phases[phase].frozen);
+  auto exe = compile_for(model, pc, c.progress == "quiet" ? nullptr : &log);
   // A GPU runs steps_per_execution steps per call, and step callbacks (the
   // periodic checkpoint among them) see only the last of each.
   const int64_t together = std::min<int64_t>(c.steps_per_execution, exe->steps_per_call());
@@ -196,6 +256,8 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
     done = resume->epoch;
     progress = resume->progress;
     exe->set_learning_rate(resume->lr);
+  } else if (!c.pretrained.empty()) {
+    load_pretrained(*exe, model, c, log);
   }
   std::string resuming;
   if (resume) resuming = ", resuming after epoch " + std::to_string(done);
@@ -221,16 +283,45 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
           << (c.sync_batch_norm ? ", synchronised batch norm" : ", batch norm per replica") << "\n";
     log << std::flush;
   }
-  FitOptions fit_options{.epochs = c.epochs, .seed = c.seed, .initial_epoch = done, .initial_progress = progress,
-                         .on_nan = parse_on_nan(c.on_nan, "callbacks.on_nan"),
-                         .steps_per_execution = c.steps_per_execution,
-                         .callbacks = make_callbacks(c, config, model, log, primary), .strategy = replicas.get()};
-  exe->set_profiling(c.profile);
-  {
-    const StopSignals stop_signals;  // SIGINT/SIGTERM: finish the step, checkpoint, stop
-    out.history = images ? fit(*exe, *images->training, fit_options, std::move(history))
-                         : fit(*exe, data.train, data.test, fit_options, std::move(history));
-    if (out.history.interrupted) out.stopped_by_signal = StopSignals::received();
+  if (phases[0].frozen && c.progress != "quiet") {
+    log << "  transfer: epochs 1-" << phases[0].last_epoch << " train the head '" << head_of(model, c)
+        << "' alone (the rest frozen, batch norm on running statistics)";
+    if (phases.size() > 1) log << ", then every layer trains at lr " << phases[1].lr;
+    log << "\n" << std::flush;
+  }
+  while (true) {
+    FitOptions fit_options{.epochs = phases[phase].last_epoch, .seed = c.seed, .initial_epoch = done,
+                           .initial_progress = progress, .on_nan = parse_on_nan(c.on_nan, "callbacks.on_nan"),
+                           .steps_per_execution = c.steps_per_execution,
+                           .callbacks = make_callbacks(pc, config, model, log, primary), .strategy = replicas.get()};
+    exe->set_profiling(c.profile);
+    {
+      const StopSignals stop_signals;  // SIGINT/SIGTERM: finish the step, checkpoint, stop
+      out.history = images ? fit(*exe, *images->training, fit_options, std::move(history))
+                           : fit(*exe, data.train, data.test, fit_options, std::move(history));
+      if (out.history.interrupted) out.stopped_by_signal = StopSignals::received();
+    }
+    if (out.stopped_by_signal || out.history.fault) break;
+    const int64_t reached = out.history.epochs.empty() ? done : out.history.epochs.back().epoch;
+    if (phase + 1 == phases.size() || reached < phases[phase].last_epoch) break;  // finished, or stopped early
+    // The next phase: every layer trains, from the weights so far, with a
+    // fresh optimizer state (as Keras's compile before fine-tuning).
+    std::vector<float> params(model.num_parameters()), state(model.num_state());
+    exe->get_parameters(params);
+    exe->get_state(state);
+    pc = phase_config(phases[++phase]);
+    set_phase_layers(model, c, phases[phase].frozen);
+    exe = compile_for(model, pc);
+    exe->set_parameters(params);
+    exe->set_state(state);
+    dist::attach(*replicas, *exe, c.sync_batch_norm);
+    done = reached;
+    progress = {};
+    history = std::move(out.history);
+    if (c.progress != "quiet")
+      log << "  transfer: from epoch " << done + 1 << " every layer trains"
+          << (c.pretrained.empty() || c.fine_tune_batch_norm ? "" : " (batch norms stay on running statistics)") << "\n"
+          << std::flush;
   }
   if (out.stopped_by_signal) return out;  // the checkpoint has the position; no reports for an unfinished run
   if (out.history.fault) stop_for_fault(*out.history.fault, c, model, *exe);
@@ -251,6 +342,8 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
                      .seed = c.seed, .replicas = replicas->world_size()};
     const EvaluationReport ev = evaluate_report(*exe, test, loss_kind(c));
     info.evaluation_json = evaluation_json(ev, look_of(c).classes);
+    const std::vector<io::NamedHistory> compared = compared_runs(c, h, scratch);
+    info.compared_json = compared_json(compared);
     std::string wrote_submission;
     if (images) {
       std::vector<std::string> skipped = images->skipped;
@@ -272,23 +365,60 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
     exe->get_state(state);
     io::write_safetensors((dir / "model.safetensors").string(), io::to_named(model, params, state));
     io::write_file_atomic((dir / "summary.json").string(), io::run_summary_json(info, h));
-    write_reports(dir, c, out, ev, test);
+    write_reports(dir, c, out, ev, test, compared);
     if (c.progress != "quiet")
       log << "wrote " << c.out_dir << "/{summary.json,history.csv,model.safetensors," << kCheckpointFile
-          << ",curves.png,predictions.png,confusion.png,report.html" << wrote_submission << "}" << std::endl;
+          << ",curves.png," << (compared.empty() ? "" : "comparison.png,") << "predictions.png,confusion.png,report.html"
+          << wrote_submission << "}" << std::endl;
   }
   return out;
 }
 
+// transfer.compare_with_scratch: the same model, data, epochs and rate from
+// random weights with every layer training, in OUT/scratch (a run of its own,
+// first). A resumed comparison reuses it when it finished and resumes it when
+// it had started; a stop inside it leaves only its checkpoint, so the
+// comparison then starts again from the beginning.
+RunOutcome run_scratch(const RunConfig& c, std::ostream& log, bool resuming) {
+  RunConfig s = c;
+  s.pretrained.clear();
+  s.freeze_epochs = 0;
+  s.fine_tune_lr = 0;
+  s.compare_with_scratch = false;
+  if (!c.out_dir.empty()) s.out_dir = (fs::path(c.out_dir) / "scratch").string();
+  const bool reusable = resuming && !s.out_dir.empty();
+  if (reusable && fs::exists(fs::path(s.out_dir) / "summary.json")) {
+    RunOutcome done;
+    done.history = load_latest_checkpoint(s.out_dir, std::cerr).history;
+    return done;
+  }
+  if (c.progress != "quiet")
+    log << "convoy: first, for comparison, " << c.model << " from random weights (every layer, lr " << c.lr << ", "
+        << c.epochs << " epochs)" << (s.out_dir.empty() ? "" : " -> " + s.out_dir) << "\n" << std::flush;
+  RunOutcome o = reusable && fs::exists(fs::path(s.out_dir) / kCheckpointFile)
+                     ? run(s, load_latest_checkpoint(s.out_dir, std::cerr), log)
+                     : run(s, std::nullopt, log);
+  if (!o.stopped_by_signal && c.progress != "quiet")
+    log << "convoy: now " << c.model << " from " << c.pretrained << "\n" << std::flush;
+  return o;
+}
+
+RunOutcome run_compared(const RunConfig& c, const std::optional<Checkpoint>& resume, std::ostream& log) {
+  if (!c.compare_with_scratch) return run(c, resume, log);
+  RunOutcome scratch = run_scratch(c, log, resume.has_value());
+  if (scratch.stopped_by_signal) return scratch;
+  return run(c, resume, log, std::move(scratch.history));
+}
+
 }  // namespace
 
-RunOutcome run_training(const RunConfig& config, std::ostream& log) { return run(config, std::nullopt, log); }
+RunOutcome run_training(const RunConfig& config, std::ostream& log) { return run_compared(config, std::nullopt, log); }
 
 RunOutcome resume_training(const std::string& dir, std::ostream& log, const std::function<void(RunConfig&)>& adjust) {
   Checkpoint ck = load_latest_checkpoint(dir, std::cerr);
   ck.config.out_dir = dir;
   if (adjust) adjust(ck.config);
-  return run(ck.config, ck, log);
+  return run_compared(ck.config, ck, log);
 }
 
 // A checkpoint's model compiled with its weights, ready for inference.

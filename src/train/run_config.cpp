@@ -68,6 +68,16 @@ RunConfig from_json(const json& root, const std::string& where) {
       c.layers = layers_from_json(*layers, where);
       if (!s.has("name")) c.model = "custom";
     }
+    s.get("pretrained", c.pretrained);
+    s.get("head", c.head);
+    s.finish();
+  }
+  {
+    Section s = top.sub("transfer");
+    s.get("freeze_epochs", c.freeze_epochs);
+    s.get("fine_tune_lr", c.fine_tune_lr);
+    s.get("compare_with_scratch", c.compare_with_scratch);
+    s.get("fine_tune_batch_norm", c.fine_tune_batch_norm);
     s.finish();
   }
   {
@@ -231,6 +241,13 @@ void validate(const RunConfig& c) {
           "distributed.strategy (--strategy): '" + c.strategy + "' is not single or mpi");
   require(c.dist_timeout > 0, "distributed.timeout_seconds (--dist-timeout) must be positive");
   require(c.bucket_kib >= 0, "distributed.bucket_kib (--dist-bucket-kib) must be 0 (off) or positive");
+  require(c.freeze_epochs >= 0 && c.freeze_epochs <= c.epochs,
+          "transfer.freeze_epochs must be between 0 and training.epochs (" + std::to_string(c.epochs) + ")");
+  require(c.fine_tune_lr >= 0, "transfer.fine_tune_lr must be 0 (optimizer.lr) or positive");
+  require(!c.compare_with_scratch || c.strategy == "single",
+          "transfer.compare_with_scratch runs one process; train the scratch model as a separate run with replicas");
+  require_utf8(c.pretrained, "model.pretrained");
+  require_utf8(c.head, "model.head");
 }
 
 optim::OptimizerOptions optimizer_options(const RunConfig& c) {
@@ -301,6 +318,9 @@ std::string run_config_json(const RunConfig& c) {
   json j = {{"data", data_section_json(c)},
             {"model", c.layers.empty() ? json{{"name", c.model}}
                                        : json{{"name", c.model}, {"layers", layers_to_json(c.layers)}}},
+            {"transfer",
+             {{"freeze_epochs", c.freeze_epochs}, {"fine_tune_lr", c.fine_tune_lr},
+              {"compare_with_scratch", c.compare_with_scratch}, {"fine_tune_batch_norm", c.fine_tune_batch_norm}}},
             {"loss", {{"name", c.loss}, {"from_logits", c.from_logits}, {"label_smoothing", c.label_smoothing}}},
             {"optimizer",
              {{"name", c.optimizer}, {"lr", c.lr}, {"momentum", c.momentum}, {"weight_decay", c.weight_decay},
@@ -318,6 +338,8 @@ std::string run_config_json(const RunConfig& c) {
              {{"strategy", c.strategy}, {"scale_lr", c.scale_lr}, {"sync_batch_norm", c.sync_batch_norm},
               {"timeout_seconds", c.dist_timeout}, {"bucket_kib", c.bucket_kib}}},
             {"output", {{"dir", c.out_dir}, {"progress", c.progress}, {"profile", c.profile}}}};
+  if (!c.pretrained.empty()) j["model"]["pretrained"] = c.pretrained;
+  if (!c.head.empty()) j["model"]["head"] = c.head;
   if (c.early_stopping) {
     const auto& e = *c.early_stopping;
     j["callbacks"]["early_stopping"] = {{"monitor", e.monitor},

@@ -12,6 +12,14 @@ namespace convoy::io {
 // Two panels: loss and accuracy per epoch, training and validation.
 void write_curves_png(const std::string& path, const train::History& history);
 
+// Runs side by side (transfer learning against training from scratch):
+// validation loss and accuracy per epoch, one line per run.
+struct NamedHistory {
+  std::string name;
+  train::History history;
+};
+void write_comparison_png(const std::string& path, const std::vector<NamedHistory>& runs);
+
 // The seed's picture: a grid of images, each titled with its actual and
 // predicted class, blue when right and red when wrong. `images` are
 // normalised [n, channels, h, w] floats (1: gray, 3: RGB); pixel = x * std +
@@ -38,6 +46,7 @@ struct ReportInfo {
   std::string title, device, config_json;
   int threads = 0;
   std::vector<std::string> images;  // file names beside the report
+  std::vector<NamedHistory> compared;  // other runs of the same data (e.g. from scratch): a table of each one's best epoch
 };
 void write_report_html(const std::string& path, const ReportInfo& info, const train::History& history);
 

@@ -19,6 +19,7 @@ struct RunInfo {
   std::string evaluation_json;  // train::evaluation_json of the final test pass; empty: none
   int replicas = 1;  // data-parallel replicas (batch_size is per replica)
   std::string data_json;  // a JSON object about the image data (counts, skipped examples); empty: none
+  std::string compared_json;  // a JSON array: other runs on the same data (transfer vs scratch); empty: none
 };
 
 std::string run_summary_json(const RunInfo& info, const train::History& history);

@@ -58,6 +58,13 @@ struct RunConfig {
   // model: a zoo name, or (when `layers` is not empty) the layers themselves
   std::string model = "seed_cnn";
   std::vector<LayerSpec> layers;
+  // transfer learning (docs/transfer.md)
+  std::string pretrained;  // model.pretrained: a PyTorch state dict (safetensors) for every layer but the head
+  std::string head;        // model.head: the layer(s) replaced and trained from the start; empty: the last with parameters
+  int64_t freeze_epochs = 0;          // transfer.freeze_epochs: the first epochs train the head alone
+  double fine_tune_lr = 0;            // transfer.fine_tune_lr: the rate once every layer trains (0: optimizer.lr)
+  bool compare_with_scratch = false;  // transfer.compare_with_scratch: also train from random weights, report both
+  bool fine_tune_batch_norm = false;  // transfer.fine_tune_batch_norm: pretrained batch norms train too (default: frozen)
   // loss: nll (the model outputs log-probabilities), categorical_crossentropy
   // (class indices or one-hot rows; from_logits picks softmax-of-logits or
   // log-probabilities), binary_crossentropy (multi-hot rows, from logits)
