@@ -5,9 +5,11 @@
 // watched the same way. NCCL (dist/nccl.h) carries what lives on the GPUs:
 // the gradients, averaged in the executable's stream (ncclAvg), and the
 // synchronised batch-norm statistics. Each replica trains on the GPU of its
-// rank among the replicas of its host.
+// rank among the replicas of its host (or on the one GPU it sees).
 #include <mpi.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "convoy/backends/devices.h"
@@ -49,6 +51,14 @@ class NcclStrategy final : public Strategy {
   std::unique_ptr<NcclGroup> group_;  // null for one replica
 };
 
+// This process's place among the processes on its host, as the launcher
+// says before MPI starts (Open MPI, MPICH's Hydra, Slurm); 0 when none says.
+int launcher_local_rank() {
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+    if (const char* v = std::getenv(var)) return std::max(0, std::atoi(v));
+  return 0;
+}
+
 // This process's place among the replicas on its host, and their number.
 std::pair<int, int> local_rank_and_size(int rank) {
   MPI_Comm local = MPI_COMM_NULL;
@@ -63,8 +73,13 @@ std::pair<int, int> local_rank_and_size(int rank) {
 }  // namespace
 
 std::unique_ptr<Strategy> make_nccl_strategy(const StrategyOptions& o) {
-  // What a machine lacks is said before MPI starts, in one line.
+  // What a machine lacks is said before MPI starts, in one line. The first
+  // look at the GPUs already uses this replica's own (the launcher's local
+  // rank): checking GPU 0 from every replica would put a CUDA context of
+  // each on GPU 0.
   if (const std::string why = nccl_unavailable(); !why.empty()) throw UserError(why);
+  const int guessed_gpu = launcher_local_rank();
+  select_gpu(guessed_gpu);
   const GpuReport& gpus = find_gpus();
   require(!gpus.gpus.empty(), "--strategy nccl trains one replica per GPU, but there is no usable GPU (" +
                                   gpus.why_unusable + "); use --strategy mpi to train replicas on CPUs");
@@ -77,20 +92,24 @@ std::unique_ptr<Strategy> make_nccl_strategy(const StrategyOptions& o) {
     Watchdog::Guard guard(watchdog, "NCCL's start-up");
     const auto [local_rank, local_size] = local_rank_and_size(rank);
     const int visible = static_cast<int>(gpus.gpus.size());
-    require(local_size <= visible,
+    // One visible GPU each: a launcher (Slurm's --gpus-per-task) may have
+    // given every process its own through CUDA_VISIBLE_DEVICES; if they
+    // share one after all, NCCL refuses ("Duplicate GPU detected").
+    require(local_size <= visible || visible == 1,
             "--strategy nccl: " + std::to_string(local_size) + " replicas on this host but " + std::to_string(visible) +
-                " GPU(s) visible to them; NCCL takes one replica per GPU: start at most " + std::to_string(visible) +
+                " GPUs visible to them; NCCL takes one replica per GPU: start at most " + std::to_string(visible) +
                 " per host (mpirun --map-by ppr:" + std::to_string(visible) + ":node), or check CUDA_VISIBLE_DEVICES");
-    select_gpu(local_rank);
+    const int gpu = visible == 1 ? 0 : local_rank;
+    if (gpu != guessed_gpu) select_gpu(gpu);  // a launcher that did not say, or one GPU each
     const GpuReport& mine = find_gpus();
     require(mine.usable(), "--strategy nccl: replica " + std::to_string(rank) + " cannot train on GPU " +
-                               std::to_string(local_rank) + ": " + mine.why_unusable);
+                               std::to_string(gpu) + ": " + mine.why_unusable);
     if (world > 1) {
       NcclId id{};
       if (rank == 0) id = nccl_new_id();
       MPI_Bcast(id.data(), static_cast<int>(id.size()), MPI_BYTE, 0, MPI_COMM_WORLD);
       group = std::make_unique<NcclGroup>(
-          id, rank, world, local_rank, NcclOptions{.timeout_seconds = o.timeout_seconds, .bucket_kib = o.bucket_kib});
+          id, rank, world, gpu, NcclOptions{.timeout_seconds = o.timeout_seconds, .bucket_kib = o.bucket_kib});
     }
   }
   return std::make_unique<NcclStrategy>(std::move(host), std::move(group));

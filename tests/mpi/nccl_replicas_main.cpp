@@ -53,6 +53,7 @@ TEST(NcclReplicas, PerReplicaBatchNormDiffersFromTheGlobalBatch) {
   EXPECT_TRUE(same_on_every_replica(*g_plain, many.state)) << "running statistics are averaged each epoch";
 }
 
+// With every GPU visible to every process, as tests/nccl_replicas.sh runs it.
 TEST(NcclReplicas, EachReplicaTrainsOnItsOwnGpu) {
   auto exe = compile_gpu(plain_net(), {.batch_size = kBatch}, 7);
   EXPECT_EQ(exe->device().rfind("cuda:" + std::to_string(selected_gpu()), 0), 0u) << exe->device();

@@ -54,7 +54,9 @@ class NcclGroup {
   // For Executable::set_gradient_reducer of a CUDA executable on gpu(); it
   // also serves that executable's synchronised batch norm.
   GradientReducer* gradient_reducer();
-  CommStats stats() const;  // collectives and bytes (the host never blocks in them)
+  // Collectives and bytes as enqueued: the replays of a captured CUDA graph
+  // are not seen (the host never blocks in them, so no wait time either).
+  CommStats stats() const;
 
   struct Impl;
 
