@@ -5,7 +5,10 @@
 # code) and writes into .gpu/ (ignored by git):
 #   .gpu/bundle.tar.xz  bin/{convoy,convoy_tests} and lib/: every shared
 #                       library they load, except glibc, libstdc++/libgcc and
-#                       CUDA's own (cuDNN, cuBLAS: the GPU machine's are used);
+#                       CUDA's own (cuDNN, cuBLAS: the GPU machine's are used;
+#                       NCCL is loaded at run time, also from the GPU machine).
+#                       Built without MPI: no nccl strategy (its 2-GPU checks
+#                       need a source build there, tests/nccl_replicas.sh);
 #   .gpu/data/          the four Fashion-MNIST IDX files.
 # Then, on the GPU machine, with .gpu carried along:
 #   bash bench/gpu_check.sh            (tries to build; falls back to .gpu/bundle.tar.xz)
@@ -38,7 +41,7 @@ cp "$build/convoy" "$build/tests/convoy_tests" "$stage/bin/"
 strip "$stage/bin/"*
 # Every library the loader resolves, except the ones any Linux (glibc, the
 # GCC runtime) and any CUDA machine (the driver, cuDNN, cuBLAS) brings.
-skip='^(linux-vdso|ld-linux|libc\.|libm\.|libpthread|libdl\.|librt\.|libgcc_s|libstdc\+\+|libcuda\.|libcudnn|libcublas)'
+skip='^(linux-vdso|ld-linux|libc\.|libm\.|libpthread|libdl\.|librt\.|libgcc_s|libstdc\+\+|libcuda\.|libcudnn|libcublas|libnccl)'
 for b in "$stage/bin/"*; do
   ldd "$b" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }'
 done | sort -u | while read -r name path; do

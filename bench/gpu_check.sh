@@ -2,8 +2,11 @@
 # The GPU check, for a machine with an NVIDIA GPU, in under 10 minutes:
 #   1. build convoy with the CUDA backend (Release, -j16), or take a prebuilt
 #      bundle (bench/gpu_bundle.sh) when this machine lacks the build's libraries;
-#   2. run the GPU tests (test_cuda_*.cpp, fp32 with TF32 off) and the
-#      device/fallback check;
+#   2. run the GPU tests (test_cuda_*.cpp, fp32 with TF32 off; test_nccl.cpp:
+#      one-replica NCCL group, synchronised BN) and the device/fallback check;
+#      then the nccl strategy with 2 replicas (tests/nccl_replicas.sh:
+#      equivalence, accuracy band, hung and killed workers), which needs 2
+#      GPUs, mpirun and an MPI build, and otherwise says it skipped and why;
 #   3. the benchmark: 50 epochs of the seed CNN on Fashion-MNIST with the test
 #      set evaluated after every epoch (bench/gpu_seed_cnn.yaml: batch 128,
 #      32 steps per CUDA graph), end to end, against PyTorch eager and
@@ -13,13 +16,14 @@
 # goes to $OUT/gpu_check.txt when $OUT is set (with summary.json and the
 # peers' JSON beside it).
 #
-#   bash bench/gpu_check.sh [--data DIR] [--prebuilt DIR] [--budget SECONDS]
+#   bash bench/gpu_check.sh [--data DIR] [--prebuilt DIR] [--budget SECONDS] [--nccl-only]
 #
 # --data: the four Fashion-MNIST IDX files (default: $CONVOY_DATA, then
 #   /usr/share/datasets/fashion-mnist, then .gpu/data).
 # --prebuilt: a folder made by bench/gpu_bundle.sh (bin/ and lib/), or a
 #   .tar.xz of one; skips the build.
 # --budget: seconds for the whole check (default 570).
+# --nccl-only: build (or bundle), the GPU tests and the NCCL stage; no benchmark.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -27,11 +31,13 @@ root=$PWD
 data="${CONVOY_DATA:-}"
 prebuilt=""
 budget=570
+nccl_only=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --data) data="$2"; shift 2 ;;
     --prebuilt) prebuilt="$2"; shift 2 ;;
     --budget) budget="$2"; shift 2 ;;
+    --nccl-only) nccl_only=1; shift ;;
     *) echo "gpu_check: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -97,7 +103,7 @@ lib_dirs=()
 search_roots=(/usr/local/cuda/lib64 /usr/local/cuda/lib /usr/lib/x86_64-linux-gnu /usr/local/lib)
 while read -r p; do [[ -d "$p/nvidia" ]] && search_roots+=("$p/nvidia"); done < <(
   python3 -c 'import site, sys; print("\n".join(site.getsitepackages() + [site.getusersitepackages()]))' 2>/dev/null || true)
-for lib in libcudnn.so.9 libcublas.so.13 libcublasLt.so.13 libnvrtc.so.13; do
+for lib in libcudnn.so.9 libcublas.so.13 libcublasLt.so.13 libnvrtc.so.13 libnccl.so.2; do
   found=$(find "${search_roots[@]}" -name "$lib" 2>/dev/null | head -1 || true)
   if [[ -n "$found" ]]; then
     log "$lib: $found"
@@ -107,7 +113,10 @@ for lib in libcudnn.so.9 libcublas.so.13 libcublasLt.so.13 libnvrtc.so.13; do
   fi
 done
 cudnn_lib=$(find "${search_roots[@]}" -name libcudnn.so.9 2>/dev/null | head -1 || true)
-export cudnn_lib
+# NCCL: convoy loads libnccl.so.2 at run time (found above); a build needs nccl.h.
+nccl_root=$(find "${search_roots[@]}" /usr/local/cuda/include /usr/include -name nccl.h 2>/dev/null | head -1 || true)
+[[ -n "$nccl_root" ]] && nccl_root=$(cd "$(dirname "$nccl_root")/.." && pwd)
+export cudnn_lib nccl_root
 
 # --- 1. build, or take the bundle
 bin=""
@@ -120,14 +129,20 @@ build_convoy() {
   fi
   local gen=()
   command -v ninja >/dev/null && gen=(-G Ninja)
-  cmake -S "$root" -B "$root/build-gpu" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCONVOY_CUDA=ON -DCONVOY_MPI=OFF \
-    -DCMAKE_CUDA_ARCHITECTURES=90 "${cudnn_args[@]}" &&
-    cmake --build "$root/build-gpu" -j16 --target convoy convoy_tests
+  local nccl_args=()
+  [[ -n "$nccl_root" ]] && nccl_args=(-DNCCL_ROOT="$nccl_root")
+  # MPI when this machine has it (the nccl strategy and its 2-GPU test need it).
+  cmake -S "$root" -B "$root/build-gpu" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCONVOY_CUDA=ON \
+    -DCMAKE_CUDA_ARCHITECTURES=90 "${cudnn_args[@]}" "${nccl_args[@]}" &&
+    cmake --build "$root/build-gpu" -j16 --target convoy convoy_tests &&
+    { cmake --build "$root/build-gpu" -j16 --target convoy_nccl_mpi_tests 2>/dev/null ||
+      echo "convoy_nccl_mpi_tests not built (no MPI or NCCL here): the 2-replica NCCL stage will skip"; }
 }
 if [[ -z "$prebuilt" ]]; then
   if stage build 330 build_convoy; then
     bin="$root/build-gpu"
     tests_bin="$bin/tests/convoy_tests"
+    nccl_tests_bin="$bin/tests/convoy_nccl_mpi_tests"
     convoy="$bin/convoy"
   else
     for candidate in "$root/.gpu/bundle" "$root/.gpu/bundle.tar.xz"; do
@@ -144,6 +159,7 @@ if [[ -n "$prebuilt" ]]; then
   fi
   convoy="$prebuilt/bin/convoy"
   tests_bin="$prebuilt/bin/convoy_tests"
+  nccl_tests_bin="$prebuilt/bin/convoy_nccl_mpi_tests"  # absent: bundles are built without MPI
   lib_dirs=("$prebuilt/lib" "${lib_dirs[@]}")
   bin="$prebuilt"
   stage_status[build]="prebuilt ($prebuilt)"
@@ -153,7 +169,7 @@ if [[ -z "$bin" ]]; then
   exit 1
 fi
 export LD_LIBRARY_PATH="$(IFS=:; echo "${lib_dirs[*]}")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export convoy tests_bin
+export convoy tests_bin nccl_tests_bin
 if ldd "$convoy" | grep -q "not found"; then
   log "convoy's libraries are missing here:"
   ldd "$convoy" | grep "not found"
@@ -164,11 +180,26 @@ fi
 # --- 2. the GPU tests (TF32 off in the tests themselves; the variable also
 # keeps any library's TF32 default out of the comparison)
 run_tests() {
-  NVIDIA_TF32_OVERRIDE=0 "$tests_bin" --gtest_filter='Cuda*:StepsPerExecution*' --gtest_color=no |
+  NVIDIA_TF32_OVERRIDE=0 "$tests_bin" --gtest_filter='Cuda*:StepsPerExecution*:Nccl*' --gtest_color=no |
     tee "$work/gtest.log"
   bash "$root/tests/cuda_fallback.sh" "$convoy"
 }
 stage gpu_tests 150 run_tests || true
+
+# --- 2b. the nccl strategy with 2 replicas (2 GPUs; skips at once otherwise)
+nccl_replicas() {
+  local rc=0
+  bash "$root/tests/nccl_replicas.sh" "$convoy" "$nccl_tests_bin" "$data" | tee "$work/nccl.log" || rc=$?
+  ((rc == 77)) && return 0  # skipped: the log says why
+  return $rc
+}
+stage nccl_replicas 180 nccl_replicas || true
+if ((nccl_only)); then
+  log "stages: build=${stage_status[build]:-not run} gpu_tests=${stage_status[gpu_tests]:-not run}(${stage_seconds[gpu_tests]:--}s) nccl_replicas=${stage_status[nccl_replicas]:-not run}(${stage_seconds[nccl_replicas]:--}s)"
+  grep -E '^\[ +(OK|FAILED|SKIPPED) +\] Nccl.* \(' "$work/gtest.log" 2>/dev/null || true
+  log "NCCL: $(grep -E '^(skip:|4 passed|FAIL)' "$work/nccl.log" 2>/dev/null | head -1 || echo 'no result')"
+  return 0
+fi
 
 # --- 3. the benchmark: the run as a user starts it (no --out: writing
 # checkpoints every epoch is not training), then 5 epochs with --out for
@@ -194,7 +225,7 @@ stage torch_compile 200 torch_bench compile || true
 if [[ -n "$out" ]]; then cp "$work"/torch_*.json "$out/" 2>/dev/null || true; fi
 
 # --- 4. the table
-log "stages: $(for s in build gpu_tests convoy_50_epochs convoy_5_epochs_with_outputs torch_eager torch_compile; do
+log "stages: $(for s in build gpu_tests nccl_replicas convoy_50_epochs convoy_5_epochs_with_outputs torch_eager torch_compile; do
   printf '%s=%s(%ss) ' "$s" "${stage_status[$s]:-not run}" "${stage_seconds[$s]:--}"; done)"
 python3 - "$work" "$convoy_wall" "$("$convoy" devices 2>/dev/null | grep '^cuda:0' | head -1)" <<'EOF'
 import json, os, re, sys
@@ -204,8 +235,15 @@ try:  # gtest's own summary lines
     g = open(os.path.join(work, "gtest.log")).read()
     count = lambda word: sum(int(n) for n in re.findall(r"^\[  %s  ?\] (\d+) tests?" % word, g, re.M))
     tests = f"{count('PASSED')} passed, {count('FAILED')} failed, {count('SKIPPED')} skipped"
+    nccl_one = {w: len(re.findall(r"^\[ +%s +\] Nccl\w*\.\w+ \(" % w, g, re.M)) for w in ("OK", "FAILED", "SKIPPED")}
+    nccl_one = f"{nccl_one['OK']} passed, {nccl_one['FAILED']} failed, {nccl_one['SKIPPED']} skipped"
 except OSError:
-    tests = "not run"
+    tests = nccl_one = "not run"
+try:  # tests/nccl_replicas.sh: "skip: why", "FAIL: what" or "4 passed, 0 failed"
+    lines = open(os.path.join(work, "nccl.log")).read().splitlines()
+    nccl_two = next((l for l in lines if re.match(r"^(skip:|FAIL:|\d+ passed)", l)), "no result")
+except OSError:
+    nccl_two = "not run"
 
 def load(path):  # a JSON file, or a log whose last line is one
     try:
@@ -249,7 +287,9 @@ for mode, label in (("eager", "PyTorch eager"), ("compile", "torch.compile")):
 fmt = lambda v, f: "-" if v is None else f.format(v)
 print()
 print(f"GPU: {gpu}")
-print(f"GPU tests (Cuda*, StepsPerExecution*): {tests}")
+print(f"GPU tests (Cuda*, StepsPerExecution*, Nccl*): {tests}")
+print(f"NCCL, one replica (tests/test_nccl.cpp): {nccl_one}")
+print(f"NCCL, 2 replicas (tests/nccl_replicas.sh): {nccl_two}")
 print("| run | end to end s | fit s (train + eval) | median epoch s | train images/s | test accuracy | note |")
 print("|---|---|---|---|---|---|---|")
 for r in rows:

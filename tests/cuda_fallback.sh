@@ -3,6 +3,8 @@
 # a GPU is usable (and, if not, why, in one line); `train --device auto` uses
 # the GPU when there is one and otherwise falls back to the CPU saying so in
 # one line; `--device cuda` without a usable GPU is a user error (exit 2).
+# `--strategy nccl` (replicas on GPUs) without a GPU, or in a build without
+# NCCL, stops in one line saying why (exit 2), and never trains on the CPU.
 # Trains one epoch on tiny generated IDX files, so it takes a second.
 set -u
 convoy="$1"
@@ -59,5 +61,27 @@ fi
 "$convoy" "${train[@]}" --device tpu >/dev/null 2>"$tmp/tpu.err"
 rc=$?
 [[ $rc -eq 2 ]] && grep -q "'tpu' is not auto, cpu or cuda" "$tmp/tpu.err" || fail "--device tpu: rc=$rc, $(cat "$tmp/tpu.err")"
+
+# --strategy nccl: one replica per GPU. Without mpirun it is one replica.
+"$convoy" "${train[@]}" --strategy nccl >"$tmp/nccl" 2>"$tmp/nccl.err"
+rc=$?
+if [[ $gpu -eq 1 && $rc -eq 0 ]]; then
+  grep -q '| cuda:0' "$tmp/nccl" || fail "--strategy nccl did not train on cuda:0"
+  echo "ok   --strategy nccl trains on the GPU"
+elif [[ $gpu -eq 1 ]]; then  # a build without NCCL or MPI says what to install
+  [[ $rc -eq 2 && $(wc -l <"$tmp/nccl.err") -eq 1 ]] && grep -q -- '--strategy nccl: .*\(install\|reconfigure\|libnccl\)' "$tmp/nccl.err" ||
+    fail "--strategy nccl with a GPU: rc=$rc, wanted 0, or 2 and one line saying what is missing: $(cat "$tmp/nccl.err")"
+  echo "ok   --strategy nccl: $(cat "$tmp/nccl.err")"
+else
+  [[ $rc -eq 2 && $(wc -l <"$tmp/nccl.err") -eq 1 ]] && grep -q -- '--strategy nccl' "$tmp/nccl.err" &&
+    grep -q 'no usable GPU\|install\|reconfigure' "$tmp/nccl.err" ||
+    fail "--strategy nccl without a GPU: rc=$rc, wanted 2 and one line saying why: $(cat "$tmp/nccl.err")"
+  grep -q 'cpu,' "$tmp/nccl" && fail "--strategy nccl trained on the CPU"
+  echo "ok   --strategy nccl: $(cat "$tmp/nccl.err")"
+fi
+"$convoy" "${train[@]}" --strategy nccl --device cpu >/dev/null 2>"$tmp/nccl_cpu.err"
+rc=$?
+[[ $rc -eq 2 && $(wc -l <"$tmp/nccl_cpu.err") -eq 1 ]] && grep -q -- '--strategy mpi' "$tmp/nccl_cpu.err" ||
+  fail "--strategy nccl --device cpu: rc=$rc, $(cat "$tmp/nccl_cpu.err")"
 
 [[ $failures -eq 0 ]] && echo "cuda_fallback: all passed" || { echo "cuda_fallback: $failures failed"; exit 1; }

@@ -5,7 +5,8 @@
 
 namespace convoy::cuda {
 
-// Looks for usable GPUs now (find_gpus caches the answer).
-GpuReport probe_gpus();
+// Looks for GPUs now and checks that GPU `selected` is usable (find_gpus
+// caches the answer).
+GpuReport probe_gpus(int selected);
 
 }  // namespace convoy::cuda

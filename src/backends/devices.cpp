@@ -1,13 +1,35 @@
 #include "convoy/backends/devices.h"
 
+#include <atomic>
+#include <map>
+#include <mutex>
+
 #include "backends/cuda_probe.h"
 #include "convoy/core/error.h"
 
 namespace convoy {
+namespace {
+
+std::atomic<int> g_selected{0};
+
+}  // namespace
+
+void select_gpu(int index) {
+  require(index >= 0, "GPU index must not be negative, got " + std::to_string(index));
+  g_selected.store(index);
+}
+
+int selected_gpu() { return g_selected.load(); }
 
 const GpuReport& find_gpus() {
-  static const GpuReport report = cuda::probe_gpus();  // thread-safe, once
-  return report;
+  // One probe per selected GPU; map nodes stay put, so references stay valid.
+  static std::mutex mutex;
+  static std::map<int, GpuReport> reports;
+  const int index = selected_gpu();
+  std::lock_guard lock(mutex);
+  auto it = reports.find(index);
+  if (it == reports.end()) it = reports.emplace(index, cuda::probe_gpus(index)).first;
+  return it->second;
 }
 
 DeviceChoice choose_device(const std::string& requested) {

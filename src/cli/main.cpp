@@ -248,7 +248,7 @@ int main(int argc, char** argv) {
   train->add_option("--on-nan", f.on_nan, "NaN/Inf in a loss or gradient: stop or skip_step [stop]");
   train->add_flag("--quiet", f.quiet, "Print only the final test accuracy");
   train->add_flag("--profile", f.profile, "Print per-layer forward/backward time and GFLOP/s at the end");
-  train->add_option("--strategy", f.strategy, "single, or mpi: one replica per process under mpirun [single]");
+  train->add_option("--strategy", f.strategy, "single; mpi: one replica per process under mpirun; nccl: one per GPU under mpirun [single]");
   train->add_flag("--scale-lr", f.scale_lr, "Multiply the learning rate by the number of replicas");
   train->add_flag("--sync-bn", f.sync_bn, "Batch-norm statistics over all replicas' batches (default: per replica)");
   train->add_option("--dist-timeout", f.dist_timeout,

@@ -3,10 +3,18 @@
 #include <cstring>
 #include <vector>
 
+#include "backends/device_reducer.h"
+
 namespace convoy::dist {
 
 void attach(Strategy& s, Executable& exe, bool sync_batch_norm) {
   if (s.world_size() == 1) return;
+  // A GPU strategy's reducer works on device memory: a CPU executable's host
+  // buffers would reach it as if they were the GPU's.
+  GradientReducer* reducer = s.gradient_reducer();
+  require(dynamic_cast<DeviceGradientReducer*>(reducer) == nullptr || exe.device().rfind("cuda", 0) == 0,
+          "--strategy " + s.name() + " trains one replica per GPU, but this replica is on " + exe.device() +
+              "; use --device cuda, or --strategy mpi for replicas on CPUs");
   std::vector<float> buffer(static_cast<std::size_t>(exe.parameter_count()));
   exe.get_parameters(buffer);
   s.broadcast(buffer);
@@ -19,7 +27,7 @@ void attach(Strategy& s, Executable& exe, bool sync_batch_norm) {
   exe.get_optimizer_state(buffer);
   s.broadcast(buffer);
   exe.set_optimizer_state(buffer);
-  exe.set_gradient_reducer(s.gradient_reducer());
+  exe.set_gradient_reducer(reducer);
   if (sync_batch_norm) exe.set_batch_norm_reducer([&s](std::span<double> sums) { s.allreduce_sum(sums); });
 }
 

@@ -237,8 +237,11 @@ void validate(const RunConfig& c) {
   require(c.progress == "auto" || c.progress == "bar" || c.progress == "lines" || c.progress == "quiet",
           "output.progress (--progress): '" + c.progress + "' is not auto, bar, lines or quiet");
   if (c.early_stopping) EarlyStopping check(*c.early_stopping);  // validates monitor, mode, patience
-  require(c.strategy == "single" || c.strategy == "mpi",
-          "distributed.strategy (--strategy): '" + c.strategy + "' is not single or mpi");
+  require(c.strategy == "single" || c.strategy == "mpi" || c.strategy == "nccl",
+          "distributed.strategy (--strategy): '" + c.strategy + "' is not single, mpi or nccl");
+  require(c.strategy != "nccl" || c.device != "cpu",
+          "distributed.strategy nccl trains one replica per GPU, but training.device (--device) is cpu; use "
+          "--strategy mpi for replicas on CPUs");
   require(c.dist_timeout > 0, "distributed.timeout_seconds (--dist-timeout) must be positive");
   require(c.bucket_kib >= 0, "distributed.bucket_kib (--dist-bucket-kib) must be 0 (off) or positive");
   require(c.freeze_epochs >= 0 && c.freeze_epochs <= c.epochs,

@@ -20,16 +20,23 @@ struct GpuInfo {
 };
 
 struct GpuReport {
-  std::vector<GpuInfo> gpus;  // every CUDA GPU found; convoy trains on the first
-  std::string why_unusable;   // empty when convoy can train on GPU 0; else why not (not built, no driver, ...)
+  std::vector<GpuInfo> gpus;  // every CUDA GPU found; convoy trains on the selected one (select_gpu, 0 by default)
+  std::string why_unusable;   // empty when convoy can train on that GPU; else why not (not built, no driver, ...)
   std::string versions;       // driver, runtime, cuDNN and cuBLAS versions, when a driver answered
   bool usable() const { return !gpus.empty() && why_unusable.empty(); }
 };
 
-// Looks for CUDA GPUs and checks that GPU 0 is usable (a driver, kernels for
-// its architecture in this build, cuDNN and cuBLAS start on it). Never
-// throws; the answer is computed once per process.
+// Looks for CUDA GPUs and checks that the selected GPU is usable (a driver,
+// kernels for its architecture in this build, cuDNN and cuBLAS start on it).
+// Never throws; the answer is computed once per process and selected GPU.
 const GpuReport& find_gpus();
+
+// The GPU this process trains on, by CUDA's index (after CUDA_VISIBLE_DEVICES):
+// 0 unless selected. The nccl strategy, one replica per GPU, selects its
+// replica's GPU on the host before anything is compiled; compile_cuda and
+// find_gpus then use that one.
+void select_gpu(int index);
+int selected_gpu();
 
 enum class DeviceKind { cpu, cuda };
 

@@ -4,6 +4,8 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
+#include <algorithm>
+
 #include "backends/cuda/kernels.h"
 #include "backends/cuda_probe.h"
 
@@ -12,9 +14,9 @@ namespace {
 
 std::string version(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
 
-// Why GPU 0 cannot train convoy's models, or "" when it can.
-std::string why_unusable_gpu0() {
-  if (cudaSetDevice(0) != cudaSuccess) return "cudaSetDevice(0) failed";
+// Why GPU `index` cannot train convoy's models, or "" when it can.
+std::string why_unusable(int index) {
+  if (cudaSetDevice(index) != cudaSuccess) return "cudaSetDevice(" + std::to_string(index) + ") failed";
   std::string why;
   if (!kernels_run_here(why)) return why;
   cudnnHandle_t dnn = nullptr;
@@ -30,7 +32,7 @@ std::string why_unusable_gpu0() {
 
 }  // namespace
 
-GpuReport probe_gpus() {
+GpuReport probe_gpus(int selected) {
   GpuReport r;
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
@@ -68,8 +70,14 @@ GpuReport probe_gpus() {
     r.why_unusable = "cudaGetDeviceProperties failed for every GPU";
     return r;
   }
-  r.why_unusable = why_unusable_gpu0();
-  if (!r.why_unusable.empty()) r.why_unusable = "GPU 0 (" + r.gpus[0].name + "): " + r.why_unusable;
+  const auto gpu = std::find_if(r.gpus.begin(), r.gpus.end(), [&](const GpuInfo& g) { return g.index == selected; });
+  if (gpu == r.gpus.end()) {
+    r.why_unusable = "GPU " + std::to_string(selected) + " does not exist (" + std::to_string(count) +
+                     " found; CUDA_VISIBLE_DEVICES may hide others)";
+    return r;
+  }
+  r.why_unusable = why_unusable(selected);
+  if (!r.why_unusable.empty()) r.why_unusable = "GPU " + std::to_string(selected) + " (" + gpu->name + "): " + r.why_unusable;
   cudaGetLastError();
   return r;
 }

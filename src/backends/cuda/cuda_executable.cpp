@@ -18,6 +18,12 @@
 // captures n such steps, each reading its own slot, into one CUDA graph the
 // second time it sees (bank, n, target kind) and replays it after that.
 // Metrics accumulate on the device and are read only by take/peek_metrics.
+//
+// Replicas (the nccl strategy): a DeviceGradientReducer bound to the compute
+// stream is told of each layer's gradient slice as its backward is enqueued
+// and of the whole gradient buffer before the update; it enqueues NCCL's
+// allreduce ordered with the stream, so the steps, CUDA graphs included, carry
+// the communication with them and the host never waits for it.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -31,6 +37,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_op.h"
 #include "backends/cuda/kernels.h"
+#include "backends/device_reducer.h"
 #include "backends/graph_plan.h"
 #include "backends/targets.h"
 #include "convoy/backends/devices.h"
@@ -129,8 +136,10 @@ class CudaExecutable final : public Executable {
                 to_string(model.output_shape()));
     const GpuReport& gpus = find_gpus();
     require(gpus.usable(), "no usable GPU: " + gpus.why_unusable + "; train on the CPU (--device cpu)");
-    device_name_ = "cuda:0 (" + gpus.gpus[0].name + ")";
-    CUDA_CHECK(cudaSetDevice(0));
+    gpu_ = selected_gpu();  // 0, or the replica's own GPU under the nccl strategy
+    for (const GpuInfo& g : gpus.gpus)
+      if (g.index == gpu_) device_name_ = "cuda:" + std::to_string(gpu_) + " (" + g.name + ")";
+    CUDA_CHECK(cudaSetDevice(gpu_));
 
     compute_ = make_stream();
     copy_ = make_stream();
@@ -307,6 +316,29 @@ class CudaExecutable final : public Executable {
     to_host(g, d_input_, batch_ * example_size_, "input gradient");
   }
 
+  // Only a reducer that works on the device will do: the gradients never
+  // leave the GPU. Graphs captured so far lack (or hold) the reducer's work.
+  void set_gradient_reducer(GradientReducer* reducer) override {
+    auto* device = dynamic_cast<DeviceGradientReducer*>(reducer);
+    require(reducer == nullptr || device != nullptr,
+            device_name_ + " trains replicas only with --strategy nccl (collectives on the GPUs); --strategy mpi "
+                           "trains its replicas on the CPU (--device cpu)");
+    if (device) device->bind(gpu_, compute_.get());
+    reducer_ = device;
+    if (!reducer_) ctx_.sync_batch_norm = nullptr;
+    forget_graphs();
+  }
+
+  // The statistics travel through the device reducer's sum_statistics: the
+  // host function (the CPU's way) would need the sums copied out and back,
+  // and a wait for the GPU, in every batch norm of every step.
+  void set_batch_norm_reducer(StatisticsReducer reducer) override {
+    require(!reducer || reducer_ != nullptr,
+            device_name_ + ": synchronised batch norm on the GPU needs the replicas of --strategy nccl");
+    ctx_.sync_batch_norm = reducer ? reducer_ : nullptr;
+    forget_graphs();
+  }
+
  private:
   // One batch's place in a bank: images, class indices and target rows.
   struct Slot {
@@ -392,10 +424,13 @@ class CudaExecutable final : public Executable {
       b.diff_src = b.diff_srcs[0];
       b.dst = at(plan.activation[i + 1]);
       b.diff_dst = at(plan.gradient[i + 1]);
+      int64_t param_floats = 0;
+      for (const auto& p : layer.params) param_floats += p.size();
       if (!layer.params.empty()) {
         b.params = params_ + layer.params[0].offset;
         b.grads = grads_ + layer.params[0].offset;
       }
+      layer_grads_.emplace_back(b.grads, static_cast<std::size_t>(param_floats));
       if (!layer.state.empty()) b.state = state_ + layer.state[0].offset;
       b.discard = discard_;
       b.own = own_[i];
@@ -525,8 +560,10 @@ class CudaExecutable final : public Executable {
     for (std::size_t k = ops_.size(); k-- > 0;) {
       sum_gradient(k + 1);
       ops_[k]->backward(ctx_);
+      gradients_ready(k);
     }
     sum_gradient(0);
+    if (reducer_) reducer_->finish({grads_, static_cast<std::size_t>(params_count_)});
     if (kind == Step::train) guarded_update();
   }
 
@@ -566,9 +603,11 @@ class CudaExecutable final : public Executable {
       CUDA_CHECK(cudaEventRecord(marks_[n + 1 + (n - 1 - k)].get(), st));
       sum_gradient(k + 1);
       ops_[k]->backward(ctx_);
+      gradients_ready(k);
     }
     CUDA_CHECK(cudaEventRecord(marks_[2 * n + 1].get(), st));
     sum_gradient(0);
+    if (reducer_) reducer_->finish({grads_, static_cast<std::size_t>(params_count_)});
     guarded_update();
     CUDA_CHECK(cudaEventSynchronize(marks_[2 * n + 1].get()));
     auto seconds = [&](std::size_t from, std::size_t to) {
@@ -582,6 +621,17 @@ class CudaExecutable final : public Executable {
       profile_[k].backward_seconds += seconds(start, start + 1);
     }
     ++profiled_steps_;
+  }
+
+  // Layer k's parameter gradients are enqueued: the reducer may start on them.
+  void gradients_ready(std::size_t k) {
+    if (reducer_ && !layer_grads_[k].empty()) reducer_->ready(layer_grads_[k]);
+  }
+
+  void forget_graphs() {
+    CUDA_CHECK(cudaStreamSynchronize(compute_.get()));  // none may still run
+    graphs_.clear();
+    ran_eagerly_.clear();
   }
 
   // An activation read by several layers: its gradient is the sum of theirs.
@@ -624,6 +674,7 @@ class CudaExecutable final : public Executable {
   int64_t batch_, example_size_, classes_;
   int64_t slots_;  // batches per bank: steps_per_execution
   std::string device_name_;
+  int gpu_ = 0;
 
   // Declared first, freed last: memory. Then the handles and streams that use it.
   std::unique_ptr<void, DeviceFree> arena_;
@@ -654,6 +705,8 @@ class CudaExecutable final : public Executable {
     int64_t elements = 0;
   };
   std::vector<Sum> sums_;  // per activation
+  std::vector<std::span<float>> layer_grads_;  // per layer: its slice of grads_ (empty without parameters)
+  DeviceGradientReducer* reducer_ = nullptr;   // replicas: averages grads_ on the device
 
   int64_t count_ = 0;  // evaluated examples in the metrics since the last take (the sums live on the device)
   bool step_finite_ = true;

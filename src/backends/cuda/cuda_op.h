@@ -15,6 +15,10 @@
 
 #include "convoy/nn/layers.h"
 
+namespace convoy {
+class DeviceGradientReducer;
+}
+
 namespace convoy::cuda {
 
 // What every op runs with: one stream, the library handles bound to it, and
@@ -27,6 +31,9 @@ struct CudaContext {
   bool tf32 = true;
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
+  // Synchronised batch norm (replicas under the nccl strategy): training-mode
+  // BN statistics are summed over replicas through this; null: per replica.
+  DeviceGradientReducer* sync_batch_norm = nullptr;
 };
 
 struct OpBuffers {

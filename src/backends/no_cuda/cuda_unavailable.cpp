@@ -6,13 +6,13 @@
 namespace convoy {
 
 namespace cuda {
-GpuReport probe_gpus() {
+GpuReport probe_gpus(int) {
   return {.gpus = {}, .why_unusable = "this convoy was built without the CUDA backend (CONVOY_CUDA=OFF)", .versions = {}};
 }
 }  // namespace cuda
 
 std::unique_ptr<Executable> compile_cuda(const nn::Model&, const CompileOptions&, uint64_t) {
-  throw UserError("no usable GPU: " + cuda::probe_gpus().why_unusable + "; train on the CPU (--device cpu)");
+  throw UserError("no usable GPU: " + cuda::probe_gpus(0).why_unusable + "; train on the CPU (--device cpu)");
 }
 
 }  // namespace convoy
