@@ -9,7 +9,12 @@
 // a primitive prefers another weight layout (oneDNN's blocked formats), the
 // weights are reordered into a private buffer before use and the weight
 // gradient back out after the backward pass: a few thousand floats per step.
+//
+// A subclass may compute the weight (and bias) gradient with its own kernel
+// instead of a backward-weights primitive (Conv2d with tiny filters); that
+// kernel reads and writes the canonical layouts, so no reorder runs.
 #include <algorithm>
+#include <functional>
 
 #include "backends/cpu/cpu_op.h"
 
@@ -37,6 +42,8 @@ class WeightedOp : public CpuOp {
     fwd_.bind_scratchpad(env, b.scratchpad);
 
     if (!trainable_) std::fill_n(b.grads, (w_md_.get_size() + b_md_.get_size()) / sizeof(float), 0.0f);
+    own_args_ = {b.src, b.diff_dst, b.grads, has_bias() ? b.grads + w_floats : nullptr};
+    if (own_weight_gradient_) return bind_backward_data(env, b, fwd_w);
     float* diff_w = b.grads;
     if (bwd_w_w_md_ != w_md_) {
       diff_weights_.buffer = AlignedBuffer(bwd_w_w_md_.get_size() / sizeof(float));
@@ -48,17 +55,7 @@ class WeightedOp : public CpuOp {
     bwd_w_.bind(env, DNNL_ARG_DIFF_WEIGHTS, bwd_w_w_md_, diff_w);
     if (has_bias()) bwd_w_.bind(env, DNNL_ARG_DIFF_BIAS, b_md_, b.grads + w_floats);
     bwd_w_.bind_scratchpad(env, b.scratchpad);
-
-    want_diff_src_ = b.diff_src != nullptr;
-    if (want_diff_src_) {
-      // Backward-data usually wants the forward's layout, already reordered.
-      const float* bwd_w = bwd_data_w_md_ == fwd_w_md_ ? fwd_w
-                                                        : relayout_in(env, bwd_data_w_md_, b.params, bwd_data_weights_);
-      bwd_data_.bind(env, DNNL_ARG_DIFF_DST, dst_md_, b.diff_dst);
-      bwd_data_.bind(env, DNNL_ARG_WEIGHTS, bwd_data_w_md_, bwd_w);
-      bwd_data_.bind(env, DNNL_ARG_DIFF_SRC, src_md_, b.diff_src);
-      bwd_data_.bind_scratchpad(env, b.scratchpad);
-    }
+    bind_backward_data(env, b, fwd_w);
   }
 
   void forward(DnnlEnv& env, bool) override {
@@ -67,7 +64,9 @@ class WeightedOp : public CpuOp {
   }
 
   void backward(DnnlEnv& env) override {
-    if (trainable_) {
+    if (trainable_ && own_weight_gradient_) {
+      own_weight_gradient_(own_args_.src, own_args_.diff_dst, own_args_.dw, own_args_.db);
+    } else if (trainable_) {
       bwd_w_.run(env);
       if (diff_weights_.reorder) diff_weights_.reorder.run(env);
     }
@@ -77,14 +76,19 @@ class WeightedOp : public CpuOp {
   }
 
  protected:
+  // (src, diff_dst, dw, db): db is null without a bias.
+  using WeightGradientKernel = std::function<void(const float*, const float*, float*, float*)>;
+
   template <class Fwd, class BwdData, class BwdWeights>
   void set_primitives(const Fwd& fwd, const BwdData& bwd_data, const BwdWeights& bwd_weights) {
-    fwd_ = Prim(fwd);
-    bwd_data_ = Prim(bwd_data);
+    set_forward_and_data(fwd, bwd_data);
     bwd_w_ = Prim(bwd_weights);
-    fwd_w_md_ = fwd.weights_desc();
-    bwd_data_w_md_ = bwd_data.weights_desc();
     bwd_w_w_md_ = bwd_weights.diff_weights_desc();
+  }
+  template <class Fwd, class BwdData>
+  void set_primitives_own_weight_gradient(const Fwd& fwd, const BwdData& bwd_data, WeightGradientKernel kernel) {
+    set_forward_and_data(fwd, bwd_data);
+    own_weight_gradient_ = std::move(kernel);
   }
 
   bool has_bias() const { return b_md_.get_size() > 0; }
@@ -97,6 +101,27 @@ class WeightedOp : public CpuOp {
     Prim reorder;  // empty when the primitive takes the canonical layout
   };
 
+  template <class Fwd, class BwdData>
+  void set_forward_and_data(const Fwd& fwd, const BwdData& bwd_data) {
+    fwd_ = Prim(fwd);
+    bwd_data_ = Prim(bwd_data);
+    fwd_w_md_ = fwd.weights_desc();
+    bwd_data_w_md_ = bwd_data.weights_desc();
+  }
+
+  void bind_backward_data(DnnlEnv& env, const OpBuffers& b, const float* fwd_w) {
+    want_diff_src_ = b.diff_src != nullptr;
+    if (want_diff_src_) {
+      // Backward-data usually wants the forward's layout, already reordered.
+      const float* bwd_w = bwd_data_w_md_ == fwd_w_md_ ? fwd_w
+                                                        : relayout_in(env, bwd_data_w_md_, b.params, bwd_data_weights_);
+      bwd_data_.bind(env, DNNL_ARG_DIFF_DST, dst_md_, b.diff_dst);
+      bwd_data_.bind(env, DNNL_ARG_WEIGHTS, bwd_data_w_md_, bwd_w);
+      bwd_data_.bind(env, DNNL_ARG_DIFF_SRC, src_md_, b.diff_src);
+      bwd_data_.bind_scratchpad(env, b.scratchpad);
+    }
+  }
+
   // The weights in layout `md`: the canonical buffer itself, or a reordered copy.
   const float* relayout_in(DnnlEnv& env, const dnnl::memory::desc& md, const float* canonical, Relayout& r) {
     if (md == w_md_) return canonical;
@@ -108,6 +133,12 @@ class WeightedOp : public CpuOp {
   Prim fwd_, bwd_data_, bwd_w_;
   dnnl::memory::desc fwd_w_md_, bwd_data_w_md_, bwd_w_w_md_;
   Relayout fwd_weights_, bwd_data_weights_, diff_weights_;
+  WeightGradientKernel own_weight_gradient_;  // empty: oneDNN's bwd_w_
+  struct {
+    const float* src = nullptr;
+    const float* diff_dst = nullptr;
+    float *dw = nullptr, *db = nullptr;
+  } own_args_;
   bool trainable_;
   bool want_diff_src_ = false;
 };

@@ -1,0 +1,200 @@
+#include "backends/cpu/conv_weight_gradient.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define CONVOY_CONV_WEIGHT_GRADIENT 1
+#endif
+
+namespace convoy::cpu {
+namespace {
+
+constexpr int64_t kLanes = 8;
+// Staged rows per band: input and output gradient together within ~half of
+// a 32 KiB L1, so every filter tile's pass over the band hits L1.
+constexpr int64_t kBandBytes = 16 * 1024;
+
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// Filters per register tile: R filters × k kernel columns of 8-lane sums, at
+// least 8 independent FMA chains (two FMA units, four cycles each).
+int64_t tile_filters(int64_t kernel) { return (kLanes + kernel - 1) / kernel; }
+
+struct BandLayout {
+  int64_t channels, filters_padded, rows, in_cols, in_plane, out_cols, out_plane;
+};
+
+#if CONVOY_CONV_WEIGHT_GRADIENT
+// sums[o][c][kh][kw][lane] += Σ_y Σ_x grad[o][y][x] · input[c][y + kh][x + kw]
+// for one staged band, R filters × K kernel columns at a time.
+template <int K, int R>
+void accumulate_band(const BandLayout& b, const float* input, const float* grad, float* sums) {
+  for (int64_t o0 = 0; o0 < b.filters_padded; o0 += R)
+    for (int64_t c = 0; c < b.channels; ++c)
+      for (int64_t kh = 0; kh < K; ++kh) {
+        __m256 acc[R][K];
+        for (int r = 0; r < R; ++r)
+          for (int kw = 0; kw < K; ++kw) acc[r][kw] = _mm256_setzero_ps();
+        for (int64_t y = 0; y < b.rows; ++y) {
+          const float* x_row = input + c * b.in_plane + (y + kh) * b.in_cols;
+          const float* d_row = grad + o0 * b.out_plane + y * b.out_cols;
+          for (int64_t x = 0; x < b.out_cols; x += kLanes) {
+            __m256 xv[K];
+            for (int kw = 0; kw < K; ++kw) xv[kw] = _mm256_loadu_ps(x_row + x + kw);
+            for (int r = 0; r < R; ++r) {
+              const __m256 d = _mm256_load_ps(d_row + r * b.out_plane + x);
+              for (int kw = 0; kw < K; ++kw) acc[r][kw] = _mm256_fmadd_ps(d, xv[kw], acc[r][kw]);
+            }
+          }
+        }
+        for (int r = 0; r < R; ++r) {
+          float* s = sums + (((o0 + r) * b.channels + c) * K + kh) * K * kLanes;
+          for (int kw = 0; kw < K; ++kw)
+            _mm256_store_ps(s + kw * kLanes, _mm256_add_ps(_mm256_load_ps(s + kw * kLanes), acc[r][kw]));
+        }
+      }
+}
+
+// bias_sums[o][lane] += Σ_y Σ_x grad[o][y][x]
+void accumulate_bias(const BandLayout& b, const float* grad, float* bias_sums) {
+  for (int64_t o = 0; o < b.filters_padded; ++o) {
+    __m256 acc = _mm256_load_ps(bias_sums + o * kLanes);
+    for (int64_t y = 0; y < b.rows; ++y)
+      for (int64_t x = 0; x < b.out_cols; x += kLanes)
+        acc = _mm256_add_ps(acc, _mm256_load_ps(grad + o * b.out_plane + y * b.out_cols + x));
+    _mm256_store_ps(bias_sums + o * kLanes, acc);
+  }
+}
+
+void accumulate_weights(int64_t kernel, const BandLayout& b, const float* input, const float* grad, float* sums) {
+  switch (kernel) {
+    case 1: return accumulate_band<1, 8>(b, input, grad, sums);
+    case 2: return accumulate_band<2, 4>(b, input, grad, sums);
+    case 3: return accumulate_band<3, 3>(b, input, grad, sums);
+    case 4: return accumulate_band<4, 2>(b, input, grad, sums);
+    case 5: return accumulate_band<5, 2>(b, input, grad, sums);
+    case 6: return accumulate_band<6, 2>(b, input, grad, sums);
+    case 7: return accumulate_band<7, 2>(b, input, grad, sums);
+  }
+  throw std::logic_error("conv weight gradient: kernel size " + std::to_string(kernel) + " has no tile");
+}
+#endif
+
+}  // namespace
+
+bool ConvWeightGradient::suits(const ConvGeometry& g) {
+#if CONVOY_CONV_WEIGHT_GRADIENT
+  return g.stride == 1 && g.groups == 1 && g.kernel <= kMaxKernel && g.channels * g.kernel * g.kernel <= kMaxTaps;
+#else
+  (void)g;
+  return false;
+#endif
+}
+
+ConvWeightGradient::ConvWeightGradient(const ConvGeometry& g)
+    : g_(g),
+      filters_padded_(round_up(g.filters, tile_filters(g.kernel))),
+      tile_filters_(tile_filters(g.kernel)),
+      out_cols_(round_up(g.out_width, kLanes)),
+      in_cols_(out_cols_ + g.kernel - 1) {
+  if (!suits(g)) throw std::logic_error("ConvWeightGradient built for a convolution it does not suit");
+  // Equal bands of at most kBandBytes of staged rows each.
+  const int64_t row_bytes = (filters_padded_ * out_cols_ + g.channels * in_cols_) * int64_t{sizeof(float)};
+  const int64_t most = std::clamp<int64_t>(kBandBytes / row_bytes, 1, g.out_height);
+  const int64_t bands = (g.out_height + most - 1) / most;
+  band_ = (g.out_height + bands - 1) / bands;
+  const int64_t weights = g.filters * g.channels * g.kernel * g.kernel;
+  threads_.resize(static_cast<std::size_t>(omp_get_max_threads()));
+  for (Workspace& w : threads_) {
+    // Zeroed once: the padding columns and rows, and the padded filters'
+    // gradient rows, are never written and stay zero.
+    w.input = AlignedBuffer(static_cast<std::size_t>(g.channels * (band_ + g.kernel - 1) * in_cols_));
+    w.grad = AlignedBuffer(static_cast<std::size_t>(filters_padded_ * band_ * out_cols_));
+    w.sums = AlignedBuffer(static_cast<std::size_t>(filters_padded_ * (g.channels * g.kernel * g.kernel + 1) * kLanes));
+    w.out.assign(static_cast<std::size_t>(weights + g.filters), 0.0f);
+  }
+}
+
+void ConvWeightGradient::stage_band(Workspace& w, int64_t n, int64_t y0, int64_t rows, const float* src,
+                                    const float* diff_dst) const {
+  const ConvGeometry& g = g_;
+  const int64_t in_rows = rows + g.kernel - 1, in_plane = (band_ + g.kernel - 1) * in_cols_;
+  // Columns [left, right) of a staged row hold the image; the rest are padding.
+  const int64_t left = g.pad_left, right = std::min(g.pad_left + g.width, in_cols_);
+  for (int64_t i = 0; i < in_rows; ++i) {
+    const int64_t y = y0 + i - g.pad_top;
+    for (int64_t c = 0; c < g.channels; ++c) {
+      float* row = w.input.data() + c * in_plane + i * in_cols_;
+      if (y < 0 || y >= g.height) {
+        std::fill_n(row, in_cols_, 0.0f);
+        continue;
+      }
+      std::fill(row, row + left, 0.0f);
+      std::fill(row + right, row + in_cols_, 0.0f);
+      const float* s = src + ((n * g.height + y) * g.width) * g.channels + c;
+      for (int64_t x = left; x < right; ++x) row[x] = s[(x - left) * g.channels];
+    }
+  }
+  const int64_t out_plane = band_ * out_cols_;
+  for (int64_t y = 0; y < rows; ++y) {
+    const float* d = diff_dst + ((n * g.out_height + y0 + y) * g.out_width) * g.filters;
+    float* row = w.grad.data() + y * out_cols_;
+    for (int64_t x = 0; x < g.out_width; ++x)
+      for (int64_t o = 0; o < g.filters; ++o) row[o * out_plane + x] = d[x * g.filters + o];
+  }
+}
+
+void ConvWeightGradient::run_thread(Workspace& w, int64_t first_image, int64_t end_image, const float* src,
+                                    const float* diff_dst) {
+#if CONVOY_CONV_WEIGHT_GRADIENT
+  const ConvGeometry& g = g_;
+  const int64_t taps = g.channels * g.kernel * g.kernel;
+  float* sums = w.sums.data();
+  float* bias_sums = sums + filters_padded_ * taps * kLanes;
+  std::fill_n(sums, w.sums.size(), 0.0f);
+  BandLayout b{.channels = g.channels, .filters_padded = filters_padded_, .rows = 0, .in_cols = in_cols_,
+               .in_plane = (band_ + g.kernel - 1) * in_cols_, .out_cols = out_cols_, .out_plane = band_ * out_cols_};
+  for (int64_t n = first_image; n < end_image; ++n)
+    for (int64_t y0 = 0; y0 < g.out_height; y0 += band_) {
+      b.rows = std::min(band_, g.out_height - y0);
+      stage_band(w, n, y0, b.rows, src, diff_dst);
+      accumulate_weights(g.kernel, b, w.input.data(), w.grad.data(), sums);
+      accumulate_bias(b, w.grad.data(), bias_sums);
+    }
+  // Lanes summed in a fixed order; the padded filters are dropped.
+  for (int64_t o = 0; o < g.filters; ++o) {
+    for (int64_t t = 0; t < taps; ++t) {
+      const float* s = sums + (o * taps + t) * kLanes;
+      w.out[o * taps + t] = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    }
+    const float* s = bias_sums + o * kLanes;
+    w.out[g.filters * taps + o] = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+  }
+#else
+  (void)w, (void)first_image, (void)end_image, (void)src, (void)diff_dst;
+#endif
+}
+
+void ConvWeightGradient::run(const float* src, const float* diff_dst, float* dw, float* db) {
+  int used = 1;
+  const int64_t batch = g_.batch;
+#pragma omp parallel num_threads(static_cast<int>(threads_.size()))
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    if (t == 0) used = nt;
+    run_thread(threads_[static_cast<std::size_t>(t)], batch * t / nt, batch * (t + 1) / nt, src, diff_dst);
+  }
+  const int64_t weights = g_.filters * g_.channels * g_.kernel * g_.kernel;
+  for (int64_t i = 0; i < weights + g_.filters; ++i) {
+    float total = 0;
+    for (int t = 0; t < used; ++t) total += threads_[static_cast<std::size_t>(t)].out[static_cast<std::size_t>(i)];
+    if (i < weights) dw[i] = total;
+    else if (db) db[i - weights] = total;
+  }
+}
+
+}  // namespace convoy::cpu

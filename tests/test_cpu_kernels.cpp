@@ -1,0 +1,140 @@
+// The CPU backend's own kernels against plain reference loops in double, on
+// shapes that take each kernel's fast path and shapes that fall back to
+// oneDNN or to the generic loop: odd widths, batch 1, batches the threads do
+// not divide, filter counts that do not fill a register tile, several row
+// bands per image. The finite-difference checks (test_gradcheck.cpp) are
+// coarse; these pin every gradient to float rounding.
+#include <cmath>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "convoy/backends/executable.h"
+#include "convoy/core/threads.h"
+#include "test_helpers.h"
+
+namespace convoy {
+namespace {
+
+using namespace nn;
+
+struct Images {
+  int64_t n, c, h, w;
+  float at(const std::vector<float>& v, int64_t i, int64_t ch, int64_t y, int64_t x) const {
+    return v[static_cast<std::size_t>(((i * c + ch) * h + y) * w + x)];
+  }
+};
+
+std::vector<float> uniform(std::size_t count, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> v(count);
+  for (float& x : v) x = rng.uniform(-1.0f, 1.0f);
+  return v;
+}
+
+// The gradient a softmax cross-entropy loss (mean over the batch) sends back
+// into the logits `out` [n, classes].
+std::vector<double> softmax_ce_gradient(const std::vector<float>& out, const std::vector<int32_t>& y, int64_t n) {
+  const int64_t classes = static_cast<int64_t>(out.size()) / n;
+  std::vector<double> d(out.size());
+  for (int64_t i = 0; i < n; ++i) {
+    const float* o = out.data() + i * classes;
+    double top = o[0], total = 0;
+    for (int64_t j = 0; j < classes; ++j) top = std::max(top, static_cast<double>(o[j]));
+    for (int64_t j = 0; j < classes; ++j) total += std::exp(o[j] - top);
+    for (int64_t j = 0; j < classes; ++j)
+      d[i * classes + j] = (std::exp(o[j] - top) / total - (j == y[i] ? 1.0 : 0.0)) / static_cast<double>(n);
+  }
+  return d;
+}
+
+struct ConvCase {
+  const char* name;
+  int64_t batch, channels, height, width;
+  Conv2d conv;
+};
+
+// A Conv2d followed by Flatten: the logits are the convolution's output in
+// NCHW order, so the output gradient is known and the weight and bias
+// gradients can be summed directly.
+void check_conv_gradients(const ConvCase& k) {
+  SCOPED_TRACE(k.name);
+  const Sequential model({k.channels, k.height, k.width}, {k.conv, Flatten{}});
+  auto exe = compile_cpu(model, {.batch_size = k.batch, .loss = Loss::softmax_cross_entropy}, 7);
+  const Images in{k.batch, k.channels, k.height, k.width};
+  const std::vector<float> x = uniform(static_cast<std::size_t>(k.batch * numel(model.input_shape())), 3);
+  std::vector<int32_t> y(static_cast<std::size_t>(k.batch));
+  const int64_t classes = model.output_shape()[0];
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<int32_t>((i * 7) % classes);
+  exe->loss_and_gradients(x.data(), y.data());
+  std::vector<float> out(static_cast<std::size_t>(k.batch * classes)), grads(model.num_parameters());
+  exe->get_output(out);
+  exe->get_gradients(grads);
+
+  const Shape& o_shape = model.layers()[0].output_shape;  // [O, Ho, Wo]
+  const int64_t filters = o_shape[0], oh = o_shape[1], ow = o_shape[2], kk = k.conv.kernel;
+  const int64_t per_group = k.channels / k.conv.groups, filters_per_group = filters / k.conv.groups;
+  const Window wy = window(k.height, kk, k.conv.stride, k.conv.padding, "conv");
+  const Window wx = window(k.width, kk, k.conv.stride, k.conv.padding, "conv");
+  const std::vector<double> dy = softmax_ce_gradient(out, y, k.batch);
+  std::vector<float> dw(static_cast<std::size_t>(filters * per_group * kk * kk)), db(static_cast<std::size_t>(filters));
+  for (int64_t o = 0; o < filters; ++o) {
+    const int64_t first_channel = o / filters_per_group * per_group;
+    double bias = 0;
+    for (int64_t c = 0; c < per_group; ++c)
+      for (int64_t i = 0; i < kk; ++i)
+        for (int64_t j = 0; j < kk; ++j) {
+          double sum = 0;
+          for (int64_t n = 0; n < k.batch; ++n)
+            for (int64_t r = 0; r < oh; ++r)
+              for (int64_t s = 0; s < ow; ++s) {
+                const int64_t iy = r * k.conv.stride - wy.pad_begin + i, ix = s * k.conv.stride - wx.pad_begin + j;
+                if (iy < 0 || iy >= k.height || ix < 0 || ix >= k.width) continue;
+                sum += dy[((n * filters + o) * oh + r) * ow + s] * in.at(x, n, first_channel + c, iy, ix);
+              }
+          dw[((o * per_group + c) * kk + i) * kk + j] = static_cast<float>(sum);
+        }
+    for (int64_t n = 0; n < k.batch; ++n)
+      for (int64_t r = 0; r < oh * ow; ++r) bias += dy[(n * filters + o) * oh * ow + r];
+    db[o] = static_cast<float>(bias);
+  }
+  const auto& slots = model.layers()[0].params;
+  EXPECT_LT(testing::relative_error({grads.data() + slots[0].offset, dw.size()}, dw), 1e-5) << "weight";
+  if (k.conv.bias) {
+    EXPECT_LT(testing::relative_error({grads.data() + slots[1].offset, db.size()}, db), 1e-5) << "bias";
+  }
+}
+
+const ConvCase kConvCases[] = {
+    // Our weight-gradient kernel: stride 1, in_channels * k² ≤ 32.
+    {"seed conv 1->10 k5, batch 5", 5, 1, 28, 28, {.filters = 10, .kernel = 5}},
+    {"batch 1, odd widths, pad 2, 3 filters", 1, 1, 13, 11, {.filters = 3, .kernel = 5, .padding = 2}},
+    {"rgb k3 pad 1, 5 filters", 3, 3, 9, 10, {.filters = 5, .kernel = 3, .padding = 1}},
+    {"k1, 9 filters", 3, 2, 5, 6, {.filters = 9, .kernel = 1}},
+    {"k7 pad 3, no bias", 2, 1, 16, 20, {.filters = 4, .kernel = 7, .padding = 3, .bias = false}},
+    {"k2 same (pads after)", 3, 4, 7, 9, {.filters = 6, .kernel = 2, .padding = kSame}},
+    {"k4, 32 taps", 2, 2, 12, 12, {.filters = 3, .kernel = 4}},
+    {"k6, wide", 2, 1, 6, 30, {.filters = 2, .kernel = 6}},
+    {"many row bands, last band short", 2, 1, 65, 70, {.filters = 16, .kernel = 3}},
+    // oneDNN's: strided, grouped, or bigger filters.
+    {"stride 2", 3, 1, 12, 12, {.filters = 4, .kernel = 5, .stride = 2}},
+    {"groups 2", 3, 4, 8, 8, {.filters = 4, .kernel = 3, .groups = 2}},
+    {"seed conv 10->20 k5", 3, 10, 12, 12, {.filters = 20, .kernel = 5}},
+    {"k9", 2, 1, 12, 12, {.filters = 3, .kernel = 9}},
+};
+
+}  // namespace
+
+TEST(CpuKernels, ConvWeightGradientMatchesReferenceSums) {
+  for (const ConvCase& k : kConvCases) check_conv_gradients(k);
+}
+
+// The same with one thread: each thread count splits the batch differently.
+TEST(CpuKernels, ConvWeightGradientMatchesReferenceSumsOnOneThread) {
+  const int threads = num_threads();
+  set_num_threads(1);
+  for (const ConvCase& k : kConvCases) check_conv_gradients(k);
+  set_num_threads(threads);
+}
+
+}  // namespace convoy
