@@ -29,6 +29,44 @@ struct BandLayout {
 };
 
 #if CONVOY_CONV_WEIGHT_GRADIENT
+// out[j * out_stride + i] = in[i * in_stride + j] for an 8 × 8 block.
+void transpose8x8(const float* in, int64_t in_stride, float* out, int64_t out_stride) {
+  __m256 r[8], t[8], s[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(in + i * in_stride);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    s[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    s[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    s[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    s[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int j = 0; j < 4; ++j) {
+    _mm256_storeu_ps(out + j * out_stride, _mm256_permute2f128_ps(s[j], s[j + 4], 0x20));
+    _mm256_storeu_ps(out + (j + 4) * out_stride, _mm256_permute2f128_ps(s[j], s[j + 4], 0x31));
+  }
+}
+
+// planes[c * plane + p] = pixels[p * channels + c] for p < count: one row of
+// an NHWC image spread over channel planes.
+void to_planes(const float* pixels, int64_t count, int64_t channels, float* planes, int64_t plane) {
+  if (channels == 1) {
+    std::copy_n(pixels, count, planes);
+    return;
+  }
+  int64_t p = 0;
+  if (channels >= 8)
+    for (; p + 8 <= count; p += 8)
+      for (int64_t c0 = 0; c0 < channels; c0 += 8) {
+        const int64_t c = std::min(c0, channels - 8);  // the last block may overlap the one before: same values
+        transpose8x8(pixels + p * channels + c, channels, planes + c * plane + p, plane);
+      }
+  for (; p < count; ++p)
+    for (int64_t c = 0; c < channels; ++c) planes[c * plane + p] = pixels[p * channels + c];
+}
+
 // sums[o][c][kh][kw][lane] += Σ_y Σ_x grad[o][y][x] · input[c][y + kh][x + kw]
 // for one staged band, R filters × K kernel columns at a time.
 template <int K, int R>
@@ -43,11 +81,17 @@ void accumulate_band(const BandLayout& b, const float* input, const float* grad,
           const float* x_row = input + c * b.in_plane + (y + kh) * b.in_cols;
           const float* d_row = grad + o0 * b.out_plane + y * b.out_cols;
           for (int64_t x = 0; x < b.out_cols; x += kLanes) {
-            __m256 xv[K];
-            for (int kw = 0; kw < K; ++kw) xv[kw] = _mm256_loadu_ps(x_row + x + kw);
-            for (int r = 0; r < R; ++r) {
-              const __m256 d = _mm256_load_ps(d_row + r * b.out_plane + x);
-              for (int kw = 0; kw < K; ++kw) acc[r][kw] = _mm256_fmadd_ps(d, xv[kw], acc[r][kw]);
+            // Each value loaded once: R gradient vectors, then K shifted input
+            // vectors, each used by R FMAs (two loads a cycle would otherwise
+            // be the limit).
+            __m256 d[R];
+            for (int r = 0; r < R; ++r) d[r] = _mm256_load_ps(d_row + r * b.out_plane + x);
+            for (int kw = 0; kw < K; ++kw) {
+              __m256 xv = _mm256_loadu_ps(x_row + x + kw);
+              // Keeps xv in a register: GCC would otherwise fold the load
+              // into each of the R FMAs, loading it R times.
+              asm("" : "+x"(xv));
+              for (int r = 0; r < R; ++r) acc[r][kw] = _mm256_fmadd_ps(d[r], xv, acc[r][kw]);
             }
           }
         }
@@ -121,31 +165,27 @@ ConvWeightGradient::ConvWeightGradient(const ConvGeometry& g)
 
 void ConvWeightGradient::stage_band(Workspace& w, int64_t n, int64_t y0, int64_t rows, const float* src,
                                     const float* diff_dst) const {
+#if CONVOY_CONV_WEIGHT_GRADIENT
   const ConvGeometry& g = g_;
   const int64_t in_rows = rows + g.kernel - 1, in_plane = (band_ + g.kernel - 1) * in_cols_;
-  // Columns [left, right) of a staged row hold the image; the rest are padding.
-  const int64_t left = g.pad_left, right = std::min(g.pad_left + g.width, in_cols_);
+  // Only columns [pad_left, pad_left + width) of a staged row are ever
+  // written; the padding columns keep the zeros they were allocated with.
+  const int64_t width = std::min(g.width, in_cols_ - g.pad_left);
   for (int64_t i = 0; i < in_rows; ++i) {
     const int64_t y = y0 + i - g.pad_top;
-    for (int64_t c = 0; c < g.channels; ++c) {
-      float* row = w.input.data() + c * in_plane + i * in_cols_;
-      if (y < 0 || y >= g.height) {
-        std::fill_n(row, in_cols_, 0.0f);
-        continue;
-      }
-      std::fill(row, row + left, 0.0f);
-      std::fill(row + right, row + in_cols_, 0.0f);
-      const float* s = src + ((n * g.height + y) * g.width) * g.channels + c;
-      for (int64_t x = left; x < right; ++x) row[x] = s[(x - left) * g.channels];
+    float* row = w.input.data() + i * in_cols_;
+    if (y < 0 || y >= g.height) {
+      for (int64_t c = 0; c < g.channels; ++c) std::fill_n(row + c * in_plane, in_cols_, 0.0f);
+      continue;
     }
+    to_planes(src + (n * g.height + y) * g.width * g.channels, width, g.channels, row + g.pad_left, in_plane);
   }
-  const int64_t out_plane = band_ * out_cols_;
-  for (int64_t y = 0; y < rows; ++y) {
-    const float* d = diff_dst + ((n * g.out_height + y0 + y) * g.out_width) * g.filters;
-    float* row = w.grad.data() + y * out_cols_;
-    for (int64_t x = 0; x < g.out_width; ++x)
-      for (int64_t o = 0; o < g.filters; ++o) row[o * out_plane + x] = d[x * g.filters + o];
-  }
+  for (int64_t y = 0; y < rows; ++y)
+    to_planes(diff_dst + (n * g.out_height + y0 + y) * g.out_width * g.filters, g.out_width, g.filters,
+              w.grad.data() + y * out_cols_, band_ * out_cols_);
+#else
+  (void)w, (void)n, (void)y0, (void)rows, (void)src, (void)diff_dst;
+#endif
 }
 
 void ConvWeightGradient::run_thread(Workspace& w, int64_t first_image, int64_t end_image, const float* src,
