@@ -1,4 +1,5 @@
-// The CPU backend's own kernels against plain reference loops in double, on
+// The CPU backend's own kernels (convolution weight gradient, max-pool)
+// against plain reference loops in double, on
 // shapes that take each kernel's fast path and shapes that fall back to
 // oneDNN or to the generic loop: odd widths, batch 1, batches the threads do
 // not divide, filter counts that do not fill a register tile, several row
@@ -123,7 +124,76 @@ const ConvCase kConvCases[] = {
     {"k9", 2, 1, 12, 12, {.filters = 3, .kernel = 9}},
 };
 
+struct PoolCase {
+  const char* name;
+  int64_t batch, channels, height, width;
+  MaxPool2d pool;
+};
+
+// A MaxPool2d followed by Flatten, its input drawn from a few values so that
+// windows tie: the first maximum in window order must win, as in PyTorch.
+void check_max_pool(const PoolCase& k) {
+  SCOPED_TRACE(k.name);
+  const Sequential model({k.channels, k.height, k.width}, {k.pool, Flatten{}});
+  auto exe = compile_cpu(model, {.batch_size = k.batch, .loss = Loss::softmax_cross_entropy, .input_gradient = true}, 7);
+  const Images in{k.batch, k.channels, k.height, k.width};
+  std::vector<float> x(static_cast<std::size_t>(k.batch * numel(model.input_shape())));
+  Rng rng(5);
+  for (float& v : x) v = static_cast<float>(rng.below(5)) - 2.0f;
+  std::vector<int32_t> y(static_cast<std::size_t>(k.batch));
+  const int64_t classes = model.output_shape()[0];
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<int32_t>((i * 5) % classes);
+  exe->loss_and_gradients(x.data(), y.data());
+  std::vector<float> out(static_cast<std::size_t>(k.batch * classes)), dx(x.size());
+  exe->get_output(out);
+  exe->get_input_gradient(dx);
+
+  const Shape& o_shape = model.layers()[0].output_shape;  // [C, Ho, Wo]
+  const int64_t oh = o_shape[1], ow = o_shape[2], kk = k.pool.kernel, s = k.pool.stride ? k.pool.stride : kk;
+  const int64_t top = window(k.height, kk, s, k.pool.padding, "pool").pad_begin;
+  const int64_t left = window(k.width, kk, s, k.pool.padding, "pool").pad_begin;
+  const std::vector<double> dy = softmax_ce_gradient(out, y, k.batch);
+  std::vector<float> want_out(out.size());
+  std::vector<double> want_dx(x.size());
+  for (int64_t n = 0; n < k.batch; ++n)
+    for (int64_t c = 0; c < k.channels; ++c)
+      for (int64_t r = 0; r < oh; ++r)
+        for (int64_t q = 0; q < ow; ++q) {
+          float best = -INFINITY;
+          int64_t at = -1;
+          for (int64_t iy = std::max<int64_t>(r * s - top, 0); iy < std::min(r * s - top + kk, k.height); ++iy)
+            for (int64_t ix = std::max<int64_t>(q * s - left, 0); ix < std::min(q * s - left + kk, k.width); ++ix)
+              if (in.at(x, n, c, iy, ix) > best) {
+                best = in.at(x, n, c, iy, ix);
+                at = ((n * k.channels + c) * k.height + iy) * k.width + ix;
+              }
+          const int64_t o = ((n * k.channels + c) * oh + r) * ow + q;
+          want_out[o] = best;
+          want_dx[at] += dy[o];
+        }
+  EXPECT_EQ(out, want_out);
+  std::vector<float> want(want_dx.begin(), want_dx.end());
+  EXPECT_LT(testing::relative_error(dx, want), 1e-6);
+}
+
+const PoolCase kPoolCases[] = {
+    {"seed pool 2x2, 10 channels (blocks 0-7 and 2-9)", 3, 10, 24, 24, {.kernel = 2}},
+    {"20 channels, batch 1", 1, 20, 8, 8, {.kernel = 2}},
+    {"37 channels (a group of 4 blocks, then 1)", 2, 37, 6, 5, {.kernel = 2}},
+    {"8 channels, odd size: last row and column in no window", 3, 8, 7, 9, {.kernel = 2}},
+    {"3 channels (scalar), odd size", 2, 3, 7, 7, {.kernel = 2}},
+    {"stride above kernel: gaps between windows", 2, 12, 8, 11, {.kernel = 2, .stride = 3}},
+    {"3x3 stride 3, 9 channels", 3, 9, 10, 11, {.kernel = 3}},
+    {"overlapping 3x3/2 padded, 16 channels", 3, 16, 9, 8, {.kernel = 3, .stride = 2, .padding = 1}},
+    {"overlapping, scalar channels", 2, 5, 9, 9, {.kernel = 3, .stride = 2, .padding = 1}},
+    {"same padding", 2, 11, 7, 6, {.kernel = 3, .stride = 2, .padding = kSame}},
+};
+
 }  // namespace
+
+TEST(CpuKernels, MaxPoolMatchesReferenceWithTiesGoingToTheFirstMaximum) {
+  for (const PoolCase& k : kPoolCases) check_max_pool(k);
+}
 
 TEST(CpuKernels, ConvWeightGradientMatchesReferenceSums) {
   for (const ConvCase& k : kConvCases) check_conv_gradients(k);
