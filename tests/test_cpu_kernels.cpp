@@ -189,7 +189,73 @@ const PoolCase kPoolCases[] = {
     {"same padding", 2, 11, 7, 6, {.kernel = 3, .stride = 2, .padding = kSame}},
 };
 
+// A BatchNorm (random gamma and beta) followed by Flatten in training: its
+// output, running statistics, parameter and input gradients against the
+// textbook formulas in double. Shapes span several of the kernel's
+// 256-float-or-more runs and a remainder, split over the threads.
+void check_batch_norm(const char* name, int64_t batch, const Shape& shape) {
+  SCOPED_TRACE(name);
+  Sequential model(shape, {BatchNorm{}});
+  if (shape.size() == 3) model = Sequential(shape, {BatchNorm{}, Flatten{}});
+  auto exe = compile_cpu(model, {.batch_size = batch, .loss = Loss::softmax_cross_entropy, .input_gradient = true}, 7);
+  const int64_t c = shape[0], per_example = numel(shape), inner = per_example / c, m = batch * inner;
+  std::vector<float> params = uniform(static_cast<std::size_t>(2 * c), 9);
+  exe->set_parameters(params);
+  const std::vector<float> x = uniform(static_cast<std::size_t>(batch * per_example), 4);
+  std::vector<int32_t> y(static_cast<std::size_t>(batch));
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<int32_t>((i * 3) % per_example);
+  exe->loss_and_gradients(x.data(), y.data());
+  std::vector<float> out(x.size()), dx(x.size()), grads(params.size()), state(static_cast<std::size_t>(2 * c));
+  exe->get_output(out);
+  exe->get_input_gradient(dx);
+  exe->get_gradients(grads);
+  exe->get_state(state);
+  const std::vector<double> dy = softmax_ce_gradient(out, y, batch);
+
+  auto at = [&](int64_t n, int64_t ch, int64_t i) { return (n * c + ch) * inner + i; };  // NCHW / NC order
+  std::vector<float> want_out(x.size()), want_dx(x.size()), want_grads(params.size()), want_state(state.size());
+  for (int64_t ch = 0; ch < c; ++ch) {
+    double mean = 0, var = 0, dbeta = 0, dgamma = 0;
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t i = 0; i < inner; ++i) mean += x[at(n, ch, i)];
+    mean /= static_cast<double>(m);
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t i = 0; i < inner; ++i) var += (x[at(n, ch, i)] - mean) * (x[at(n, ch, i)] - mean);
+    var /= static_cast<double>(m);
+    const double invstd = 1 / std::sqrt(var + 1e-5), gamma = params[ch], beta = params[c + ch];
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t k = at(n, ch, i);
+        const double xhat = (x[k] - mean) * invstd;
+        want_out[k] = static_cast<float>(gamma * xhat + beta);
+        dbeta += dy[k];
+        dgamma += dy[k] * xhat;
+      }
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t k = at(n, ch, i);
+        const double xhat = (x[k] - mean) * invstd;
+        want_dx[k] = static_cast<float>(gamma * invstd * (dy[k] - dbeta / m - xhat * dgamma / m));
+      }
+    want_grads[ch] = static_cast<float>(dgamma);
+    want_grads[c + ch] = static_cast<float>(dbeta);
+    want_state[ch] = static_cast<float>(0.1 * mean);                                      // running mean from 0
+    want_state[c + ch] = static_cast<float>(0.9 + 0.1 * var * m / (m - 1.0));            // running var from 1
+  }
+  EXPECT_LT(testing::relative_error(out, want_out), 1e-5) << "output";
+  EXPECT_LT(testing::relative_error(dx, want_dx), 1e-4) << "input gradient";
+  EXPECT_LT(testing::relative_error(grads, want_grads), 1e-5) << "gamma, beta gradients";
+  EXPECT_LT(testing::relative_error(state, want_state), 1e-5) << "running statistics";
+}
+
 }  // namespace
+
+TEST(CpuKernels, BatchNormMatchesReferenceFormulas) {
+  check_batch_norm("seed bn 10 channels 12x12, batch 5", 5, {10, 12, 12});
+  check_batch_norm("20 channels 4x4, batch 3", 3, {20, 4, 4});
+  check_batch_norm("3 channels 5x5, batch 2", 2, {3, 5, 5});
+  check_batch_norm("vectors of 50, batch 7", 7, {50});
+}
 
 TEST(CpuKernels, MaxPoolMatchesReferenceWithTiesGoingToTheFirstMaximum) {
   for (const PoolCase& k : kPoolCases) check_max_pool(k);
