@@ -107,17 +107,18 @@ void check_conv_gradients(const ConvCase& k) {
 }
 
 const ConvCase kConvCases[] = {
-    // Our weight-gradient kernel: stride 1, in_channels * k² ≤ 32.
+    // Our weight-gradient kernel: stride 1, one input channel.
     {"seed conv 1->10 k5, batch 5", 5, 1, 28, 28, {.filters = 10, .kernel = 5}},
     {"batch 1, odd widths, pad 2, 3 filters", 1, 1, 13, 11, {.filters = 3, .kernel = 5, .padding = 2}},
-    {"rgb k3 pad 1, 5 filters", 3, 3, 9, 10, {.filters = 5, .kernel = 3, .padding = 1}},
-    {"k1, 9 filters", 3, 2, 5, 6, {.filters = 9, .kernel = 1}},
+    {"k3 pad 1, 5 filters", 3, 1, 9, 10, {.filters = 5, .kernel = 3, .padding = 1}},
+    {"k1, 9 filters", 3, 1, 5, 6, {.filters = 9, .kernel = 1}},
     {"k7 pad 3, no bias", 2, 1, 16, 20, {.filters = 4, .kernel = 7, .padding = 3, .bias = false}},
-    {"k2 same (pads after)", 3, 4, 7, 9, {.filters = 6, .kernel = 2, .padding = kSame}},
-    {"k4, 32 taps", 2, 2, 12, 12, {.filters = 3, .kernel = 4}},
+    {"k2 same (pads after)", 3, 1, 7, 9, {.filters = 6, .kernel = 2, .padding = kSame}},
+    {"k4", 2, 1, 12, 12, {.filters = 3, .kernel = 4}},
     {"k6, wide", 2, 1, 6, 30, {.filters = 2, .kernel = 6}},
     {"many row bands, last band short", 2, 1, 65, 70, {.filters = 16, .kernel = 3}},
-    // oneDNN's: strided, grouped, or bigger filters.
+    // oneDNN's: several input channels, strided, grouped, or bigger filters.
+    {"rgb k3 pad 1", 3, 3, 9, 10, {.filters = 5, .kernel = 3, .padding = 1}},
     {"stride 2", 3, 1, 12, 12, {.filters = 4, .kernel = 5, .stride = 2}},
     {"groups 2", 3, 4, 8, 8, {.filters = 4, .kernel = 3, .groups = 2}},
     {"seed conv 10->20 k5", 3, 10, 12, 12, {.filters = 20, .kernel = 5}},

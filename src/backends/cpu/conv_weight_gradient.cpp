@@ -132,7 +132,7 @@ void accumulate_weights(int64_t kernel, const BandLayout& b, const float* input,
 
 bool ConvWeightGradient::suits(const ConvGeometry& g) {
 #if CONVOY_CONV_WEIGHT_GRADIENT
-  return g.stride == 1 && g.groups == 1 && g.kernel <= kMaxKernel && g.channels * g.kernel * g.kernel <= kMaxTaps;
+  return g.stride == 1 && g.groups == 1 && g.channels == 1 && g.kernel <= kMaxKernel;
 #else
   (void)g;
   return false;

@@ -1,7 +1,7 @@
 #pragma once
-// The weight and bias gradient of a stride-1 convolution whose filters are
-// small (in_channels * kernel² ≤ kMaxTaps, e.g. the first layer of a
-// greyscale CNN), by our own AVX2 kernel instead of oneDNN's.
+// The weight and bias gradient of a stride-1 convolution of a single-channel
+// image (the first layer of a greyscale CNN), by our own AVX2 kernel instead
+// of oneDNN's.
 //
 // Why: oneDNN 2.6 vectorises its backward-weights kernels over channels; with
 // one input channel it ran the seed CNN's conv 1→10 k5 at ~30 GFLOP/s, a
@@ -31,13 +31,11 @@ struct ConvGeometry {
 
 class ConvWeightGradient {
  public:
-  // Filters with more inputs than this are left to oneDNN, whose kernels
-  // vectorise over the channels those filters have.
-  static constexpr int64_t kMaxTaps = 32;
   static constexpr int64_t kMaxKernel = 7;
 
-  // Whether this kernel computes the gradient of `g` (built with AVX2 and
-  // FMA; stride 1; no groups; a small filter).
+  // Whether this kernel computes the gradient of `g`: built with AVX2 and
+  // FMA; stride 1; one input channel (with two, oneDNN was as fast; with
+  // three, faster: its kernels vectorise over channels); kernel ≤ 7.
   static bool suits(const ConvGeometry& g);
 
   explicit ConvWeightGradient(const ConvGeometry& g);
