@@ -56,12 +56,15 @@ struct ConvCase {
 };
 
 // A Conv2d followed by Flatten: the logits are the convolution's output in
-// NCHW order, so the output gradient is known and the weight and bias
-// gradients can be summed directly.
+// NCHW order, checked against direct sums; so the output gradient is known
+// and the weight, bias and input gradients can be summed directly. The
+// weights are set after compiling, as training changes them: no kernel may
+// keep a stale copy.
 void check_conv_gradients(const ConvCase& k) {
   SCOPED_TRACE(k.name);
   const Sequential model({k.channels, k.height, k.width}, {k.conv, Flatten{}});
-  auto exe = compile_cpu(model, {.batch_size = k.batch, .loss = Loss::softmax_cross_entropy}, 7);
+  auto exe = compile_cpu(model, {.batch_size = k.batch, .loss = Loss::softmax_cross_entropy, .input_gradient = true}, 7);
+  exe->set_parameters(uniform(static_cast<std::size_t>(model.num_parameters()), 8));
   const Images in{k.batch, k.channels, k.height, k.width};
   const std::vector<float> x = uniform(static_cast<std::size_t>(k.batch * numel(model.input_shape())), 3);
   std::vector<int32_t> y(static_cast<std::size_t>(k.batch));
@@ -69,16 +72,38 @@ void check_conv_gradients(const ConvCase& k) {
   for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<int32_t>((i * 7) % classes);
   exe->loss_and_gradients(x.data(), y.data());
   std::vector<float> out(static_cast<std::size_t>(k.batch * classes)), grads(model.num_parameters());
+  std::vector<float> params(grads.size()), dx(x.size());
+  exe->get_input_gradient(dx);
   exe->get_output(out);
   exe->get_gradients(grads);
+  exe->get_parameters(params);
 
   const Shape& o_shape = model.layers()[0].output_shape;  // [O, Ho, Wo]
   const int64_t filters = o_shape[0], oh = o_shape[1], ow = o_shape[2], kk = k.conv.kernel;
   const int64_t per_group = k.channels / k.conv.groups, filters_per_group = filters / k.conv.groups;
   const Window wy = window(k.height, kk, k.conv.stride, k.conv.padding, "conv");
   const Window wx = window(k.width, kk, k.conv.stride, k.conv.padding, "conv");
+  const auto& slots = model.layers()[0].params;
+  std::vector<float> want_out(out.size());
+  for (int64_t n = 0; n < k.batch; ++n)
+    for (int64_t o = 0; o < filters; ++o)
+      for (int64_t r = 0; r < oh; ++r)
+        for (int64_t s = 0; s < ow; ++s) {
+          double sum = k.conv.bias ? params[slots[1].offset + o] : 0.0;
+          for (int64_t c = 0; c < per_group; ++c)
+            for (int64_t i = 0; i < kk; ++i)
+              for (int64_t j = 0; j < kk; ++j) {
+                const int64_t iy = r * k.conv.stride - wy.pad_begin + i, ix = s * k.conv.stride - wx.pad_begin + j;
+                if (iy < 0 || iy >= k.height || ix < 0 || ix >= k.width) continue;
+                sum += params[((o * per_group + c) * kk + i) * kk + j] *
+                       in.at(x, n, o / filters_per_group * per_group + c, iy, ix);
+              }
+          want_out[((n * filters + o) * oh + r) * ow + s] = static_cast<float>(sum);
+        }
+  EXPECT_LT(testing::relative_error(out, want_out), 1e-5) << "output";
   const std::vector<double> dy = softmax_ce_gradient(out, y, k.batch);
   std::vector<float> dw(static_cast<std::size_t>(filters * per_group * kk * kk)), db(static_cast<std::size_t>(filters));
+  std::vector<double> want_dx(x.size());
   for (int64_t o = 0; o < filters; ++o) {
     const int64_t first_channel = o / filters_per_group * per_group;
     double bias = 0;
@@ -91,7 +116,10 @@ void check_conv_gradients(const ConvCase& k) {
               for (int64_t s = 0; s < ow; ++s) {
                 const int64_t iy = r * k.conv.stride - wy.pad_begin + i, ix = s * k.conv.stride - wx.pad_begin + j;
                 if (iy < 0 || iy >= k.height || ix < 0 || ix >= k.width) continue;
-                sum += dy[((n * filters + o) * oh + r) * ow + s] * in.at(x, n, first_channel + c, iy, ix);
+                const double d = dy[((n * filters + o) * oh + r) * ow + s];
+                sum += d * in.at(x, n, first_channel + c, iy, ix);
+                want_dx[((n * k.channels + first_channel + c) * k.height + iy) * k.width + ix] +=
+                    d * params[((o * per_group + c) * kk + i) * kk + j];
               }
           dw[((o * per_group + c) * kk + i) * kk + j] = static_cast<float>(sum);
         }
@@ -99,15 +127,15 @@ void check_conv_gradients(const ConvCase& k) {
       for (int64_t r = 0; r < oh * ow; ++r) bias += dy[(n * filters + o) * oh * ow + r];
     db[o] = static_cast<float>(bias);
   }
-  const auto& slots = model.layers()[0].params;
   EXPECT_LT(testing::relative_error({grads.data() + slots[0].offset, dw.size()}, dw), 1e-5) << "weight";
   if (k.conv.bias) {
     EXPECT_LT(testing::relative_error({grads.data() + slots[1].offset, db.size()}, db), 1e-5) << "bias";
   }
+  EXPECT_LT(testing::relative_error(dx, std::vector<float>(want_dx.begin(), want_dx.end())), 1e-5) << "input";
 }
 
 const ConvCase kConvCases[] = {
-    // Our weight-gradient kernel: stride 1, one input channel.
+    // Our kernels: stride 1, one input channel; the forward pass too below 12 filters.
     {"seed conv 1->10 k5, batch 5", 5, 1, 28, 28, {.filters = 10, .kernel = 5}},
     {"batch 1, odd widths, pad 2, 3 filters", 1, 1, 13, 11, {.filters = 3, .kernel = 5, .padding = 2}},
     {"k3 pad 1, 5 filters", 3, 1, 9, 10, {.filters = 5, .kernel = 3, .padding = 1}},
@@ -116,7 +144,8 @@ const ConvCase kConvCases[] = {
     {"k2 same (pads after)", 3, 1, 7, 9, {.filters = 6, .kernel = 2, .padding = kSame}},
     {"k4", 2, 1, 12, 12, {.filters = 3, .kernel = 4}},
     {"k6, wide", 2, 1, 6, 30, {.filters = 2, .kernel = 6}},
-    {"many row bands, last band short", 2, 1, 65, 70, {.filters = 16, .kernel = 3}},
+    {"many row bands, last band short; oneDNN's forward", 2, 1, 65, 70, {.filters = 16, .kernel = 3}},
+    {"11 filters (a tile of 5 padded), pad 1", 3, 1, 10, 9, {.filters = 11, .kernel = 3, .padding = 1}},
     // oneDNN's: several input channels, strided, grouped, or bigger filters.
     {"rgb k3 pad 1", 3, 3, 9, 10, {.filters = 5, .kernel = 3, .padding = 1}},
     {"stride 2", 3, 1, 12, 12, {.filters = 4, .kernel = 5, .stride = 2}},
@@ -262,12 +291,12 @@ TEST(CpuKernels, MaxPoolMatchesReferenceWithTiesGoingToTheFirstMaximum) {
   for (const PoolCase& k : kPoolCases) check_max_pool(k);
 }
 
-TEST(CpuKernels, ConvWeightGradientMatchesReferenceSums) {
+TEST(CpuKernels, ConvOutputAndWeightGradientMatchReferenceSums) {
   for (const ConvCase& k : kConvCases) check_conv_gradients(k);
 }
 
 // The same with one thread: each thread count splits the batch differently.
-TEST(CpuKernels, ConvWeightGradientMatchesReferenceSumsOnOneThread) {
+TEST(CpuKernels, ConvOutputAndWeightGradientMatchReferenceSumsOnOneThread) {
   const int threads = num_threads();
   set_num_threads(1);
   for (const ConvCase& k : kConvCases) check_conv_gradients(k);

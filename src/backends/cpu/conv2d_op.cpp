@@ -2,10 +2,12 @@
 // primitive prefers (see WeightedOp). Grouped and depthwise convolutions are
 // oneDNN's grouped weights: PyTorch's [O, C/G, k, k] is, in memory, oneDNN's
 // goihw [G, O/G, C/G, k, k]. "same" padding may be asymmetric (left/right).
+// A stride-1 convolution of a single-channel image runs its forward pass and
+// weight gradient on our own kernels (see planar_conv.h).
 //   src [N, C, H, W], weight [O, C/G, k, k], bias [O] (optional), dst [N, O, Ho, Wo]
 #include <memory>
 
-#include "backends/cpu/conv_weight_gradient.h"
+#include "backends/cpu/planar_conv.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/weighted_op.h"
 
@@ -41,13 +43,8 @@ class Conv2dOp final : public WeightedOp {
     const ConvGeometry g{.batch = in[0], .channels = in[1], .height = in[2], .width = in[3], .filters = out[1],
                          .out_height = out[2], .out_width = out[3], .kernel = c.kernel, .stride = c.stride,
                          .groups = c.groups, .pad_top = wy.pad_begin, .pad_left = wx.pad_begin};
-    if (ConvWeightGradient::suits(g)) {
-      // std::function needs a copyable callable; the kernel owns buffers.
-      auto kernel = std::make_shared<ConvWeightGradient>(g);
-      set_primitives_own_weight_gradient(fwd_pd, bwd_data_pd,
-                                         [kernel](const float* src, const float* diff_dst, float* dw, float* db) {
-                                           kernel->run(src, diff_dst, dw, db);
-                                         });
+    if (PlanarConv::suits(g)) {
+      set_own_kernels(fwd_pd, bwd_data_pd, std::make_unique<PlanarConv>(g));
       return;
     }
     auto bwd_w_desc = has_bias() ? convolution_backward_weights::desc(alg, src_md_, any_w, b_md_, dst_md_, strides,

@@ -10,15 +10,26 @@
 // weights are reordered into a private buffer before use and the weight
 // gradient back out after the backward pass: a few thousand floats per step.
 //
-// A subclass may compute the weight (and bias) gradient with its own kernel
-// instead of a backward-weights primitive (Conv2d with tiny filters); that
-// kernel reads and writes the canonical layouts, so no reorder runs.
+// A subclass may run the forward pass and the weight (and bias) gradient
+// with kernels of its own (OwnKernels) instead of oneDNN's (Conv2d of a
+// single-channel image); they read and write the canonical layouts, so no
+// weight reorder runs for them.
 #include <algorithm>
-#include <functional>
+#include <memory>
 
 #include "backends/cpu/cpu_op.h"
 
 namespace convoy::cpu {
+
+class OwnKernels {
+ public:
+  virtual ~OwnKernels() = default;
+  // False: the forward pass stays oneDNN's.
+  virtual bool runs_forward() const = 0;
+  // b and db are null without a bias.
+  virtual void forward(const float* src, const float* w, const float* b, float* dst) = 0;
+  virtual void weight_gradient(const float* src, const float* diff_dst, float* dw, float* db) = 0;
+};
 
 class WeightedOp : public CpuOp {
  public:
@@ -34,38 +45,54 @@ class WeightedOp : public CpuOp {
   void bind(DnnlEnv& env, const OpBuffers& b) override {
     // The flat buffers hold the weight, then the bias.
     const std::size_t w_floats = w_md_.get_size() / sizeof(float);
-    const float* fwd_w = relayout_in(env, fwd_w_md_, b.params, fwd_weights_);
-    fwd_.bind(env, DNNL_ARG_SRC, src_md_, b.src);
-    fwd_.bind(env, DNNL_ARG_WEIGHTS, fwd_w_md_, fwd_w);
-    if (has_bias()) fwd_.bind(env, DNNL_ARG_BIAS, b_md_, b.params + w_floats);
-    fwd_.bind(env, DNNL_ARG_DST, dst_md_, b.dst);
-    fwd_.bind_scratchpad(env, b.scratchpad);
-
     if (!trainable_) std::fill_n(b.grads, (w_md_.get_size() + b_md_.get_size()) / sizeof(float), 0.0f);
-    own_args_ = {b.src, b.diff_dst, b.grads, has_bias() ? b.grads + w_floats : nullptr};
-    if (own_weight_gradient_) return bind_backward_data(env, b, fwd_w);
-    float* diff_w = b.grads;
-    if (bwd_w_w_md_ != w_md_) {
-      diff_weights_.buffer = AlignedBuffer(bwd_w_w_md_.get_size() / sizeof(float));
-      diff_w = diff_weights_.buffer.data();
-      diff_weights_.reorder = Prim::reorder(env, bwd_w_w_md_, diff_w, w_md_, b.grads);
+    own_args_ = {b.src, b.params, has_bias() ? b.params + w_floats : nullptr, b.dst,
+                 b.diff_dst, b.grads, has_bias() ? b.grads + w_floats : nullptr};
+    own_forward_ = own_ && own_->runs_forward();
+    const float* fwd_w = nullptr;  // the forward's weights, refreshed by each forward pass
+    if (!own_forward_) {
+      fwd_w = relayout_in(env, fwd_w_md_, b.params, fwd_weights_);
+      fwd_.bind(env, DNNL_ARG_SRC, src_md_, b.src);
+      fwd_.bind(env, DNNL_ARG_WEIGHTS, fwd_w_md_, fwd_w);
+      if (has_bias()) fwd_.bind(env, DNNL_ARG_BIAS, b_md_, b.params + w_floats);
+      fwd_.bind(env, DNNL_ARG_DST, dst_md_, b.dst);
+      fwd_.bind_scratchpad(env, b.scratchpad);
     }
-    bwd_w_.bind(env, DNNL_ARG_SRC, src_md_, b.src);
-    bwd_w_.bind(env, DNNL_ARG_DIFF_DST, dst_md_, b.diff_dst);
-    bwd_w_.bind(env, DNNL_ARG_DIFF_WEIGHTS, bwd_w_w_md_, diff_w);
-    if (has_bias()) bwd_w_.bind(env, DNNL_ARG_DIFF_BIAS, b_md_, b.grads + w_floats);
-    bwd_w_.bind_scratchpad(env, b.scratchpad);
-    bind_backward_data(env, b, fwd_w);
+    if (!own_) {
+      float* diff_w = b.grads;
+      if (bwd_w_w_md_ != w_md_) {
+        diff_weights_.buffer = AlignedBuffer(bwd_w_w_md_.get_size() / sizeof(float));
+        diff_w = diff_weights_.buffer.data();
+        diff_weights_.reorder = Prim::reorder(env, bwd_w_w_md_, diff_w, w_md_, b.grads);
+      }
+      bwd_w_.bind(env, DNNL_ARG_SRC, src_md_, b.src);
+      bwd_w_.bind(env, DNNL_ARG_DIFF_DST, dst_md_, b.diff_dst);
+      bwd_w_.bind(env, DNNL_ARG_DIFF_WEIGHTS, bwd_w_w_md_, diff_w);
+      if (has_bias()) bwd_w_.bind(env, DNNL_ARG_DIFF_BIAS, b_md_, b.grads + w_floats);
+      bwd_w_.bind_scratchpad(env, b.scratchpad);
+    }
+    want_diff_src_ = b.diff_src != nullptr;
+    if (want_diff_src_) {
+      // Backward-data usually wants the forward's layout, already reordered.
+      const float* bwd_w = fwd_w && bwd_data_w_md_ == fwd_w_md_
+                               ? fwd_w
+                               : relayout_in(env, bwd_data_w_md_, b.params, bwd_data_weights_);
+      bwd_data_.bind(env, DNNL_ARG_DIFF_DST, dst_md_, b.diff_dst);
+      bwd_data_.bind(env, DNNL_ARG_WEIGHTS, bwd_data_w_md_, bwd_w);
+      bwd_data_.bind(env, DNNL_ARG_DIFF_SRC, src_md_, b.diff_src);
+      bwd_data_.bind_scratchpad(env, b.scratchpad);
+    }
   }
 
   void forward(DnnlEnv& env, bool) override {
+    if (own_forward_) return own_->forward(own_args_.src, own_args_.w, own_args_.b, own_args_.dst);
     if (fwd_weights_.reorder) fwd_weights_.reorder.run(env);
     fwd_.run(env);
   }
 
   void backward(DnnlEnv& env) override {
-    if (trainable_ && own_weight_gradient_) {
-      own_weight_gradient_(own_args_.src, own_args_.diff_dst, own_args_.dw, own_args_.db);
+    if (trainable_ && own_) {
+      own_->weight_gradient(own_args_.src, own_args_.diff_dst, own_args_.dw, own_args_.db);
     } else if (trainable_) {
       bwd_w_.run(env);
       if (diff_weights_.reorder) diff_weights_.reorder.run(env);
@@ -76,19 +103,18 @@ class WeightedOp : public CpuOp {
   }
 
  protected:
-  // (src, diff_dst, dw, db): db is null without a bias.
-  using WeightGradientKernel = std::function<void(const float*, const float*, float*, float*)>;
-
   template <class Fwd, class BwdData, class BwdWeights>
   void set_primitives(const Fwd& fwd, const BwdData& bwd_data, const BwdWeights& bwd_weights) {
     set_forward_and_data(fwd, bwd_data);
     bwd_w_ = Prim(bwd_weights);
     bwd_w_w_md_ = bwd_weights.diff_weights_desc();
   }
+  // Own kernels for the weight gradient and maybe the forward pass; oneDNN's
+  // backward-data primitive (made with the forward's as its hint) remains.
   template <class Fwd, class BwdData>
-  void set_primitives_own_weight_gradient(const Fwd& fwd, const BwdData& bwd_data, WeightGradientKernel kernel) {
+  void set_own_kernels(const Fwd& fwd, const BwdData& bwd_data, std::unique_ptr<OwnKernels> own) {
     set_forward_and_data(fwd, bwd_data);
-    own_weight_gradient_ = std::move(kernel);
+    own_ = std::move(own);
   }
 
   bool has_bias() const { return b_md_.get_size() > 0; }
@@ -109,19 +135,6 @@ class WeightedOp : public CpuOp {
     bwd_data_w_md_ = bwd_data.weights_desc();
   }
 
-  void bind_backward_data(DnnlEnv& env, const OpBuffers& b, const float* fwd_w) {
-    want_diff_src_ = b.diff_src != nullptr;
-    if (want_diff_src_) {
-      // Backward-data usually wants the forward's layout, already reordered.
-      const float* bwd_w = bwd_data_w_md_ == fwd_w_md_ ? fwd_w
-                                                        : relayout_in(env, bwd_data_w_md_, b.params, bwd_data_weights_);
-      bwd_data_.bind(env, DNNL_ARG_DIFF_DST, dst_md_, b.diff_dst);
-      bwd_data_.bind(env, DNNL_ARG_WEIGHTS, bwd_data_w_md_, bwd_w);
-      bwd_data_.bind(env, DNNL_ARG_DIFF_SRC, src_md_, b.diff_src);
-      bwd_data_.bind_scratchpad(env, b.scratchpad);
-    }
-  }
-
   // The weights in layout `md`: the canonical buffer itself, or a reordered copy.
   const float* relayout_in(DnnlEnv& env, const dnnl::memory::desc& md, const float* canonical, Relayout& r) {
     if (md == w_md_) return canonical;
@@ -133,13 +146,15 @@ class WeightedOp : public CpuOp {
   Prim fwd_, bwd_data_, bwd_w_;
   dnnl::memory::desc fwd_w_md_, bwd_data_w_md_, bwd_w_w_md_;
   Relayout fwd_weights_, bwd_data_weights_, diff_weights_;
-  WeightGradientKernel own_weight_gradient_;  // empty: oneDNN's bwd_w_
+  std::unique_ptr<OwnKernels> own_;  // null: oneDNN's forward and backward-weights
   struct {
-    const float* src = nullptr;
+    const float *src = nullptr, *w = nullptr, *b = nullptr;
+    float* dst = nullptr;
     const float* diff_dst = nullptr;
     float *dw = nullptr, *db = nullptr;
   } own_args_;
   bool trainable_;
+  bool own_forward_ = false;
   bool want_diff_src_ = false;
 };
 
