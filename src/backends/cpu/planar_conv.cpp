@@ -24,6 +24,11 @@ int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 // least 8 independent FMA chains (two FMA units, four cycles each).
 int64_t tile_filters(int64_t kernel) { return (kLanes + kernel - 1) / kernel; }
 
+// Filters per forward tile: 5 filters × 2 column blocks of sums, 5 broadcast
+// weights and one input vector fill the 16 AVX2 registers.
+constexpr int64_t kForwardFilters = 5;
+
+#if CONVOY_PLANAR_CONV
 // One staged band: `rows` output rows of one image; the input's planes
 // [channels][rows + k - 1][in_cols], the output's (or its gradient's)
 // [filters_padded][rows][out_cols].
@@ -37,7 +42,6 @@ BandLayout band_layout(const ConvGeometry& g, int64_t filters, int64_t band, int
           .in_plane = (band + g.kernel - 1) * in_cols, .out_cols = out_cols, .out_plane = band * out_cols};
 }
 
-#if CONVOY_PLANAR_CONV
 // out[j * out_stride + i] = in[i * in_stride + j] for an 8 × 8 block.
 void transpose8x8(const float* in, int64_t in_stride, float* out, int64_t out_stride) {
   __m256 r[8], t[8], s[8];
@@ -111,9 +115,7 @@ void with_kernel(int64_t kernel, Fn&& fn) {
 
 // planes[o][block j] = bias[o] + Σ weight[o][c][kh][kw] · input[c][kh, kw from block j]
 // for B blocks of 8 output columns at once (input offsets in[], output
-// offsets out[]), kForwardFilters filters at a time: 5 × 2 sums, 5
-// broadcast weights and one input vector fill the 16 registers.
-constexpr int64_t kForwardFilters = 5;
+// offsets out[]), kForwardFilters filters at a time.
 template <int K, int B>
 void forward_blocks(const BandLayout& b, const float* input, const float* weight, const float* bias,
                     const int64_t* in, const int64_t* out, float* planes) {
