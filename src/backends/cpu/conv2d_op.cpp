@@ -2,7 +2,12 @@
 // primitive prefers (see WeightedOp). Grouped and depthwise convolutions are
 // oneDNN's grouped weights: PyTorch's [O, C/G, k, k] is, in memory, oneDNN's
 // goihw [G, O/G, C/G, k, k]. "same" padding may be asymmetric (left/right).
+// A stride-1 convolution of a single-channel image runs its forward pass and
+// weight gradient on our own kernels (see planar_conv.h).
 //   src [N, C, H, W], weight [O, C/G, k, k], bias [O] (optional), dst [N, O, Ho, Wo]
+#include <memory>
+
+#include "backends/cpu/planar_conv.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/weighted_op.h"
 
@@ -33,14 +38,20 @@ class Conv2dOp final : public WeightedOp {
                                : convolution_forward::desc(prop_kind::forward_training, alg, src_md_, any_w, dst_md_,
                                                            strides, pad_l, pad_r);
     convolution_forward::primitive_desc fwd_pd(fwd_desc, attr, env.engine);
+    const convolution_backward_data::primitive_desc bwd_data_pd({alg, src_md_, any_w, dst_md_, strides, pad_l, pad_r},
+                                                                attr, env.engine, fwd_pd);
+    const ConvGeometry g{.batch = in[0], .channels = in[1], .height = in[2], .width = in[3], .filters = out[1],
+                         .out_height = out[2], .out_width = out[3], .kernel = c.kernel, .stride = c.stride,
+                         .groups = c.groups, .pad_top = wy.pad_begin, .pad_left = wx.pad_begin};
+    if (PlanarConv::suits(g)) {
+      set_own_kernels(fwd_pd, bwd_data_pd, std::make_unique<PlanarConv>(g));
+      return;
+    }
     auto bwd_w_desc = has_bias() ? convolution_backward_weights::desc(alg, src_md_, any_w, b_md_, dst_md_, strides,
                                                                       pad_l, pad_r)
                                  : convolution_backward_weights::desc(alg, src_md_, any_w, dst_md_, strides, pad_l,
                                                                       pad_r);
-    set_primitives(fwd_pd,
-                   convolution_backward_data::primitive_desc(
-                       {alg, src_md_, any_w, dst_md_, strides, pad_l, pad_r}, attr, env.engine, fwd_pd),
-                   convolution_backward_weights::primitive_desc(bwd_w_desc, attr, env.engine, fwd_pd));
+    set_primitives(fwd_pd, bwd_data_pd, convolution_backward_weights::primitive_desc(bwd_w_desc, attr, env.engine, fwd_pd));
   }
 };
 

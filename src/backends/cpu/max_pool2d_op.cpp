@@ -4,10 +4,29 @@
 // window position won (first maximum, as PyTorch) in one byte per output; the
 // backward pass routes each output gradient there. Padding never wins.
 //   src [N, H, W, C], dst [N, Ho, Wo, C]
+//
+// A window is walked as a list of its positions inside the image ("taps"),
+// each an offset from the window's corner, made once for the windows wholly
+// inside the image: per-window index arithmetic, not memory, was what the
+// kernel spent its time on. With AVX2 and C ≥ 8 every tap takes 8 channels at
+// a time, up to 4 blocks together, the last block overlapping the one before
+// when 8 does not divide C (C = 10: channels 0-7 and 2-9, the overlap computed
+// twice, identically), so no channel takes a scalar path. There, when
+// windows do not overlap (stride ≥ kernel, as the usual 2×2/2), the backward
+// pass writes every input gradient exactly once — the output gradient where
+// the window's maximum was, zero elsewhere — instead of clearing the whole
+// input gradient and adding into it.
+#include <omp.h>
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <vector>
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 #include "backends/cpu/ops.h"
 #include "backends/cpu/pool_geometry.h"
@@ -16,85 +35,275 @@
 namespace convoy::cpu {
 namespace {
 
+#if defined(__AVX2__)
+constexpr bool kVectorKernels = true;
+#else
+constexpr bool kVectorKernels = false;
+#endif
+
+// The positions of one window that lie inside the image, in window order
+// (row-major, so the first maximum is PyTorch's); offsets[p] is position p's
+// distance in floats from the window's corner, which may lie in the padding.
+struct Taps {
+  const uint8_t* positions;
+  int64_t count;
+  const int64_t* offsets;
+};
+
+// What the row kernels read: passed by value and kept in locals, since a
+// vector store may alias any memory and values read through a pointer (or
+// `this`) would be reloaded after every store.
+struct PoolPlan {
+  PoolGeometry g;
+  const uint8_t* all_positions;  // 0, 1, ..., k² - 1
+  const int64_t* offsets;        // of each window position from the window's corner, in floats
+  bool vector;                   // AVX2, 8 channels at a time
+
+  // Where window (oy, ox)'s first position would be, in floats from the
+  // image's start (negative in the padding).
+  int64_t corner(int64_t oy, int64_t ox) const { return ((oy * g.s - g.top) * g.w + ox * g.s - g.left) * g.c; }
+
+  // The window's taps: all positions when it lies inside the image, else the
+  // ones inside, listed in `local`.
+  Taps taps(int64_t oy, int64_t ox, uint8_t* local) const {
+    const int64_t y0 = g.y0(oy), y1 = g.y1(oy), x0 = g.x0(ox), x1 = g.x1(ox);
+    const int64_t top = oy * g.s - g.top, left = ox * g.s - g.left;
+    if (y1 - y0 == g.k && x1 - x0 == g.k) return {all_positions, g.k * g.k, offsets};
+    int64_t count = 0;
+    for (int64_t iy = y0; iy < y1; ++iy)
+      for (int64_t ix = x0; ix < x1; ++ix) local[count++] = static_cast<uint8_t>((iy - top) * g.k + (ix - left));
+    return {local, count, offsets};
+  }
+};
+
+constexpr int64_t kChunks = 4;  // 8-channel blocks taken together
+
+// Calls fn.template operator()<Chunks>() with Chunks = min(blocks, kChunks)
+// known at compile time, so the blocks' registers can be unrolled.
+template <class Fn>
+void dispatch_chunks(int64_t blocks, Fn&& fn) {
+  switch (std::min(blocks, kChunks)) {
+    case 1: return fn.template operator()<1>();
+    case 2: return fn.template operator()<2>();
+    case 3: return fn.template operator()<3>();
+    default: return fn.template operator()<4>();
+  }
+}
+
+// The maximum over the taps for Lanes channels, Lanes a compile-time count:
+// the running maxima and positions stay in registers (in the output arrays
+// the compiler must reload them, as a byte store may alias the floats) and
+// the selects compile to blends or conditional moves — a branch per
+// comparison mispredicts half the time on real data. First maximum wins, as
+// PyTorch.
+template <int64_t Lanes>
+void max_lanes(const float* image, int64_t corner, const Taps& t, float* y, uint8_t* a) {
+  float best[Lanes];
+  int32_t where[Lanes];
+  for (int64_t l = 0; l < Lanes; ++l) {
+    best[l] = -std::numeric_limits<float>::infinity();
+    where[l] = 0;
+  }
+  for (int64_t i = 0; i < t.count; ++i) {
+    const int32_t pos = t.positions[i];
+    const float* x = image + corner + t.offsets[pos];
+    for (int64_t l = 0; l < Lanes; ++l) {
+      const int32_t better = -static_cast<int32_t>(x[l] > best[l]);  // all ones or zero
+      where[l] ^= (where[l] ^ pos) & better;
+      best[l] = std::max(best[l], x[l]);  // x[l] only when greater: the same as the test above
+    }
+  }
+  for (int64_t l = 0; l < Lanes; ++l) {
+    y[l] = best[l];
+    a[l] = static_cast<uint8_t>(where[l]);
+  }
+}
+
+#if defined(__AVX2__)
+// max_lanes<8> for Chunks blocks of 8 channels from c0 in AVX2 registers; the
+// last block ends at channel c (it may overlap the one before).
+template <int Chunks>
+void max8(const float* image, int64_t corner, const Taps& t, int64_t c, int64_t c0, float* y, uint8_t* a) {
+  int64_t block[Chunks];
+  __m256 best[Chunks], where[Chunks];  // positions as floats, exact
+  for (int j = 0; j < Chunks; ++j) {
+    block[j] = std::min(c0 + 8 * j, c - 8);
+    best[j] = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+    where[j] = _mm256_setzero_ps();
+  }
+  for (int64_t i = 0; i < t.count; ++i) {
+    const uint8_t p = t.positions[i];
+    const float* x = image + corner + t.offsets[p];
+    const __m256 pos = _mm256_set1_ps(p);
+    for (int j = 0; j < Chunks; ++j) {
+      const __m256 xj = _mm256_loadu_ps(x + block[j]);
+      where[j] = _mm256_blendv_ps(where[j], pos, _mm256_cmp_ps(xj, best[j], _CMP_GT_OQ));
+      best[j] = _mm256_max_ps(xj, best[j]);  // best[j] when equal or x is NaN: the test above
+    }
+  }
+  for (int j = 0; j < Chunks; ++j) {
+    _mm256_storeu_ps(y + block[j], best[j]);
+    const __m256i w = _mm256_cvttps_epi32(where[j]);
+    const __m128i w16 = _mm_packus_epi32(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(a + block[j]), _mm_packus_epi16(w16, w16));
+  }
+}
+
+// One window's input gradients for Chunks blocks of 8 channels from c0: dy
+// where the position won, zero elsewhere.
+template <int Chunks>
+void route8(const float* dy, const uint8_t* a, const Taps& t, int64_t c, int64_t c0, float* image, int64_t corner) {
+  int64_t block[Chunks];
+  __m256 d[Chunks];
+  __m256i where[Chunks];
+  for (int j = 0; j < Chunks; ++j) {
+    block[j] = std::min(c0 + 8 * j, c - 8);
+    d[j] = _mm256_loadu_ps(dy + block[j]);
+    where[j] = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a + block[j])));
+  }
+  for (int64_t i = 0; i < t.count; ++i) {
+    const uint8_t p = t.positions[i];
+    float* x = image + corner + t.offsets[p];
+    const __m256i pos = _mm256_set1_epi32(p);
+    for (int j = 0; j < Chunks; ++j)
+      _mm256_storeu_ps(x + block[j], _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(where[j], pos)), d[j]));
+  }
+}
+#else
+template <int Chunks>
+void max8(const float*, int64_t, const Taps&, int64_t, int64_t, float*, uint8_t*) {}
+template <int Chunks>
+void route8(const float*, const uint8_t*, const Taps&, int64_t, int64_t, float*, int64_t) {}
+#endif
+
+// The forward pass over output rows [r0, r1) (r = n * Ho + oy).
+void max_rows(const PoolPlan plan, const float* src, float* dst, uint8_t* arg, int64_t r0, int64_t r1) {
+  const PoolGeometry g = plan.g;
+  const int64_t image = g.h * g.w * g.c;
+  uint8_t local[256];
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* x = src + r / g.oh * image;
+    const int64_t oy = r % g.oh;
+    for (int64_t ox = 0; ox < g.ow; ++ox) {
+      const int64_t o = (r * g.ow + ox) * g.c, corner = plan.corner(oy, ox);
+      const Taps t = plan.taps(oy, ox, local);
+      if (plan.vector) {
+        for (int64_t c0 = 0; c0 < g.c; c0 += 8 * kChunks)
+          dispatch_chunks((g.c - c0 + 7) / 8, [&]<int Chunks> { max8<Chunks>(x, corner, t, g.c, c0, dst + o, arg + o); });
+        continue;
+      }
+      int64_t c0 = 0;
+      for (; c0 + 16 <= g.c; c0 += 16) max_lanes<16>(x, corner + c0, t, dst + o + c0, arg + o + c0);
+      for (; c0 + 8 <= g.c; c0 += 8) max_lanes<8>(x, corner + c0, t, dst + o + c0, arg + o + c0);
+      for (; c0 < g.c; ++c0) max_lanes<1>(x, corner + c0, t, dst + o + c0, arg + o + c0);
+    }
+  }
+}
+
+// The backward pass (AVX2) when windows do not overlap, over output rows
+// [r0, r1): every input gradient a window covers is written once, the output
+// gradient at the window's arg-max position and zero elsewhere.
+void route_rows(const PoolPlan plan, const float* dy, const uint8_t* arg, float* dx, int64_t r0, int64_t r1) {
+  const PoolGeometry g = plan.g;
+  const int64_t image = g.h * g.w * g.c;
+  uint8_t local[256];
+  for (int64_t r = r0; r < r1; ++r) {
+    float* x = dx + r / g.oh * image;
+    const int64_t oy = r % g.oh;
+    for (int64_t ox = 0; ox < g.ow; ++ox) {
+      const int64_t o = (r * g.ow + ox) * g.c, corner = plan.corner(oy, ox);
+      const Taps t = plan.taps(oy, ox, local);
+      for (int64_t c0 = 0; c0 < g.c; c0 += 8 * kChunks)
+        dispatch_chunks((g.c - c0 + 7) / 8, [&]<int Chunks> { route8<Chunks>(dy + o, arg + o, t, g.c, c0, x, corner); });
+    }
+  }
+}
+
 class MaxPool2dOp final : public CpuOp {
  public:
-  MaxPool2dOp(const PoolGeometry& g, int64_t outputs) : g_(g), argmax_(static_cast<std::size_t>(outputs)) {}
+  MaxPool2dOp(const PoolGeometry& g, int64_t outputs)
+      : g_(g), argmax_(static_cast<std::size_t>(outputs)), all_positions_(static_cast<std::size_t>(g.k * g.k)) {
+    std::iota(all_positions_.begin(), all_positions_.end(), uint8_t{0});
+    for (int64_t p = 0; p < g.k * g.k; ++p) offsets_.push_back((p / g.k * g.w + p % g.k) * g.c);
+    std::vector<uint8_t> row_covered(static_cast<std::size_t>(g.h)), col_covered(static_cast<std::size_t>(g.w));
+    for (int64_t oy = 0; oy < g.oh; ++oy)
+      for (int64_t iy = g.y0(oy); iy < g.y1(oy); ++iy) row_covered[static_cast<std::size_t>(iy)] = 1;
+    for (int64_t ox = 0; ox < g.ow; ++ox)
+      for (int64_t ix = g.x0(ox); ix < g.x1(ox); ++ix) col_covered[static_cast<std::size_t>(ix)] = 1;
+    for (int64_t y = 0; y < g.h; ++y)
+      if (!row_covered[static_cast<std::size_t>(y)]) uncovered_rows_.push_back(y);
+    for (int64_t x = 0; x < g.w; ++x)
+      if (!col_covered[static_cast<std::size_t>(x)]) uncovered_cols_.push_back(x);
+  }
 
   void bind(DnnlEnv&, const OpBuffers& b) override { b_ = b; }
 
   void forward(DnnlEnv&, bool) override {
-    const PoolGeometry g = g_;
+    const PoolPlan plan = this->plan();
     const float* src = b_.src;
     float* dst = b_.dst;
     uint8_t* arg = argmax_.data();
-#pragma omp parallel for schedule(static)
-    for (int64_t n = 0; n < g.n; ++n)
-      for (int64_t oy = 0; oy < g.oh; ++oy)
-        for (int64_t ox = 0; ox < g.ow; ++ox) {
-          const int64_t o = ((n * g.oh + oy) * g.ow + ox) * g.c;
-          int64_t c0 = 0;
-          for (; c0 + 16 <= g.c; c0 += 16) window_max<16>(g, src, n, oy, ox, c0, dst + o + c0, arg + o + c0);
-          for (; c0 + 8 <= g.c; c0 += 8) window_max<8>(g, src, n, oy, ox, c0, dst + o + c0, arg + o + c0);
-          for (; c0 < g.c; ++c0) window_max<1>(g, src, n, oy, ox, c0, dst + o + c0, arg + o + c0);
-        }
+    const int64_t rows = g_.n * g_.oh;
+#pragma omp parallel
+    {
+      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+      max_rows(plan, src, dst, arg, rows * t / nt, rows * (t + 1) / nt);
+    }
   }
 
   void backward(DnnlEnv&) override {
     if (!b_.diff_src) return;
-    const PoolGeometry g = g_;
     const float* dy = b_.diff_dst;
     float* dx = b_.diff_src;
     const uint8_t* arg = argmax_.data();
-    const int64_t image = g.h * g.w * g.c;
+    const int64_t image = g_.h * g_.w * g_.c;
+    const PoolPlan plan = this->plan();
+    if (g_.s >= g_.k && plan.vector) {
+      const int64_t rows = g_.n * g_.oh;
+#pragma omp parallel
+      {
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        route_rows(plan, dy, arg, dx, rows * t / nt, rows * (t + 1) / nt);
+      }
+      clear_uncovered();
+      return;
+    }
+    // Overlapping windows, or fewer than 8 channels: clear, then add each
+    // output gradient in (for C = 3 this was 4× faster than writing every
+    // position of every window one channel at a time).
 #pragma omp parallel for schedule(static)
-    for (int64_t n = 0; n < g.n; ++n) {
-      std::memset(dx + n * image, 0, sizeof(float) * image);
-      for (int64_t oy = 0; oy < g.oh; ++oy)
-        for (int64_t ox = 0; ox < g.ow; ++ox) {
-          const int64_t o = ((n * g.oh + oy) * g.ow + ox) * g.c;
-          for (int64_t c = 0; c < g.c; ++c) {
-            const int64_t iy = oy * g.s - g.top + arg[o + c] / g.k, ix = ox * g.s - g.left + arg[o + c] % g.k;
-            dx[((n * g.h + iy) * g.w + ix) * g.c + c] += dy[o + c];
-          }
+    for (int64_t n = 0; n < g_.n; ++n) {
+      float* x = dx + n * image;
+      std::memset(x, 0, sizeof(float) * image);
+      for (int64_t oy = 0; oy < g_.oh; ++oy)
+        for (int64_t ox = 0; ox < g_.ow; ++ox) {
+          const int64_t o = ((n * g_.oh + oy) * g_.ow + ox) * g_.c, corner = plan.corner(oy, ox);
+          for (int64_t c = 0; c < g_.c; ++c) x[corner + offsets_[arg[o + c]] + c] += dy[o + c];
         }
     }
   }
 
  private:
-  // The maximum of one window for Lanes channels from c0, Lanes a
-  // compile-time count: the running maxima and positions stay in registers
-  // (in the output arrays the compiler must reload them, as a byte store may
-  // alias the floats) and the selects compile to blends or conditional moves
-  // — a branch per comparison mispredicts half the time on real data, which
-  // made this loop take a third of a seed-CNN step. First maximum wins, as
-  // PyTorch.
-  template <int64_t Lanes>
-  static void window_max(const PoolGeometry& g, const float* src, int64_t n, int64_t oy, int64_t ox, int64_t c0,
-                         float* y, uint8_t* a) {
-    float best[Lanes];
-    int32_t where[Lanes];
-    for (int64_t l = 0; l < Lanes; ++l) {
-      best[l] = -std::numeric_limits<float>::infinity();
-      where[l] = 0;
-    }
-    for (int64_t iy = g.y0(oy); iy < g.y1(oy); ++iy)
-      for (int64_t ix = g.x0(ox); ix < g.x1(ox); ++ix) {
-        const float* x = src + ((n * g.h + iy) * g.w + ix) * g.c + c0;
-        const auto pos = static_cast<int32_t>((iy - oy * g.s + g.top) * g.k + (ix - ox * g.s + g.left));
-        for (int64_t l = 0; l < Lanes; ++l) {
-          const int32_t better = -static_cast<int32_t>(x[l] > best[l]);  // all ones or zero
-          where[l] ^= (where[l] ^ pos) & better;
-          best[l] = std::max(best[l], x[l]);  // x[l] only when greater: the same as the test above
-        }
-      }
-    for (int64_t l = 0; l < Lanes; ++l) {
-      y[l] = best[l];
-      a[l] = static_cast<uint8_t>(where[l]);
+  PoolPlan plan() const {
+    return {g_, all_positions_.data(), offsets_.data(), kVectorKernels && g_.c >= 8};
+  }
+
+  // Input gradients no window reaches (disjoint windows that skip pixels).
+  void clear_uncovered() {
+    const int64_t image = g_.h * g_.w * g_.c;
+    for (int64_t n = 0; n < g_.n; ++n) {
+      float* x = b_.diff_src + n * image;
+      for (int64_t y : uncovered_rows_) std::fill_n(x + y * g_.w * g_.c, g_.w * g_.c, 0.0f);
+      for (int64_t x0 : uncovered_cols_)
+        for (int64_t y = 0; y < g_.h; ++y) std::fill_n(x + (y * g_.w + x0) * g_.c, g_.c, 0.0f);
     }
   }
 
   PoolGeometry g_;
   std::vector<uint8_t> argmax_;  // window position of each output's maximum
+  std::vector<uint8_t> all_positions_;
+  std::vector<int64_t> offsets_;
+  std::vector<int64_t> uncovered_rows_, uncovered_cols_;  // input rows/columns no window reads
   OpBuffers b_;
 };
 

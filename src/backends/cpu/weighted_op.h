@@ -9,11 +9,27 @@
 // a primitive prefers another weight layout (oneDNN's blocked formats), the
 // weights are reordered into a private buffer before use and the weight
 // gradient back out after the backward pass: a few thousand floats per step.
+//
+// A subclass may run the forward pass and the weight (and bias) gradient
+// with kernels of its own (OwnKernels) instead of oneDNN's (Conv2d of a
+// single-channel image); they read and write the canonical layouts, so no
+// weight reorder runs for them.
 #include <algorithm>
+#include <memory>
 
 #include "backends/cpu/cpu_op.h"
 
 namespace convoy::cpu {
+
+class OwnKernels {
+ public:
+  virtual ~OwnKernels() = default;
+  // False: the forward pass stays oneDNN's.
+  virtual bool runs_forward() const = 0;
+  // b and db are null without a bias.
+  virtual void forward(const float* src, const float* w, const float* b, float* dst) = 0;
+  virtual void weight_gradient(const float* src, const float* diff_dst, float* dw, float* db) = 0;
+};
 
 class WeightedOp : public CpuOp {
  public:
@@ -29,31 +45,38 @@ class WeightedOp : public CpuOp {
   void bind(DnnlEnv& env, const OpBuffers& b) override {
     // The flat buffers hold the weight, then the bias.
     const std::size_t w_floats = w_md_.get_size() / sizeof(float);
-    const float* fwd_w = relayout_in(env, fwd_w_md_, b.params, fwd_weights_);
-    fwd_.bind(env, DNNL_ARG_SRC, src_md_, b.src);
-    fwd_.bind(env, DNNL_ARG_WEIGHTS, fwd_w_md_, fwd_w);
-    if (has_bias()) fwd_.bind(env, DNNL_ARG_BIAS, b_md_, b.params + w_floats);
-    fwd_.bind(env, DNNL_ARG_DST, dst_md_, b.dst);
-    fwd_.bind_scratchpad(env, b.scratchpad);
-
     if (!trainable_) std::fill_n(b.grads, (w_md_.get_size() + b_md_.get_size()) / sizeof(float), 0.0f);
-    float* diff_w = b.grads;
-    if (bwd_w_w_md_ != w_md_) {
-      diff_weights_.buffer = AlignedBuffer(bwd_w_w_md_.get_size() / sizeof(float));
-      diff_w = diff_weights_.buffer.data();
-      diff_weights_.reorder = Prim::reorder(env, bwd_w_w_md_, diff_w, w_md_, b.grads);
+    own_args_ = {b.src, b.params, has_bias() ? b.params + w_floats : nullptr, b.dst,
+                 b.diff_dst, b.grads, has_bias() ? b.grads + w_floats : nullptr};
+    own_forward_ = own_ && own_->runs_forward();
+    const float* fwd_w = nullptr;  // the forward's weights, refreshed by each forward pass
+    if (!own_forward_) {
+      fwd_w = relayout_in(env, fwd_w_md_, b.params, fwd_weights_);
+      fwd_.bind(env, DNNL_ARG_SRC, src_md_, b.src);
+      fwd_.bind(env, DNNL_ARG_WEIGHTS, fwd_w_md_, fwd_w);
+      if (has_bias()) fwd_.bind(env, DNNL_ARG_BIAS, b_md_, b.params + w_floats);
+      fwd_.bind(env, DNNL_ARG_DST, dst_md_, b.dst);
+      fwd_.bind_scratchpad(env, b.scratchpad);
     }
-    bwd_w_.bind(env, DNNL_ARG_SRC, src_md_, b.src);
-    bwd_w_.bind(env, DNNL_ARG_DIFF_DST, dst_md_, b.diff_dst);
-    bwd_w_.bind(env, DNNL_ARG_DIFF_WEIGHTS, bwd_w_w_md_, diff_w);
-    if (has_bias()) bwd_w_.bind(env, DNNL_ARG_DIFF_BIAS, b_md_, b.grads + w_floats);
-    bwd_w_.bind_scratchpad(env, b.scratchpad);
-
+    if (!own_) {
+      float* diff_w = b.grads;
+      if (bwd_w_w_md_ != w_md_) {
+        diff_weights_.buffer = AlignedBuffer(bwd_w_w_md_.get_size() / sizeof(float));
+        diff_w = diff_weights_.buffer.data();
+        diff_weights_.reorder = Prim::reorder(env, bwd_w_w_md_, diff_w, w_md_, b.grads);
+      }
+      bwd_w_.bind(env, DNNL_ARG_SRC, src_md_, b.src);
+      bwd_w_.bind(env, DNNL_ARG_DIFF_DST, dst_md_, b.diff_dst);
+      bwd_w_.bind(env, DNNL_ARG_DIFF_WEIGHTS, bwd_w_w_md_, diff_w);
+      if (has_bias()) bwd_w_.bind(env, DNNL_ARG_DIFF_BIAS, b_md_, b.grads + w_floats);
+      bwd_w_.bind_scratchpad(env, b.scratchpad);
+    }
     want_diff_src_ = b.diff_src != nullptr;
     if (want_diff_src_) {
       // Backward-data usually wants the forward's layout, already reordered.
-      const float* bwd_w = bwd_data_w_md_ == fwd_w_md_ ? fwd_w
-                                                        : relayout_in(env, bwd_data_w_md_, b.params, bwd_data_weights_);
+      const float* bwd_w = fwd_w && bwd_data_w_md_ == fwd_w_md_
+                               ? fwd_w
+                               : relayout_in(env, bwd_data_w_md_, b.params, bwd_data_weights_);
       bwd_data_.bind(env, DNNL_ARG_DIFF_DST, dst_md_, b.diff_dst);
       bwd_data_.bind(env, DNNL_ARG_WEIGHTS, bwd_data_w_md_, bwd_w);
       bwd_data_.bind(env, DNNL_ARG_DIFF_SRC, src_md_, b.diff_src);
@@ -62,12 +85,15 @@ class WeightedOp : public CpuOp {
   }
 
   void forward(DnnlEnv& env, bool) override {
+    if (own_forward_) return own_->forward(own_args_.src, own_args_.w, own_args_.b, own_args_.dst);
     if (fwd_weights_.reorder) fwd_weights_.reorder.run(env);
     fwd_.run(env);
   }
 
   void backward(DnnlEnv& env) override {
-    if (trainable_) {
+    if (trainable_ && own_) {
+      own_->weight_gradient(own_args_.src, own_args_.diff_dst, own_args_.dw, own_args_.db);
+    } else if (trainable_) {
       bwd_w_.run(env);
       if (diff_weights_.reorder) diff_weights_.reorder.run(env);
     }
@@ -79,12 +105,16 @@ class WeightedOp : public CpuOp {
  protected:
   template <class Fwd, class BwdData, class BwdWeights>
   void set_primitives(const Fwd& fwd, const BwdData& bwd_data, const BwdWeights& bwd_weights) {
-    fwd_ = Prim(fwd);
-    bwd_data_ = Prim(bwd_data);
+    set_forward_and_data(fwd, bwd_data);
     bwd_w_ = Prim(bwd_weights);
-    fwd_w_md_ = fwd.weights_desc();
-    bwd_data_w_md_ = bwd_data.weights_desc();
     bwd_w_w_md_ = bwd_weights.diff_weights_desc();
+  }
+  // Own kernels for the weight gradient and maybe the forward pass; oneDNN's
+  // backward-data primitive (made with the forward's as its hint) remains.
+  template <class Fwd, class BwdData>
+  void set_own_kernels(const Fwd& fwd, const BwdData& bwd_data, std::unique_ptr<OwnKernels> own) {
+    set_forward_and_data(fwd, bwd_data);
+    own_ = std::move(own);
   }
 
   bool has_bias() const { return b_md_.get_size() > 0; }
@@ -97,6 +127,14 @@ class WeightedOp : public CpuOp {
     Prim reorder;  // empty when the primitive takes the canonical layout
   };
 
+  template <class Fwd, class BwdData>
+  void set_forward_and_data(const Fwd& fwd, const BwdData& bwd_data) {
+    fwd_ = Prim(fwd);
+    bwd_data_ = Prim(bwd_data);
+    fwd_w_md_ = fwd.weights_desc();
+    bwd_data_w_md_ = bwd_data.weights_desc();
+  }
+
   // The weights in layout `md`: the canonical buffer itself, or a reordered copy.
   const float* relayout_in(DnnlEnv& env, const dnnl::memory::desc& md, const float* canonical, Relayout& r) {
     if (md == w_md_) return canonical;
@@ -108,7 +146,15 @@ class WeightedOp : public CpuOp {
   Prim fwd_, bwd_data_, bwd_w_;
   dnnl::memory::desc fwd_w_md_, bwd_data_w_md_, bwd_w_w_md_;
   Relayout fwd_weights_, bwd_data_weights_, diff_weights_;
+  std::unique_ptr<OwnKernels> own_;  // null: oneDNN's forward and backward-weights
+  struct {
+    const float *src = nullptr, *w = nullptr, *b = nullptr;
+    float* dst = nullptr;
+    const float* diff_dst = nullptr;
+    float *dw = nullptr, *db = nullptr;
+  } own_args_;
   bool trainable_;
+  bool own_forward_ = false;
   bool want_diff_src_ = false;
 };
 

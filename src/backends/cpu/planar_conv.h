@@ -1,0 +1,78 @@
+#pragma once
+// The weight and bias gradient, and with fewer than 12 filters the forward
+// pass, of a stride-1 convolution of a single-channel image (the first layer
+// of a greyscale CNN), by our own AVX2 kernels instead of oneDNN's.
+//
+// Why: oneDNN 2.6 vectorises its kernels over channels; with one input
+// channel it ran the seed CNN's conv 1→10 k5 backward-weights at ~25 and its
+// forward at ~37 GFLOP/s on one core, of ~89 (with 12 or more filters its
+// forward, vectorised over filters, could beat ours). Here the images, in bands of
+// rows that stay in L1, are staged as zero-padded planes — the input per
+// channel [C][rows][cols], the output or its gradient per filter
+// [O][rows][cols rounded up to 8] — and both passes run eight output columns
+// at a time, a tile of filters × (blocks of columns, or kernel columns) in
+// registers:
+//   forward:  Y[o][y][x] = b[o] + Σ W[o][c][kh][kw] · X[c][y + kh][x + kw]
+//   weights:  dW[o][c][kh][kw] = Σ dY[o][y][x] · X[c][y + kh][x + kw]
+// Padding is zeros in the staged input, so any padding works. The gradient
+// with respect to the input stays oneDNN's (a first layer needs none).
+//
+// Deterministic: each thread takes a fixed range of images and its own
+// accumulators; the threads' sums are added in thread order.
+//   src [N, H, W, C], dst and diff_dst [N, Ho, Wo, O] (NHWC);
+//   weight and dw [O, C, k, k], bias and db [O] (PyTorch's layouts)
+#include <cstdint>
+#include <vector>
+
+#include "backends/cpu/weighted_op.h"
+#include "convoy/core/tensor.h"
+
+namespace convoy::cpu {
+
+struct ConvGeometry {
+  int64_t batch = 0, channels = 0, height = 0, width = 0;      // src
+  int64_t filters = 0, out_height = 0, out_width = 0;          // dst
+  int64_t kernel = 0, stride = 1, groups = 1, pad_top = 0, pad_left = 0;
+};
+
+class PlanarConv final : public OwnKernels {
+ public:
+  static constexpr int64_t kMaxKernel = 7;
+  // Our forward pass only below this many filters, where it won or tied on
+  // one core (seed conv 1→10 k5: 0.99 → 0.59 ms; 1→8 k3: 0.41 both); with
+  // 12 filters and k3 oneDNN's was faster (0.49 ms to our 0.59).
+  static constexpr int64_t kForwardBelowFilters = 12;
+
+  // Whether these kernels serve `g`: built with AVX2 and FMA; stride 1; one
+  // input channel (for the weight gradient, with two channels oneDNN was as
+  // fast, with three faster: its kernels vectorise over channels); kernel ≤ 7.
+  static bool suits(const ConvGeometry& g);
+
+  explicit PlanarConv(const ConvGeometry& g);
+  bool runs_forward() const override { return g_.filters < kForwardBelowFilters; }
+  // bias / db may be null (no bias).
+  void forward(const float* src, const float* weight, const float* bias, float* dst) override;
+  void weight_gradient(const float* src, const float* diff_dst, float* dw, float* db) override;
+
+ private:
+  struct Workspace {
+    AlignedBuffer input;     // [C][band + k - 1][in_cols]
+    AlignedBuffer planes;    // [forward_filters][band][out_cols]: the output
+    AlignedBuffer grad;      // [grad_filters][band][out_cols]: its gradient
+    AlignedBuffer sums;      // [grad_filters][C][k][k][8], then [grad_filters][8] for the bias
+    std::vector<float> out;  // this thread's dw then db, summed over its lanes
+  };
+  void forward_images(Workspace& w, int64_t first_image, int64_t end_image, const float* src, float* dst) const;
+  void gradient_images(Workspace& w, int64_t first_image, int64_t end_image, const float* src,
+                       const float* diff_dst) const;
+  // Stages input rows for output rows [y0, y0 + rows) of image n.
+  void stage_input(Workspace& w, int64_t n, int64_t y0, int64_t rows, const float* src) const;
+
+  ConvGeometry g_;
+  int64_t forward_filters_, grad_filters_;  // filters rounded up to each pass's register tile
+  int64_t out_cols_, in_cols_, band_;
+  AlignedBuffer weight_, bias_;  // the forward's: [forward_filters][C k²] and [forward_filters], zero-padded
+  std::vector<Workspace> threads_;
+};
+
+}  // namespace convoy::cpu

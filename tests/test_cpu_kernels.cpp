@@ -1,0 +1,306 @@
+// The CPU backend's own kernels (convolution weight gradient, max-pool)
+// against plain reference loops in double, on
+// shapes that take each kernel's fast path and shapes that fall back to
+// oneDNN or to the generic loop: odd widths, batch 1, batches the threads do
+// not divide, filter counts that do not fill a register tile, several row
+// bands per image. The finite-difference checks (test_gradcheck.cpp) are
+// coarse; these pin every gradient to float rounding.
+#include <cmath>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "convoy/backends/executable.h"
+#include "convoy/core/threads.h"
+#include "test_helpers.h"
+
+namespace convoy {
+namespace {
+
+using namespace nn;
+
+struct Images {
+  int64_t n, c, h, w;
+  float at(const std::vector<float>& v, int64_t i, int64_t ch, int64_t y, int64_t x) const {
+    return v[static_cast<std::size_t>(((i * c + ch) * h + y) * w + x)];
+  }
+};
+
+std::vector<float> uniform(std::size_t count, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> v(count);
+  for (float& x : v) x = rng.uniform(-1.0f, 1.0f);
+  return v;
+}
+
+// The gradient a softmax cross-entropy loss (mean over the batch) sends back
+// into the logits `out` [n, classes].
+std::vector<double> softmax_ce_gradient(const std::vector<float>& out, const std::vector<int32_t>& y, int64_t n) {
+  const int64_t classes = static_cast<int64_t>(out.size()) / n;
+  std::vector<double> d(out.size());
+  for (int64_t i = 0; i < n; ++i) {
+    const float* o = out.data() + i * classes;
+    double top = o[0], total = 0;
+    for (int64_t j = 0; j < classes; ++j) top = std::max(top, static_cast<double>(o[j]));
+    for (int64_t j = 0; j < classes; ++j) total += std::exp(o[j] - top);
+    for (int64_t j = 0; j < classes; ++j)
+      d[i * classes + j] = (std::exp(o[j] - top) / total - (j == y[i] ? 1.0 : 0.0)) / static_cast<double>(n);
+  }
+  return d;
+}
+
+struct ConvCase {
+  const char* name;
+  int64_t batch, channels, height, width;
+  Conv2d conv;
+};
+
+// A Conv2d followed by Flatten: the logits are the convolution's output in
+// NCHW order, checked against direct sums; so the output gradient is known
+// and the weight, bias and input gradients can be summed directly. The
+// weights are set after compiling, as training changes them: no kernel may
+// keep a stale copy.
+void check_conv_gradients(const ConvCase& k) {
+  SCOPED_TRACE(k.name);
+  const Sequential model({k.channels, k.height, k.width}, {k.conv, Flatten{}});
+  auto exe = compile_cpu(model, {.batch_size = k.batch, .loss = Loss::softmax_cross_entropy, .input_gradient = true}, 7);
+  exe->set_parameters(uniform(static_cast<std::size_t>(model.num_parameters()), 8));
+  const Images in{k.batch, k.channels, k.height, k.width};
+  const std::vector<float> x = uniform(static_cast<std::size_t>(k.batch * numel(model.input_shape())), 3);
+  std::vector<int32_t> y(static_cast<std::size_t>(k.batch));
+  const int64_t classes = model.output_shape()[0];
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<int32_t>((i * 7) % classes);
+  exe->loss_and_gradients(x.data(), y.data());
+  std::vector<float> out(static_cast<std::size_t>(k.batch * classes)), grads(model.num_parameters());
+  std::vector<float> params(grads.size()), dx(x.size());
+  exe->get_input_gradient(dx);
+  exe->get_output(out);
+  exe->get_gradients(grads);
+  exe->get_parameters(params);
+
+  const Shape& o_shape = model.layers()[0].output_shape;  // [O, Ho, Wo]
+  const int64_t filters = o_shape[0], oh = o_shape[1], ow = o_shape[2], kk = k.conv.kernel;
+  const int64_t per_group = k.channels / k.conv.groups, filters_per_group = filters / k.conv.groups;
+  const Window wy = window(k.height, kk, k.conv.stride, k.conv.padding, "conv");
+  const Window wx = window(k.width, kk, k.conv.stride, k.conv.padding, "conv");
+  const auto& slots = model.layers()[0].params;
+  std::vector<float> want_out(out.size());
+  for (int64_t n = 0; n < k.batch; ++n)
+    for (int64_t o = 0; o < filters; ++o)
+      for (int64_t r = 0; r < oh; ++r)
+        for (int64_t s = 0; s < ow; ++s) {
+          double sum = k.conv.bias ? params[slots[1].offset + o] : 0.0;
+          for (int64_t c = 0; c < per_group; ++c)
+            for (int64_t i = 0; i < kk; ++i)
+              for (int64_t j = 0; j < kk; ++j) {
+                const int64_t iy = r * k.conv.stride - wy.pad_begin + i, ix = s * k.conv.stride - wx.pad_begin + j;
+                if (iy < 0 || iy >= k.height || ix < 0 || ix >= k.width) continue;
+                sum += params[((o * per_group + c) * kk + i) * kk + j] *
+                       in.at(x, n, o / filters_per_group * per_group + c, iy, ix);
+              }
+          want_out[((n * filters + o) * oh + r) * ow + s] = static_cast<float>(sum);
+        }
+  EXPECT_LT(testing::relative_error(out, want_out), 1e-5) << "output";
+  const std::vector<double> dy = softmax_ce_gradient(out, y, k.batch);
+  std::vector<float> dw(static_cast<std::size_t>(filters * per_group * kk * kk)), db(static_cast<std::size_t>(filters));
+  std::vector<double> want_dx(x.size());
+  for (int64_t o = 0; o < filters; ++o) {
+    const int64_t first_channel = o / filters_per_group * per_group;
+    double bias = 0;
+    for (int64_t c = 0; c < per_group; ++c)
+      for (int64_t i = 0; i < kk; ++i)
+        for (int64_t j = 0; j < kk; ++j) {
+          double sum = 0;
+          for (int64_t n = 0; n < k.batch; ++n)
+            for (int64_t r = 0; r < oh; ++r)
+              for (int64_t s = 0; s < ow; ++s) {
+                const int64_t iy = r * k.conv.stride - wy.pad_begin + i, ix = s * k.conv.stride - wx.pad_begin + j;
+                if (iy < 0 || iy >= k.height || ix < 0 || ix >= k.width) continue;
+                const double d = dy[((n * filters + o) * oh + r) * ow + s];
+                sum += d * in.at(x, n, first_channel + c, iy, ix);
+                want_dx[((n * k.channels + first_channel + c) * k.height + iy) * k.width + ix] +=
+                    d * params[((o * per_group + c) * kk + i) * kk + j];
+              }
+          dw[((o * per_group + c) * kk + i) * kk + j] = static_cast<float>(sum);
+        }
+    for (int64_t n = 0; n < k.batch; ++n)
+      for (int64_t r = 0; r < oh * ow; ++r) bias += dy[(n * filters + o) * oh * ow + r];
+    db[o] = static_cast<float>(bias);
+  }
+  EXPECT_LT(testing::relative_error({grads.data() + slots[0].offset, dw.size()}, dw), 1e-5) << "weight";
+  if (k.conv.bias) {
+    EXPECT_LT(testing::relative_error({grads.data() + slots[1].offset, db.size()}, db), 1e-5) << "bias";
+  }
+  EXPECT_LT(testing::relative_error(dx, std::vector<float>(want_dx.begin(), want_dx.end())), 1e-5) << "input";
+}
+
+const ConvCase kConvCases[] = {
+    // Our kernels: stride 1, one input channel; the forward pass too below 12 filters.
+    {"seed conv 1->10 k5, batch 5", 5, 1, 28, 28, {.filters = 10, .kernel = 5}},
+    {"batch 1, odd widths, pad 2, 3 filters", 1, 1, 13, 11, {.filters = 3, .kernel = 5, .padding = 2}},
+    {"k3 pad 1, 5 filters", 3, 1, 9, 10, {.filters = 5, .kernel = 3, .padding = 1}},
+    {"k1, 9 filters", 3, 1, 5, 6, {.filters = 9, .kernel = 1}},
+    {"k7 pad 3, no bias", 2, 1, 16, 20, {.filters = 4, .kernel = 7, .padding = 3, .bias = false}},
+    {"k2 same (pads after)", 3, 1, 7, 9, {.filters = 6, .kernel = 2, .padding = kSame}},
+    {"k4", 2, 1, 12, 12, {.filters = 3, .kernel = 4}},
+    {"k6, wide", 2, 1, 6, 30, {.filters = 2, .kernel = 6}},
+    {"many row bands, last band short; oneDNN's forward", 2, 1, 65, 70, {.filters = 16, .kernel = 3}},
+    {"11 filters (a tile of 5 padded), pad 1", 3, 1, 10, 9, {.filters = 11, .kernel = 3, .padding = 1}},
+    // oneDNN's: several input channels, strided, grouped, or bigger filters.
+    {"rgb k3 pad 1", 3, 3, 9, 10, {.filters = 5, .kernel = 3, .padding = 1}},
+    {"stride 2", 3, 1, 12, 12, {.filters = 4, .kernel = 5, .stride = 2}},
+    {"groups 2", 3, 4, 8, 8, {.filters = 4, .kernel = 3, .groups = 2}},
+    {"seed conv 10->20 k5", 3, 10, 12, 12, {.filters = 20, .kernel = 5}},
+    {"k9", 2, 1, 12, 12, {.filters = 3, .kernel = 9}},
+};
+
+struct PoolCase {
+  const char* name;
+  int64_t batch, channels, height, width;
+  MaxPool2d pool;
+};
+
+// A MaxPool2d followed by Flatten, its input drawn from a few values so that
+// windows tie: the first maximum in window order must win, as in PyTorch.
+void check_max_pool(const PoolCase& k) {
+  SCOPED_TRACE(k.name);
+  const Sequential model({k.channels, k.height, k.width}, {k.pool, Flatten{}});
+  auto exe = compile_cpu(model, {.batch_size = k.batch, .loss = Loss::softmax_cross_entropy, .input_gradient = true}, 7);
+  const Images in{k.batch, k.channels, k.height, k.width};
+  std::vector<float> x(static_cast<std::size_t>(k.batch * numel(model.input_shape())));
+  Rng rng(5);
+  for (float& v : x) v = static_cast<float>(rng.below(5)) - 2.0f;
+  std::vector<int32_t> y(static_cast<std::size_t>(k.batch));
+  const int64_t classes = model.output_shape()[0];
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<int32_t>((i * 5) % classes);
+  exe->loss_and_gradients(x.data(), y.data());
+  std::vector<float> out(static_cast<std::size_t>(k.batch * classes)), dx(x.size());
+  exe->get_output(out);
+  exe->get_input_gradient(dx);
+
+  const Shape& o_shape = model.layers()[0].output_shape;  // [C, Ho, Wo]
+  const int64_t oh = o_shape[1], ow = o_shape[2], kk = k.pool.kernel, s = k.pool.stride ? k.pool.stride : kk;
+  const int64_t top = window(k.height, kk, s, k.pool.padding, "pool").pad_begin;
+  const int64_t left = window(k.width, kk, s, k.pool.padding, "pool").pad_begin;
+  const std::vector<double> dy = softmax_ce_gradient(out, y, k.batch);
+  std::vector<float> want_out(out.size());
+  std::vector<double> want_dx(x.size());
+  for (int64_t n = 0; n < k.batch; ++n)
+    for (int64_t c = 0; c < k.channels; ++c)
+      for (int64_t r = 0; r < oh; ++r)
+        for (int64_t q = 0; q < ow; ++q) {
+          float best = -INFINITY;
+          int64_t at = -1;
+          for (int64_t iy = std::max<int64_t>(r * s - top, 0); iy < std::min(r * s - top + kk, k.height); ++iy)
+            for (int64_t ix = std::max<int64_t>(q * s - left, 0); ix < std::min(q * s - left + kk, k.width); ++ix)
+              if (in.at(x, n, c, iy, ix) > best) {
+                best = in.at(x, n, c, iy, ix);
+                at = ((n * k.channels + c) * k.height + iy) * k.width + ix;
+              }
+          const int64_t o = ((n * k.channels + c) * oh + r) * ow + q;
+          want_out[o] = best;
+          want_dx[at] += dy[o];
+        }
+  EXPECT_EQ(out, want_out);
+  std::vector<float> want(want_dx.begin(), want_dx.end());
+  EXPECT_LT(testing::relative_error(dx, want), 1e-6);
+}
+
+const PoolCase kPoolCases[] = {
+    {"seed pool 2x2, 10 channels (blocks 0-7 and 2-9)", 3, 10, 24, 24, {.kernel = 2}},
+    {"20 channels, batch 1", 1, 20, 8, 8, {.kernel = 2}},
+    {"37 channels (a group of 4 blocks, then 1)", 2, 37, 6, 5, {.kernel = 2}},
+    {"8 channels, odd size: last row and column in no window", 3, 8, 7, 9, {.kernel = 2}},
+    {"3 channels (scalar), odd size", 2, 3, 7, 7, {.kernel = 2}},
+    {"stride above kernel: gaps between windows", 2, 12, 8, 11, {.kernel = 2, .stride = 3}},
+    {"3x3 stride 3, 9 channels", 3, 9, 10, 11, {.kernel = 3}},
+    {"overlapping 3x3/2 padded, 16 channels", 3, 16, 9, 8, {.kernel = 3, .stride = 2, .padding = 1}},
+    {"overlapping, scalar channels", 2, 5, 9, 9, {.kernel = 3, .stride = 2, .padding = 1}},
+    {"same padding", 2, 11, 7, 6, {.kernel = 3, .stride = 2, .padding = kSame}},
+};
+
+// A BatchNorm (random gamma and beta) followed by Flatten in training: its
+// output, running statistics, parameter and input gradients against the
+// textbook formulas in double. Shapes span several of the kernel's
+// 256-float-or-more runs and a remainder, split over the threads.
+void check_batch_norm(const char* name, int64_t batch, const Shape& shape) {
+  SCOPED_TRACE(name);
+  Sequential model(shape, {BatchNorm{}});
+  if (shape.size() == 3) model = Sequential(shape, {BatchNorm{}, Flatten{}});
+  auto exe = compile_cpu(model, {.batch_size = batch, .loss = Loss::softmax_cross_entropy, .input_gradient = true}, 7);
+  const int64_t c = shape[0], per_example = numel(shape), inner = per_example / c, m = batch * inner;
+  std::vector<float> params = uniform(static_cast<std::size_t>(2 * c), 9);
+  exe->set_parameters(params);
+  const std::vector<float> x = uniform(static_cast<std::size_t>(batch * per_example), 4);
+  std::vector<int32_t> y(static_cast<std::size_t>(batch));
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<int32_t>((i * 3) % per_example);
+  exe->loss_and_gradients(x.data(), y.data());
+  std::vector<float> out(x.size()), dx(x.size()), grads(params.size()), state(static_cast<std::size_t>(2 * c));
+  exe->get_output(out);
+  exe->get_input_gradient(dx);
+  exe->get_gradients(grads);
+  exe->get_state(state);
+  const std::vector<double> dy = softmax_ce_gradient(out, y, batch);
+
+  auto at = [&](int64_t n, int64_t ch, int64_t i) { return (n * c + ch) * inner + i; };  // NCHW / NC order
+  std::vector<float> want_out(x.size()), want_dx(x.size()), want_grads(params.size()), want_state(state.size());
+  for (int64_t ch = 0; ch < c; ++ch) {
+    double mean = 0, var = 0, dbeta = 0, dgamma = 0;
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t i = 0; i < inner; ++i) mean += x[at(n, ch, i)];
+    mean /= static_cast<double>(m);
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t i = 0; i < inner; ++i) var += (x[at(n, ch, i)] - mean) * (x[at(n, ch, i)] - mean);
+    var /= static_cast<double>(m);
+    const double invstd = 1 / std::sqrt(var + 1e-5), gamma = params[ch], beta = params[c + ch];
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t k = at(n, ch, i);
+        const double xhat = (x[k] - mean) * invstd;
+        want_out[k] = static_cast<float>(gamma * xhat + beta);
+        dbeta += dy[k];
+        dgamma += dy[k] * xhat;
+      }
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t k = at(n, ch, i);
+        const double xhat = (x[k] - mean) * invstd;
+        want_dx[k] = static_cast<float>(gamma * invstd * (dy[k] - dbeta / m - xhat * dgamma / m));
+      }
+    want_grads[ch] = static_cast<float>(dgamma);
+    want_grads[c + ch] = static_cast<float>(dbeta);
+    want_state[ch] = static_cast<float>(0.1 * mean);                                      // running mean from 0
+    want_state[c + ch] = static_cast<float>(0.9 + 0.1 * var * m / (m - 1.0));            // running var from 1
+  }
+  EXPECT_LT(testing::relative_error(out, want_out), 1e-5) << "output";
+  EXPECT_LT(testing::relative_error(dx, want_dx), 1e-4) << "input gradient";
+  EXPECT_LT(testing::relative_error(grads, want_grads), 1e-5) << "gamma, beta gradients";
+  EXPECT_LT(testing::relative_error(state, want_state), 1e-5) << "running statistics";
+}
+
+}  // namespace
+
+TEST(CpuKernels, BatchNormMatchesReferenceFormulas) {
+  check_batch_norm("seed bn 10 channels 12x12, batch 5", 5, {10, 12, 12});
+  check_batch_norm("20 channels 4x4, batch 3", 3, {20, 4, 4});
+  check_batch_norm("3 channels 5x5, batch 2", 2, {3, 5, 5});
+  check_batch_norm("vectors of 50, batch 7", 7, {50});
+}
+
+TEST(CpuKernels, MaxPoolMatchesReferenceWithTiesGoingToTheFirstMaximum) {
+  for (const PoolCase& k : kPoolCases) check_max_pool(k);
+}
+
+TEST(CpuKernels, ConvOutputAndWeightGradientMatchReferenceSums) {
+  for (const ConvCase& k : kConvCases) check_conv_gradients(k);
+}
+
+// The same with one thread: each thread count splits the batch differently.
+TEST(CpuKernels, ConvOutputAndWeightGradientMatchReferenceSumsOnOneThread) {
+  const int threads = num_threads();
+  set_num_threads(1);
+  for (const ConvCase& k : kConvCases) check_conv_gradients(k);
+  set_num_threads(threads);
+}
+
+}  // namespace convoy
