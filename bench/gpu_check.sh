@@ -2,11 +2,14 @@
 # The GPU check, for a machine with an NVIDIA GPU, in under 10 minutes:
 #   1. build convoy with the CUDA backend (Release, -j16), or take a prebuilt
 #      bundle (bench/gpu_bundle.sh) when this machine lacks the build's libraries;
-#   2. run the GPU tests (test_cuda_*.cpp, fp32 with TF32 off; test_nccl.cpp:
-#      one-replica NCCL group, synchronised BN) and the device/fallback check;
-#      then the nccl strategy with 2 replicas (tests/nccl_replicas.sh:
-#      equivalence, accuracy band, hung and killed workers), which needs 2
-#      GPUs, mpirun and an MPI build, and otherwise says it skipped and why;
+#   2. run the GPU tests (test_cuda_*.cpp, fp32 with TF32 off: every layer
+#      against the CPU, dropout, multiply, frozen layers and uneven "same"
+#      padding included; the EfficientNets and transfer learning's frozen
+#      backbones end to end; test_nccl.cpp: one-replica NCCL group,
+#      synchronised BN) and the device/fallback check; then the nccl strategy
+#      with 2 replicas (tests/nccl_replicas.sh: equivalence, accuracy band,
+#      hung and killed workers), which needs 2 GPUs, mpirun and an MPI build,
+#      and otherwise says it skipped and why;
 #   3. the benchmark: 50 epochs of the seed CNN on Fashion-MNIST with the test
 #      set evaluated after every epoch (bench/gpu_seed_cnn.yaml: batch 128,
 #      32 steps per CUDA graph), end to end, against PyTorch eager and
@@ -44,7 +47,7 @@ done
 deadline=$(($(date +%s) + budget))
 work=$(mktemp -d /tmp/convoy-gpu-check.XXXXXX)
 out="${OUT:-}"
-export root work
+export root work out
 
 log() { echo "[gpu_check $(date +%H:%M:%S)] $*"; }
 now() { date +%s.%N; }
@@ -179,12 +182,15 @@ fi
 
 # --- 2. the GPU tests (TF32 off in the tests themselves; the variable also
 # keeps any library's TF32 default out of the comparison)
+# With $OUT set, gtest's XML report (every test's result and time) goes there too.
 run_tests() {
-  NVIDIA_TF32_OVERRIDE=0 "$tests_bin" --gtest_filter='Cuda*:StepsPerExecution*:Nccl*' --gtest_color=no |
+  local xml=()
+  [[ -n "$out" ]] && xml=(--gtest_output="xml:$out/gtest.xml")
+  NVIDIA_TF32_OVERRIDE=0 "$tests_bin" --gtest_filter='Cuda*:StepsPerExecution*:Nccl*' --gtest_color=no "${xml[@]}" |
     tee "$work/gtest.log"
   bash "$root/tests/cuda_fallback.sh" "$convoy"
 }
-stage gpu_tests 150 run_tests || true
+stage gpu_tests 210 run_tests || true
 
 # --- 2b. the nccl strategy with 2 replicas (2 GPUs; skips at once otherwise)
 nccl_replicas() {

@@ -5,6 +5,10 @@
 // names the op. Skipped without a usable GPU.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+#include <string>
+
 #include "cuda_test_helpers.h"
 
 namespace convoy {
@@ -22,6 +26,7 @@ struct OpCase {
   bool dense_targets = false;
   float label_smoothing = 0;
   bool input_gradient = true;
+  std::vector<float> state = {};  // when set: the running statistics both start from
 };
 
 void check_against_cpu(const OpCase& c) {
@@ -31,6 +36,10 @@ void check_against_cpu(const OpCase& c) {
                                .optimizer = {}, .input_gradient = c.input_gradient};
   auto [cpu, gpu] = testing::compile_both(c.model, options, 17);
   ASSERT_EQ(testing::parameters(*cpu), testing::parameters(*gpu));  // the same start
+  if (!c.state.empty()) {
+    cpu->set_state(c.state);
+    gpu->set_state(c.state);
+  }
 
   const int64_t classes = c.model.output_shape()[0];
   const std::vector<float> x = testing::uniform_values(batch * numel(c.model.input_shape()), 3);
@@ -162,6 +171,131 @@ TEST(CudaOps, JoinsMatchTheCpu) {
   auto j = cat.add(Concat{}, {a, b, x});
   cat.add(Flatten{}, j);
   check_against_cpu({"concat of three", cat.build()});
+}
+
+// The zoo's layers that the GPU turned away until it had kernels for them.
+
+TEST(CudaOps, MultiplyMatchesTheCpu) {
+  SKIP_WITHOUT_GPU();
+  // Squeeze-and-excitation: one [C, 1, 1] gate per example and channel.
+  GraphBuilder se({4, 5, 5});
+  auto x = se.add(Conv2d{.filters = 4, .kernel = 3, .padding = 1}, se.input());
+  auto s = se.add(GlobalAvgPool{.keep_dims = true}, x);
+  s = se.add(Conv2d{.filters = 4, .kernel = 1}, s);
+  se.add(Flatten{}, se.add(Multiply{}, {x, se.add(Sigmoid{}, s)}));
+  check_against_cpu({"squeeze-and-excitation gate [C, 1, 1]", se.build()});
+
+  GraphBuilder vec({3, 4, 4});
+  auto p = vec.add(Dense{.units = 3}, vec.add(GlobalAvgPool{}, vec.input()));
+  vec.add(Flatten{}, vec.add(Multiply{}, {vec.input(), vec.add(Sigmoid{}, p)}));
+  check_against_cpu({"gate [C] on an image, the image being the model's input", vec.build()});
+
+  GraphBuilder el({2, 3, 3});
+  auto a = el.add(Conv2d{.filters = 2, .kernel = 1}, el.input());
+  el.add(Flatten{}, el.add(Multiply{}, {el.input(), a}));
+  check_against_cpu({"element-wise", el.build()});
+
+  GraphBuilder first({2, 3, 3});
+  auto b = first.add(Conv2d{.filters = 2, .kernel = 1}, first.input());
+  first.add(Flatten{}, first.add(Multiply{}, {first.input(), b}));
+  check_against_cpu({"element-wise, no input gradient", first.build(), Loss::softmax_cross_entropy, false, 0, false});
+}
+
+TEST(CudaOps, UnevenSamePaddingMatchesTheCpu) {
+  SKIP_WITHOUT_GPU();
+  // TensorFlow's "same" with an odd total: the extra row and column go to
+  // the end, which cuDNN's symmetric padding cannot express.
+  const auto conv = [](int64_t filters, int64_t kernel, int64_t stride) {
+    return Conv2d{.filters = filters, .kernel = kernel, .stride = stride, .padding = kSame};
+  };
+  const auto avg = [](int64_t kernel, int64_t stride, bool count_pad) {
+    return AvgPool2d{.kernel = kernel, .stride = stride, .padding = kSame, .count_include_pad = count_pad};
+  };
+  check_against_cpu({"conv 3x3 stride 2 on 8 (pads 0 and 1)", Model({3, 8, 8}, {conv(4, 3, 2), Flatten{}})});
+  check_against_cpu({"conv 5x5 stride 2 on 10 (pads 1 and 2)", Model({2, 10, 10}, {conv(3, 5, 2), Flatten{}})});
+  Conv2d depthwise = conv(4, 3, 2);
+  depthwise.groups = 4;
+  depthwise.bias = false;
+  check_against_cpu({"depthwise 3x3 stride 2, no bias, 8 x 6 (uneven on both axes)",
+                     Model({4, 8, 6}, {depthwise, Flatten{}})});
+  check_against_cpu({"conv 2x2 stride 1 (pads 0 and 1)", Model({2, 5, 5}, {conv(2, 2, 1), Flatten{}})});
+  check_against_cpu({"uneven conv first, no input gradient", Model({3, 8, 8}, {conv(4, 3, 2), Flatten{}}),
+                     Loss::softmax_cross_entropy, false, 0, false});
+  check_against_cpu({"max pool 3 stride 2 on 8",
+                     Model({2, 8, 8}, {MaxPool2d{.kernel = 3, .stride = 2, .padding = kSame}, Flatten{}})});
+  check_against_cpu({"max pool 2 stride 2 on 7",
+                     Model({2, 7, 7}, {MaxPool2d{.kernel = 2, .stride = 2, .padding = kSame}, Flatten{}})});
+  check_against_cpu({"avg pool 3 stride 2 on 8, padding counted", Model({2, 8, 8}, {avg(3, 2, true), Flatten{}})});
+  check_against_cpu({"avg pool 3 stride 2 on 8, padding not counted", Model({2, 8, 8}, {avg(3, 2, false), Flatten{}})});
+  check_against_cpu({"avg pool 2 stride 1 on 5, padding not counted", Model({3, 5, 5}, {avg(2, 1, false), Flatten{}})});
+}
+
+TEST(CudaOps, FrozenLayersMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  // No parameter gradient (zero on both), batch norm on its running
+  // statistics (which stay as they are), the input gradient flowing through.
+  Model images({2, 6, 6}, {Conv2d{.filters = 4, .kernel = 3}, BatchNorm{}, ReLU{}, Flatten{}, Dense{.units = 5}});
+  images.set_trainable(false, images.layers()[0].name);
+  images.set_trainable(false, images.layers()[1].name);
+  // Running statistics away from (0, 1), so that using them shows.
+  const auto statistics = [](int64_t channels) {
+    std::vector<float> s = testing::uniform_values(2 * channels, 9, -0.5f, 0.5f);   // means
+    for (int64_t c = channels; c < 2 * channels; ++c) s[c] = 0.5f + 2 * std::abs(s[c]);  // variances
+    return s;
+  };
+  check_against_cpu({"frozen conv and batch norm", images, Loss::softmax_cross_entropy, false, 0, true, statistics(4)});
+  Model vectors({12}, {Dense{.units = 8}, BatchNorm{}, Dense{.units = 5}});
+  for (const auto& layer : vectors.layers()) vectors.set_trainable(false, layer.name);
+  check_against_cpu({"everything frozen", vectors, Loss::softmax_cross_entropy, false, 0, true, statistics(8)});
+}
+
+// Bit for bit: x * mask is one float multiply on both sides.
+void expect_same_masks(Executable& cpu, Executable& gpu, const std::vector<float>& x, const std::vector<int32_t>& y,
+                       const std::string& when) {
+  cpu.loss_and_gradients(x.data(), y.data());
+  gpu.loss_and_gradients(x.data(), y.data());
+  const std::vector<float> want = testing::output(cpu), got = testing::output(gpu);
+  EXPECT_EQ(got, want) << "dropout output " << when;
+  int64_t dropped = 0;
+  for (float v : want) dropped += v == 0.0f;
+  EXPECT_GT(dropped, 0) << when;
+}
+
+TEST(CudaOps, DropoutDrawsTheCpusMasks) {
+  SKIP_WITHOUT_GPU();
+  check_against_cpu({"dropout of vectors", Model({12}, {Dense{.units = 10}, Dropout{.rate = 0.3f}})});
+  check_against_cpu({"dropout of images", Model({3, 4, 5}, {Dropout{.rate = 0.5f}, Flatten{}})});
+  check_against_cpu({"dropout rate 0", Model({12}, {Dense{.units = 10}, Dropout{.rate = 0.0f}})});
+
+  // The masks through steps, CUDA graphs, a step that is not finite and a
+  // resume. Images: the CPU masks its NHWC memory, the GPU NCHW.
+  const Model m({3, 4, 5}, {ReLU{}, Dropout{.rate = 0.5f}, Flatten{}});
+  const int64_t batch = 4, n = 3;
+  CompileOptions options{.batch_size = batch, .loss = Loss::softmax_cross_entropy, .steps_per_execution = n};
+  auto [cpu, gpu] = testing::compile_both(m, options, 23);
+  const std::vector<float> x = testing::uniform_values(n * batch * 60, 1, 0.5f, 1.5f);
+  const std::vector<int32_t> y = testing::class_indices(n * batch, 60, 2);
+  expect_same_masks(*cpu, *gpu, x, y, "at step 0");
+  cpu->train_step(x.data(), y.data());
+  gpu->train_step(x.data(), y.data());
+  expect_same_masks(*cpu, *gpu, x, y, "at step 1");
+  for (int round = 0; round < 3; ++round) {  // eager, captured, replayed
+    EXPECT_EQ(cpu->train_steps(x.data(), y.data(), n), n);
+    EXPECT_EQ(gpu->train_steps(x.data(), y.data(), n), n);
+    expect_same_masks(*cpu, *gpu, x, y, "after " + std::to_string(round + 1) + " executions of 3 steps");
+  }
+  std::vector<float> bad(x.begin(), x.begin() + batch * 60);
+  bad[5] = std::numeric_limits<float>::infinity();  // ReLU passes it (a NaN it would zero); masked, NaN
+  cpu->train_step(bad.data(), y.data());
+  gpu->train_step(bad.data(), y.data());
+  EXPECT_FALSE(gpu->last_step_finite());
+  expect_same_masks(*cpu, *gpu, x, y, "after a step that was not finite (no new mask)");
+  cpu->set_steps_done(1000);
+  gpu->set_steps_done(1000);
+  expect_same_masks(*cpu, *gpu, x, y, "after set_steps_done (a resume)");
+  cpu->eval_step(x.data(), y.data(), batch);
+  gpu->eval_step(x.data(), y.data(), batch);
+  EXPECT_EQ(testing::output(*gpu), testing::output(*cpu)) << "inference: the identity";
 }
 
 TEST(CudaOps, BadLabelsAreTheCpusUserErrors) {

@@ -1,12 +1,17 @@
 // Whole models on the GPU against the CPU backend (fp32, TF32 off): the seed
-// CNN's loss and gradients, optimizer steps, a residual graph; and the GPU's
-// own promises: N steps in one CUDA graph equal N single steps, and fit with
-// steps_per_execution trains as the CPU does. Skipped without a usable GPU.
+// CNN's loss and gradients, optimizer steps, a residual graph, the zoo's
+// EfficientNets (uneven "same" padding, squeeze-and-excitation, dropout) and
+// transfer learning's frozen backbones; and the GPU's own promises: N steps
+// in one CUDA graph equal N single steps, and fit with steps_per_execution
+// trains as the CPU does. Skipped without a usable GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <span>
+#include <variant>
 
+#include "convoy/nn/zoo.h"
 #include "convoy/train/fit.h"
 #include "cuda_test_helpers.h"
 #include "joins_graph.h"
@@ -237,6 +242,122 @@ TEST(CudaTraining, ANonFiniteStepInsideAGraphChangesNothingAndEndsTheCall) {
   // The rest of the execution, handed in again (on_nan: skip_step), trains.
   EXPECT_EQ(gpu->train_steps(x.data() + 3 * batch * per, y.data() + 3 * batch, 1), 1);
   EXPECT_TRUE(gpu->last_step_finite());
+}
+
+// Zoo networks end to end: loss, outputs and gradients of one step, then
+// parameters and running statistics after SGD steps (two of them in one
+// CUDA graph), with dropout (the head's, rate 0.2) drawing the CPU's masks.
+// tf_efficientnet_lite0 pads its stride-2 convolutions unevenly (TensorFlow's
+// "same"), efficientnet_b0 gates with squeeze-and-excitation. Training-mode
+// batch norm over few values per channel makes deep networks ill-conditioned
+// (docs/zoo.md: PyTorch's own fp32 and fp64 gradients differ by up to 1e-3
+// per tensor there), so single tensors get 2e-3; the whole gradient 1e-4.
+TEST(CudaTraining, EfficientNetsTrainAsOnTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const int64_t batch = 8;
+  for (const char* name : {"tf_efficientnet_lite0", "efficientnet_b0"}) {
+    SCOPED_TRACE(name);
+    const Model model = nn::model_by_name(name, {.input = {3, 64, 64}, .classes = 5});
+    const CompileOptions options{.batch_size = batch, .loss = Loss::softmax_cross_entropy,
+                                 .optimizer = {.lr = 0.01f, .momentum = 0.9f, .weight_decay = 1e-4f},
+                                 .steps_per_execution = 2};
+    auto [cpu, gpu] = testing::compile_both(model, options, 31);
+    const auto x = testing::uniform_values(2 * batch * 3 * 64 * 64, 32);
+    const auto y = testing::class_indices(2 * batch, 5, 33);
+    const double want = cpu->loss_and_gradients(x.data(), y.data());
+    EXPECT_NEAR(gpu->loss_and_gradients(x.data(), y.data()), want, kTolerance * want);
+    EXPECT_LT(relative_error(testing::output(*gpu), testing::output(*cpu)), kTolerance) << "logits";
+    const auto g_cpu = testing::gradients(*cpu), g_gpu = testing::gradients(*gpu);
+    EXPECT_LT(relative_error(g_gpu, g_cpu), kTolerance) << "the whole gradient";
+    testing::expect_per_tensor(model, g_gpu, g_cpu, 2e-3, "gradient");
+    for (int round = 0; round < 2; ++round) {  // eager, then captured
+      cpu->train_step(x.data(), y.data());
+      gpu->train_step(x.data(), y.data());
+      EXPECT_EQ(cpu->train_steps(x.data(), y.data(), 2), 2);
+      EXPECT_EQ(gpu->train_steps(x.data(), y.data(), 2), 2);
+    }
+    EXPECT_LT(relative_error(testing::parameters(*gpu), testing::parameters(*cpu)), kTolerance) << "parameters";
+    testing::expect_per_tensor(model, testing::parameters(*gpu), testing::parameters(*cpu), 2e-3, "parameter");
+    EXPECT_LT(relative_error(testing::state(*gpu), testing::state(*cpu)), kTolerance) << "running statistics";
+    EXPECT_LT(relative_error(testing::optimizer_state(*gpu), testing::optimizer_state(*cpu)), 2e-3) << "momentum";
+    const Metrics m_cpu = cpu->take_metrics(), m_gpu = gpu->take_metrics();
+    EXPECT_EQ(m_gpu.count, 6 * batch);
+    EXPECT_NEAR(m_gpu.loss_sum, m_cpu.loss_sum, kTolerance * m_cpu.loss_sum);
+  }
+}
+
+// Transfer learning's two phases on tf_efficientnet_lite0 (docs/transfer.md):
+// the head alone on a frozen backbone, then every layer but the batch norms
+// (which then stay frozen among trainable convolutions: many runs of
+// trainable parameters). Frozen weights and all running statistics stay bit
+// for bit what they were, the trainable ones train as on the CPU, and the
+// optimizer keeps state for the trainable parameters only.
+TEST(CudaTraining, FrozenLayersStayBitIdenticalAndTheRestTrainsAsOnTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const int64_t batch = 8;
+  Model head_only = nn::tf_efficientnet_lite0({.input = {3, 64, 64}, .classes = 4});
+  head_only.set_trainable(false);
+  head_only.set_trainable(true, "classifier");
+  Model fine_tune = nn::tf_efficientnet_lite0({.input = {3, 64, 64}, .classes = 4});
+  for (const auto& layer : fine_tune.layers())
+    if (std::holds_alternative<BatchNorm>(layer.layer)) fine_tune.set_trainable(false, layer.name);
+  struct Case {
+    const char* name;
+    const Model& model;
+    optim::OptimizerOptions optimizer;
+  };
+  // Weight decay and momentum would move a frozen weight with a zero gradient.
+  const Case cases[] = {
+      {"head only, SGD", head_only, {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 1e-2f, .clip_norm = 1.0f}},
+      {"fine-tune with frozen batch norms, SGD", fine_tune, {.lr = 0.01f, .momentum = 0.9f, .weight_decay = 1e-3f}},
+      {"head only, AdamW", head_only, {.kind = optim::Kind::adamw, .lr = 1e-3f, .weight_decay = 1e-2f}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Model& model = c.model;
+    const CompileOptions options{.batch_size = batch, .loss = Loss::softmax_cross_entropy, .optimizer = c.optimizer,
+                                 .steps_per_execution = 2};
+    auto [cpu, gpu] = testing::compile_both(model, options, 41);
+    const std::vector<float> initial = testing::parameters(*gpu);
+    int64_t trainable = 0;
+    for (const auto& layer : model.layers())
+      for (const auto& slot : layer.params) trainable += layer.trainable ? slot.size() : 0;
+    EXPECT_EQ(gpu->optimizer_state_size(), cpu->optimizer_state_size());
+    EXPECT_EQ(gpu->optimizer_state_size(), optim::state_size(c.optimizer, trainable));
+
+    const auto x = testing::uniform_values(2 * batch * 3 * 64 * 64, 42);
+    const auto y = testing::class_indices(2 * batch, 4, 43);
+    for (int round = 0; round < 2; ++round) {  // eager, then captured
+      cpu->train_step(x.data(), y.data());
+      gpu->train_step(x.data(), y.data());
+      EXPECT_EQ(cpu->train_steps(x.data(), y.data(), 2), 2);
+      EXPECT_EQ(gpu->train_steps(x.data(), y.data(), 2), 2);
+    }
+    const std::vector<float> after = testing::parameters(*gpu), want = testing::parameters(*cpu);
+    for (const auto& layer : model.layers())
+      for (const auto& slot : layer.params) {
+        const std::span<const float> got_slot(after.data() + slot.offset, static_cast<std::size_t>(slot.size())),
+            start(initial.data() + slot.offset, static_cast<std::size_t>(slot.size())),
+            want_slot(want.data() + slot.offset, static_cast<std::size_t>(slot.size()));
+        if (!layer.trainable) {
+          EXPECT_TRUE(std::equal(got_slot.begin(), got_slot.end(), start.begin())) << slot.name << " moved";
+          continue;
+        }
+        EXPECT_FALSE(std::equal(got_slot.begin(), got_slot.end(), start.begin())) << slot.name << " did not train";
+        EXPECT_LT(relative_error(got_slot, want_slot), kTolerance) << slot.name;
+      }
+    EXPECT_EQ(testing::state(*gpu), model.initial_state()) << "a frozen batch norm leaves its statistics alone";
+    EXPECT_LT(relative_error(testing::optimizer_state(*gpu), testing::optimizer_state(*cpu)), kTolerance);
+    const std::vector<float> grads = testing::gradients(*gpu);
+    for (const auto& layer : model.layers()) {
+      if (layer.trainable) continue;
+      for (const auto& slot : layer.params) {
+        EXPECT_TRUE(std::all_of(grads.begin() + slot.offset, grads.begin() + slot.offset + slot.size(),
+                                [](float g) { return g == 0.0f; }))
+            << slot.name << " has a gradient";
+      }
+    }
+  }
 }
 
 }  // namespace

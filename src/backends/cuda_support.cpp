@@ -1,7 +1,16 @@
 // Which models the CUDA backend can train, decided from the model's
 // description alone (no GPU needed, so CPU-only builds test it too). A layer
 // or setting without a CUDA kernel is named rather than run differently.
+//
+// Today every layer kind has kernels, with the CPU's semantics: dropout
+// draws the CPU's masks, frozen layers (trainable: false) get no gradient, no
+// update and no optimizer state, and uneven "same" padding, which cuDNN's
+// symmetric padding cannot express, is padded explicitly (convolutions) or
+// pooled by own kernels. The overloads below list every kind, so a new one
+// in nn::Layer stops this file compiling (in every build, GPU or not) until
+// someone decides how the GPU runs it or names it here.
 #include <string>
+#include <variant>
 
 #include "convoy/backends/devices.h"
 #include "convoy/core/error.h"
@@ -9,44 +18,31 @@
 namespace convoy {
 namespace {
 
-// cuDNN pads both sides of an axis alike. Its windows start where the
-// model's do (at -pad_begin, every stride), so they agree whenever cuDNN then
-// counts as many outputs as the model.
-bool symmetric_windows_fit(int64_t size, int64_t kernel, int64_t stride, int64_t padding, int64_t out,
-                           const std::string& name) {
-  const nn::Window w = nn::window(size, kernel, stride, padding, name);
-  return (size + 2 * w.pad_begin - kernel) / stride + 1 == out;
-}
-
-bool windows_fit(const nn::LayerPlan& plan, int64_t kernel, int64_t stride, int64_t padding) {
-  const Shape& in = plan.input_shape;
-  const Shape& out = plan.output_shape;
-  return symmetric_windows_fit(in[1], kernel, stride, padding, out[1], plan.name) &&
-         symmetric_windows_fit(in[2], kernel, stride, padding, out[2], plan.name);
-}
-
-// Empty when the CUDA backend has kernels for this layer as configured.
-std::string unsupported(const nn::LayerPlan& plan) {
-  const nn::Layer& layer = plan.layer;
-  const bool learns = !plan.params.empty() || std::holds_alternative<nn::BatchNorm>(layer);
-  if (!plan.trainable && learns) return "frozen layers (trainable: false, layer " + plan.name + ")";
-  if (std::holds_alternative<nn::Dropout>(layer) || std::holds_alternative<nn::Multiply>(layer))
-    return std::string(nn::kind_name(layer)) + " (layer " + plan.name + ")";
-  const auto uneven = [&] { return "uneven padding (layer " + plan.name + ")"; };
-  if (auto* c = std::get_if<nn::Conv2d>(&layer))
-    if (!windows_fit(plan, c->kernel, c->stride, c->padding)) return uneven();
-  if (auto* p = std::get_if<nn::MaxPool2d>(&layer))
-    if (!windows_fit(plan, p->kernel, p->stride ? p->stride : p->kernel, p->padding)) return uneven();
-  if (auto* p = std::get_if<nn::AvgPool2d>(&layer))
-    if (!windows_fit(plan, p->kernel, p->stride ? p->stride : p->kernel, p->padding)) return uneven();
-  return "";
-}
+// Where each kind runs (src/backends/cuda/); false would turn it away.
+constexpr bool has_kernels(const nn::Conv2d&) { return true; }       // cuDNN (+ explicit uneven padding)
+constexpr bool has_kernels(const nn::MaxPool2d&) { return true; }    // cuDNN, or own kernels for uneven windows
+constexpr bool has_kernels(const nn::AvgPool2d&) { return true; }    // likewise
+constexpr bool has_kernels(const nn::GlobalAvgPool&) { return true; }  // cuDNN
+constexpr bool has_kernels(const nn::Dropout&) { return true; }      // gates.cu, the CPU's masks
+constexpr bool has_kernels(const nn::ReLU&) { return true; }
+constexpr bool has_kernels(const nn::ReLU6&) { return true; }
+constexpr bool has_kernels(const nn::SiLU&) { return true; }
+constexpr bool has_kernels(const nn::Sigmoid&) { return true; }
+constexpr bool has_kernels(const nn::BatchNorm&) { return true; }    // cuDNN; frozen: frozen.cu
+constexpr bool has_kernels(const nn::Flatten&) { return true; }      // a view
+constexpr bool has_kernels(const nn::Dense&) { return true; }        // cuBLAS
+constexpr bool has_kernels(const nn::LogSoftmax&) { return true; }
+constexpr bool has_kernels(const nn::Add&) { return true; }
+constexpr bool has_kernels(const nn::Concat&) { return true; }
+constexpr bool has_kernels(const nn::Multiply&) { return true; }     // gates.cu
 
 }  // namespace
 
 std::string cuda_unsupported(const nn::Model& model) {
   for (const auto& plan : model.layers())
-    if (std::string what = unsupported(plan); !what.empty()) return "the CUDA backend has no kernels for " + what;
+    if (!std::visit([](const auto& layer) { return has_kernels(layer); }, plan.layer))
+      return "the CUDA backend has no kernels for " + std::string(nn::kind_name(plan.layer)) + " (layer " +
+             plan.name + ")";
   return "";
 }
 

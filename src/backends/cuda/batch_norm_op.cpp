@@ -14,9 +14,13 @@
 // squares, each summed over replicas; in backward gamma and beta keep this
 // batch's gradients (the gradient average completes them) and the two sums
 // for the input gradient are summed over replicas.
+// Frozen (trainable = false), as the CPU's: inference in training steps too,
+// running statistics untouched, no parameter gradients (they stay zero), and
+// dx = gamma / sqrt(running_var + eps) * dy (own kernel, frozen.cu).
 #include "backends/cuda/cuda_op.h"
 #include "backends/cuda/cudnn_descriptors.h"
 #include "backends/cuda/sync_batch_norm.h"
+#include "backends/cuda/kernels.h"
 #include "backends/device_reducer.h"
 
 namespace convoy::cuda {
@@ -24,8 +28,9 @@ namespace {
 
 class BatchNormOp final : public CudaOp {
  public:
-  BatchNormOp(const nn::BatchNorm& bn, const Shape& in)
-      : bn_(bn), c_(in[1]), shape_{.n = in[0], .c = in[1], .spatial = in.size() == 4 ? in[2] * in[3] : 1} {
+  BatchNormOp(const nn::BatchNorm& bn, const Shape& in, bool trainable)
+      : bn_(bn), trainable_(trainable), n_(in[0]), c_(in[1]), pixels_(in.size() == 4 ? in[2] * in[3] : 1),
+        shape_{.n = in[0], .c = in[1], .spatial = in.size() == 4 ? in[2] * in[3] : 1} {
     set_nchw(x_, in[0], in[1], in.size() == 4 ? in[2] : 1, in.size() == 4 ? in[3] : 1);
     CUDA_CHECK(cudnnDeriveBNTensorDescriptor(stats_, x_, CUDNN_BATCHNORM_SPATIAL));
   }
@@ -33,7 +38,7 @@ class BatchNormOp final : public CudaOp {
   // Doubles first (the synchronised path's sums), then floats.
   std::size_t private_bytes() const override { return sizeof(double) * (6 * c_ + 3) + sizeof(float) * 8 * c_; }
 
-  void bind(CudaContext&, const OpBuffers& b) override {
+  void bind(CudaContext& ctx, const OpBuffers& b) override {
     b_ = b;
     double* d = static_cast<double*>(b.own);
     sums_ = d;                 // [C + 1]: channel sums, rows
@@ -48,15 +53,17 @@ class BatchNormOp final : public CudaOp {
     center_ = f + 3 * c_;
     shift_ = f + 4 * c_;
     coefficients_ = f + 5 * c_;  // [3C]
+    if (!trainable_) CUDA_CHECK(cudaMemsetAsync(b.grads, 0, sizeof(float) * 2 * c_, ctx.stream));
   }
 
   // params: gamma [C] then beta [C]; state: running mean [C] then running variance [C].
   void forward(CudaContext& ctx, bool training) override {
     float *gamma = b_.params, *beta = b_.params + c_, *mean = b_.state, *var = b_.state + c_;
-    if (training) synchronised_ = ctx.sync_batch_norm != nullptr;
+    // A frozen layer never synchronises: it uses its running statistics.
+    if (training) synchronised_ = trainable_ && ctx.sync_batch_norm != nullptr;
     if (training && synchronised_)
       synchronised_forward(ctx);
-    else if (training)
+    else if (training && trainable_)
       CUDA_CHECK(cudnnBatchNormalizationForwardTraining(ctx.cudnn, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, x_,
                                                         b_.src, x_, b_.dst, stats_, gamma, beta, bn_.momentum, mean,
                                                         var, bn_.eps, saved_mean_, saved_inv_std_));
@@ -67,6 +74,13 @@ class BatchNormOp final : public CudaOp {
   }
 
   void backward(CudaContext& ctx) override {
+    if (!trainable_) {
+      // The scale goes where the saved inverse deviation would (unused when frozen).
+      if (b_.diff_src)
+        frozen_batch_norm_backward(b_.params, b_.state + c_, bn_.eps, b_.diff_dst, b_.diff_src, saved_inv_std_, n_,
+                                   c_, pixels_, ctx.stream);
+      return;
+    }
     if (synchronised_) return synchronised_backward(ctx);
     // cuDNN always writes the input gradient; an unwanted one goes to `discard`.
     float* dx = b_.diff_src ? b_.diff_src : b_.discard;
@@ -96,7 +110,8 @@ class BatchNormOp final : public CudaOp {
   }
 
   nn::BatchNorm bn_;
-  int64_t c_;
+  bool trainable_;
+  int64_t n_, c_, pixels_;
   BnShape shape_;
   TensorDesc x_, stats_;
   float *saved_mean_ = nullptr, *saved_inv_std_ = nullptr;
@@ -109,8 +124,8 @@ class BatchNormOp final : public CudaOp {
 
 }  // namespace
 
-std::unique_ptr<CudaOp> make_batch_norm(const nn::BatchNorm& bn, const Shape& in) {
-  return std::make_unique<BatchNormOp>(bn, in);
+std::unique_ptr<CudaOp> make_batch_norm(const nn::BatchNorm& bn, const Shape& in, bool trainable) {
+  return std::make_unique<BatchNormOp>(bn, in, trainable);
 }
 
 }  // namespace convoy::cuda

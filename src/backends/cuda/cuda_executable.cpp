@@ -24,6 +24,12 @@
 // and of the whole gradient buffer before the update; it enqueues NCCL's
 // allreduce ordered with the stream, so the steps, CUDA graphs included, carry
 // the communication with them and the host never waits for it.
+//
+// Frozen layers (trainable = false) write no parameter gradients, and the
+// optimizer runs over the trainable parameters alone, packed into one buffer
+// (gathered before, scattered after), as the CPU backend does: its state
+// covers only them. Dropout masks are the CPU's (dropout_mask.h), drawn from
+// the count of applied steps, which lives on the device.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -36,6 +42,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_op.h"
+#include "backends/cuda/dropout_mask.h"
 #include "backends/cuda/kernels.h"
 #include "backends/device_reducer.h"
 #include "backends/graph_plan.h"
@@ -160,7 +167,7 @@ class CudaExecutable final : public Executable {
     const auto& layers = model.layers();
     std::vector<bool> views;
     for (const auto& layer : layers) {
-      ops_.push_back(make_cuda_op(layer, batch_));
+      ops_.push_back(make_cuda_op(layer, batch_, dropout_layer_seed(seed, ops_.size())));
       views.push_back(ops_.back()->is_view());
       const nn::LayerFlops f = nn::layer_flops(layer);
       profile_.push_back(
@@ -278,6 +285,8 @@ class CudaExecutable final : public Executable {
     count_ = m.count;
   }
 
+  void set_steps_done(int64_t steps) override { to_device(&scalars_->steps_done, &steps, 1); }
+
   void set_learning_rate(float lr) override {
     options_.optimizer.lr = lr;
     to_device(&scalars_->lr, &lr, 1);
@@ -353,7 +362,8 @@ class CudaExecutable final : public Executable {
   void allocate(const nn::Model& model, const GraphPlan& plan) {
     params_count_ = model.num_parameters();
     state_count_ = model.num_state();
-    optimizer_state_count_ = optim::state_size(options_.optimizer, params_count_);
+    const std::vector<int64_t> runs = plan_trainable_runs(model);
+    optimizer_state_count_ = optim::state_size(options_.optimizer, trainable_count_);
     int64_t discard_floats = 0;
     for (int64_t e : plan.elements) discard_floats = std::max(discard_floats, e);
     slot_x_bytes_ = aligned(sizeof(float) * batch_ * example_size_);
@@ -372,7 +382,10 @@ class CudaExecutable final : public Executable {
                   state_before = take(sizeof(float) * state_count_),
                   scalars = take(sizeof(DeviceScalars)), activations = take(sizeof(float) * plan.floats),
                   discard = take(sizeof(float) * discard_floats), workspace = take(kWorkspaceBytes),
-                  banks = take(2 * slots_ * slot_bytes_);
+                  banks = take(2 * slots_ * slot_bytes_),
+                  packed_params = take(gather_ ? sizeof(float) * trainable_count_ : 0),
+                  packed_grads = take(gather_ ? sizeof(float) * trainable_count_ : 0),
+                  run_table = take(sizeof(int64_t) * runs.size());
     std::vector<int64_t> own;
     for (const auto& op : ops_) own.push_back(take(static_cast<int64_t>(op->private_bytes())));
 
@@ -401,6 +414,10 @@ class CudaExecutable final : public Executable {
     ctx_.workspace = at + workspace;
     ctx_.workspace_bytes = kWorkspaceBytes;
     banks_ = at + banks;
+    packed_params_ = reinterpret_cast<float*>(at + packed_params);
+    packed_grads_ = reinterpret_cast<float*>(at + packed_grads);
+    runs_ = reinterpret_cast<int64_t*>(at + run_table);
+    if (!runs.empty()) to_device(runs_, runs.data(), static_cast<int64_t>(runs.size()));
     for (int64_t o : own) own_.push_back(at + o);
 
     void* pinned = nullptr;
@@ -408,6 +425,34 @@ class CudaExecutable final : public Executable {
     pinned_.reset(pinned);
     const float one = 1.0f;
     to_device(&scalars_->clip_scale, &one, 1);
+  }
+
+  // The trainable parameters as runs of the flat buffer (adjacent layers
+  // merged), as the CPU's plan_updates. Sets trainable_count_ and gather_
+  // (some parameter is frozen); returns the run table gather_runs reads:
+  // the runs' flat starts, then their packed starts.
+  std::vector<int64_t> plan_trainable_runs(const nn::Model& model) {
+    std::vector<std::pair<int64_t, int64_t>> runs;  // [begin, end) in the flat buffer
+    for (const auto& plan : model.layers()) {
+      if (!plan.trainable || plan.params.empty()) continue;
+      const int64_t begin = plan.params.front().offset, end = plan.params.back().offset + plan.params.back().size();
+      if (!runs.empty() && runs.back().second == begin)
+        runs.back().second = end;
+      else
+        runs.emplace_back(begin, end);
+    }
+    trainable_count_ = 0;
+    std::vector<int64_t> flat_begin, packed_begin;
+    for (auto [begin, end] : runs) {
+      flat_begin.push_back(begin);
+      packed_begin.push_back(trainable_count_);
+      trainable_count_ += end - begin;
+    }
+    gather_ = trainable_count_ != params_count_;
+    run_count_ = gather_ ? static_cast<int64_t>(runs.size()) : 0;
+    if (!gather_) return {};
+    flat_begin.insert(flat_begin.end(), packed_begin.begin(), packed_begin.end());
+    return flat_begin;
   }
 
   void bind_ops(const nn::Model& model, const GraphPlan& plan) {
@@ -434,6 +479,7 @@ class CudaExecutable final : public Executable {
       if (!layer.state.empty()) b.state = state_ + layer.state[0].offset;
       b.discard = discard_;
       b.own = own_[i];
+      b.steps_done = &scalars_->steps_done;
       ops_[i]->bind(ctx_, b);
     }
     for (const GradientSum& s : plan.sums) {
@@ -571,7 +617,21 @@ class CudaExecutable final : public Executable {
   void guarded_update() {
     cudaStream_t st = compute_.get();
     finish_guarded_step(grads_, params_count_, state_, state_before_, state_count_, batch_, scalars_, st);
-    optimizer_step(optimizer_args(options_.optimizer), params_, grads_, optimizer_state_, params_count_, scalars_, st);
+    update_parameters();
+  }
+
+  // The optimizer over the whole flat buffer, or, with frozen layers, over
+  // the trainable parameters packed (optimizer_step then clips and decays
+  // them alone; the frozen ones are never touched).
+  void update_parameters() {
+    cudaStream_t st = compute_.get();
+    const OptimizerArgs args = optimizer_args(options_.optimizer);
+    if (!gather_) return optimizer_step(args, params_, grads_, optimizer_state_, params_count_, scalars_, st);
+    if (trainable_count_ == 0) return;
+    gather_runs(params_, packed_params_, runs_, run_count_, trainable_count_, st);
+    gather_runs(grads_, packed_grads_, runs_, run_count_, trainable_count_, st);
+    optimizer_step(args, packed_params_, packed_grads_, optimizer_state_, trainable_count_, scalars_, st);
+    scatter_runs(packed_params_, params_, runs_, run_count_, trainable_count_, st);
   }
 
   LossArgs step_loss_args(const Slot& s, bool dense, Step kind) {
@@ -692,6 +752,11 @@ class CudaExecutable final : public Executable {
   int64_t params_count_ = 0, state_count_ = 0, optimizer_state_count_ = 0;
   float *params_ = nullptr, *grads_ = nullptr, *optimizer_state_ = nullptr, *state_ = nullptr;
   float* state_before_ = nullptr;  // the BN state before the current step (numerical guard)
+  // Frozen layers: the trainable parameters' runs and their packed copies.
+  bool gather_ = false;
+  int64_t trainable_count_ = 0, run_count_ = 0;
+  float *packed_params_ = nullptr, *packed_grads_ = nullptr;
+  int64_t* runs_ = nullptr;  // on the device: run_count_ flat starts, then run_count_ packed starts
   DeviceScalars* scalars_ = nullptr;
   float *activations_ = nullptr, *discard_ = nullptr;
   float *input_ = nullptr, *d_input_ = nullptr, *output_ = nullptr, *d_output_ = nullptr;

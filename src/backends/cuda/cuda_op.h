@@ -49,6 +49,7 @@ struct OpBuffers {
   std::vector<float*> diff_srcs;
   float* discard = nullptr;   // room for any activation: an input gradient nobody reads
   void* own = nullptr;        // private_bytes() of device memory for this op alone
+  const int64_t* steps_done = nullptr;  // device: training steps applied (dropout's masks)
 };
 
 class CudaOp {
@@ -62,6 +63,9 @@ class CudaOp {
   virtual void backward(CudaContext& ctx) = 0;
 };
 
-std::unique_ptr<CudaOp> make_cuda_op(const nn::LayerPlan& plan, int64_t batch);
+// seed: the layer's own (dropout masks; dropout_layer_seed in dropout_mask.h).
+// A frozen layer (plan.trainable false) writes no parameter gradients (they
+// stay zero) and a frozen batch norm runs on its running statistics.
+std::unique_ptr<CudaOp> make_cuda_op(const nn::LayerPlan& plan, int64_t batch, uint64_t seed);
 
 }  // namespace convoy::cuda

@@ -3,7 +3,7 @@
 // step's loss and correct count go to per-step scalars; after backward one
 // pass flags any non-finite gradient, then one thread decides:
 //   finite and no earlier fault in this execution: commit the step's metrics,
-//     step_ok = 1 (the optimizer kernels run);
+//     count it in steps_done, step_ok = 1 (the optimizer kernels run);
 //   otherwise step_ok = 0: the optimizer kernels return at once and the BN
 //     running statistics are copied back from before the step. The first
 //     faulty step also sets `halted`, which keeps every later step of the
@@ -44,6 +44,7 @@ __global__ void commit_step_kernel(int64_t batch, DeviceScalars* s) {
   }
   s->step_ok = 1;
   s->steps_run += 1;
+  s->steps_done += 1;  // dropout's next mask, as the CPU's next_step() after an update
   s->loss_sum += s->step_loss_sum;
   s->correct += s->step_correct;
   s->train_examples += static_cast<unsigned long long>(batch);
