@@ -409,6 +409,37 @@ TEST(OnnxFuzzRegressions, EmptyRawDataIsAnEmptyTensor) {
   EXPECT_EQ(back.graph.initializers[1].dims, (std::vector<int64_t>{0}));
 }
 
+// Sizes a file claims but does not hold: a batch norm over 2^30 channels
+// with one value per tensor allocated 16 GiB of flat buffers before the sizes
+// were compared (libFuzzer: out-of-memory); an input of 2^120 values per
+// example, 40 doubling Concats and pads of 2^62 overflowed int64 shape and
+// window arithmetic (UBSan). Each is now one UserError, nothing allocated.
+TEST(OnnxFuzzRegressions, ClaimedSizesAreCheckedBeforeUse) {
+  std::vector<onnx::Tensor> ones;
+  for (const char* name : {"s", "b", "m", "v"}) ones.push_back({.name = name, .dims = {1}, .floats = {1.0f}});
+  EXPECT_EQ(import_error(graph({int64_t{1} << 30, 1, 1}, {op("BatchNormalization", "bn", {"x", "s", "b", "m", "v"})}, ones)),
+            "g.onnx: tensor for 'batch_norm_0.weight' has 1 values, the layer needs [1073741824]");
+  const int64_t big = int64_t{1} << 40;
+  EXPECT_EQ(import_error(graph({big, big, big}, {op("Relu", "r", {"x"})})),
+            "g.onnx: input 'x' has [1099511627776, 1099511627776, 1099511627776] values per example, more than convoy "
+            "takes (2^31)");
+  std::vector<onnx::Node> doubling{op("Relu", "c0", {"x"})};
+  for (int i = 1; i <= 40; ++i) {
+    // append(), not "c" + std::string: GCC 12 misreports the latter under -Wrestrict
+    const std::string in = std::string("c").append(std::to_string(i - 1));
+    doubling.push_back(op("Concat", std::string("c").append(std::to_string(i)), {in, in}, {integer("axis", 1)}));
+  }
+  EXPECT_EQ(import_error(graph({2, 4, 4}, doubling)), "g.onnx: node 'c27' (Concat): its output has more than 2^31 values per example");
+  const int64_t huge = int64_t{1} << 62;
+  EXPECT_NE(import_error(graph({1, 8, 8}, {conv("c", "x", "w", 3, {ints("pads", {huge, huge, huge, huge})})}, {weights("w", {1, 1, 3, 3})}))
+                .find("node 'c' (Conv): pads [4611686018427387904, 4611686018427387904, 4611686018427387904, "
+                      "4611686018427387904] are out of range"),
+            std::string::npos);
+  EXPECT_NE(import_error(graph({1, 8, 8}, {conv("c", "x", "w", 3, {ints("strides", {huge, huge})})}, {weights("w", {1, 1, 3, 3})}))
+                .find("stride 4611686018427387904 is out of range"),
+            std::string::npos);
+}
+
 // Writes convoy's ONNX files, inputs and outputs for tests/onnx_peers.py
 // (ONNX Runtime and OpenCV run the files; convoy's outputs are the oracle).
 TEST(OnnxPeerCases, Write) {

@@ -52,6 +52,21 @@ struct Value {
   bool nonnegative = false;
 };
 
+// The most values one example may have in any tensor (8 GiB of floats), and
+// the largest kernel, stride or pad: far beyond what trains on one machine,
+// small enough that no shape or window arithmetic can overflow.
+constexpr int64_t kMaxValues = int64_t{1} << 31;
+
+// The number of values in `shape`, or -1 when it exceeds kMaxValues (checked before each multiplication).
+int64_t bounded_numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || (d > 0 && n > kMaxValues / d)) return -1;
+    n *= d;
+  }
+  return n;
+}
+
 // The zero padding a Pad node folds into its reader: top, left, bottom, right.
 using Pads = std::array<int64_t, 4>;
 
@@ -109,6 +124,8 @@ class Importer {
     Shape shape(input->dims.begin() + 1, input->dims.end());
     for (int64_t d : shape)
       require(d > 0, where_ + ": input '" + input->name + "' has a dimension of unknown size besides the batch");
+    require(bounded_numel(shape) > 0, where_ + ": input '" + input->name + "' has " + to_string(shape) +
+                                          " values per example, more than convoy takes (2^31)");
     // TensorFlow's layout: an [N, H, W, C] input that every reader transposes to NCHW.
     input_nhwc_ = shape.size() == 3 && read_only_by_transposes_to_nchw(input->name);
     if (input_nhwc_) shape = {shape[2], shape[0], shape[1]};
@@ -127,23 +144,30 @@ class Importer {
     require(layer_count_ > 0 && out.ref.index == layer_count_ - 1,
             where_ + ": the graph output '" + g.outputs[0].name + "' is not computed by the last node");
     nn::Model model = builder_->build();
+    // Every tensor the file gave has the size its layer needs, checked before
+    // the flat buffers are allocated: their sizes then come from the file's
+    // own bytes, not from shapes it claims (a batch norm over 2^30 channels
+    // with one value each).
+    for (std::size_t k = 0; k < model.layers().size(); ++k) {
+      const nn::LayerPlan& plan = model.layers()[k];
+      auto check = [&](const std::vector<nn::ParamSlot>& slots, const std::vector<std::vector<float>>& from) {
+        require(slots.size() == from.size(), where_ + ": layer '" + plan.name + "' has the wrong number of tensors");
+        for (std::size_t s = 0; s < slots.size(); ++s)
+          require(static_cast<int64_t>(from[s].size()) == slots[s].size(),
+                  where_ + ": tensor for '" + slots[s].name + "' has " + std::to_string(from[s].size()) +
+                      " values, the layer needs " + to_string(slots[s].shape));
+      };
+      check(plan.params, weights_[k].params);
+      check(plan.state, weights_[k].state);
+    }
     FlatWeights w{std::vector<float>(static_cast<std::size_t>(model.num_parameters())),
                   std::vector<float>(static_cast<std::size_t>(model.num_state()))};
     for (std::size_t k = 0; k < model.layers().size(); ++k) {
       const nn::LayerPlan& plan = model.layers()[k];
-      const LayerWeights& lw = weights_[k];
-      auto fill = [&](const std::vector<nn::ParamSlot>& slots, const std::vector<std::vector<float>>& from,
-                      std::vector<float>& into) {
-        require(slots.size() == from.size(), where_ + ": layer '" + plan.name + "' has the wrong number of tensors");
-        for (std::size_t s = 0; s < slots.size(); ++s) {
-          require(static_cast<int64_t>(from[s].size()) == slots[s].size(),
-                  where_ + ": tensor for '" + slots[s].name + "' has " + std::to_string(from[s].size()) +
-                      " values, the layer needs " + to_string(slots[s].shape));
-          std::copy(from[s].begin(), from[s].end(), into.begin() + slots[s].offset);
-        }
-      };
-      fill(plan.params, lw.params, w.params);
-      fill(plan.state, lw.state, w.state);
+      for (std::size_t s = 0; s < plan.params.size(); ++s)
+        std::copy(weights_[k].params[s].begin(), weights_[k].params[s].end(), w.params.begin() + plan.params[s].offset);
+      for (std::size_t s = 0; s < plan.state.size(); ++s)
+        std::copy(weights_[k].state[s].begin(), weights_[k].state[s].end(), w.state.begin() + plan.state[s].offset);
     }
     return {std::move(model), std::move(w), input_nhwc_, softmax_dropped_};
   }
@@ -216,6 +240,7 @@ class Importer {
     }
     const std::string shown = name.empty() ? n.name : name;
     Shape out = shapes.size() == 1 ? nn::output_shape(layer, shapes[0], shown) : nn::output_shape(layer, shapes, shown);
+    if (bounded_numel(out) < 0) fail(n, "its output has more than 2^31 values per example");
     const bool out_nonnegative = std::holds_alternative<nn::ReLU>(layer) || std::holds_alternative<nn::ReLU6>(layer) ||
                                  std::holds_alternative<nn::Sigmoid>(layer) || (keeps_sign(layer) && nonnegative);
     const Ref r = builder_->add(std::move(layer), refs, std::move(name));
@@ -248,10 +273,13 @@ class Importer {
       fail(n, "auto_pad " + auto_pad + " is not supported (NOTSET, SAME_UPPER, VALID are)");
     }
     std::vector<int64_t> total(4);
-    for (std::size_t i = 0; i < 4; ++i) total[i] = own[i] + extra[i];
+    for (std::size_t i = 0; i < 4; ++i) {
+      if (own[i] < -kMaxValues || own[i] > kMaxValues) fail(n, "pads " + list({own.begin(), own.end()}) + " are out of range");
+      total[i] = own[i] + extra[i];
+    }
     const std::string padded = folded == folded_pads_.end() ? "" : " (with the Pad before it)";
     for (int64_t p : total)
-      if (p < 0 || p > in[1] + in[2] + kernel) fail(n, "pads " + list(total) + padded + " are out of range");
+      if (p < 0 || p > kMaxValues) fail(n, "pads " + list(total) + padded + " are out of range");
     if (total[0] == total[1] && total[0] == total[2] && total[0] == total[3]) return total[0];
     const nn::Window h = nn::window(in[1], kernel, stride, nn::kSame, n.name), w = nn::window(in[2], kernel, stride, nn::kSame, n.name);
     if (total == std::vector<int64_t>{h.pad_begin, w.pad_begin, h.pad_end, w.pad_end}) return nn::kSame;
@@ -263,6 +291,8 @@ class Importer {
     std::vector<int64_t> strides = ints_attr(n, "strides");
     if (strides.empty()) strides = {1, 1};
     if (strides.size() != 2 || strides[0] != strides[1]) fail(n, "only equal strides on both axes are supported");
+    if (kernel[0] < 1 || kernel[0] > kMaxValues || strides[0] < 1 || strides[0] > kMaxValues)
+      fail(n, "kernel " + std::to_string(kernel[0]) + " or stride " + std::to_string(strides[0]) + " is out of range");
     for (int64_t d : ints_attr(n, "dilations"))
       if (d != 1) fail(n, "dilated kernels are not supported");
     if (int_attr(n, "ceil_mode", 0) != 0) fail(n, "ceil_mode 1 is not supported");
@@ -419,8 +449,10 @@ class Importer {
     }
     if (full[0] || full[1] || full[4] || full[5]) fail(n, "pads the batch or channel axis; only H and W can be padded");
     const Pads spatial{full[2], full[3], full[6], full[7]};
-    for (int64_t p : spatial)
+    for (int64_t p : spatial) {
       if (p < 0) fail(n, "negative pads (cropping) are not supported");
+      if (p > kMaxValues) fail(n, "pads " + list(full) + " are out of range");
+    }
     if (spatial == Pads{0, 0, 0, 0}) return alias(n, n.inputs[0]);
     const std::size_t reader = only_consumer(n.outputs.at(0));
     std::string why;
