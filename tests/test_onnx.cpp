@@ -421,8 +421,8 @@ TEST(OnnxFuzzRegressions, ClaimedSizesAreCheckedBeforeUse) {
             "g.onnx: tensor for 'batch_norm_0.weight' has 1 values, the layer needs [1073741824]");
   const int64_t big = int64_t{1} << 40;
   EXPECT_EQ(import_error(graph({big, big, big}, {op("Relu", "r", {"x"})})),
-            "g.onnx: input 'x' has [1099511627776, 1099511627776, 1099511627776] values per example, more than convoy "
-            "takes (2^31)");
+            "g.onnx: input 'x' is [1099511627776, 1099511627776, 1099511627776] per example: more than 2^31 values, "
+            "which convoy does not take");
   std::vector<onnx::Node> doubling{op("Relu", "c0", {"x"})};
   for (int i = 1; i <= 40; ++i) {
     // append(), not "c" + std::string: GCC 12 misreports the latter under -Wrestrict

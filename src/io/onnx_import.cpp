@@ -124,8 +124,8 @@ class Importer {
     Shape shape(input->dims.begin() + 1, input->dims.end());
     for (int64_t d : shape)
       require(d > 0, where_ + ": input '" + input->name + "' has a dimension of unknown size besides the batch");
-    require(bounded_numel(shape) > 0, where_ + ": input '" + input->name + "' has " + to_string(shape) +
-                                          " values per example, more than convoy takes (2^31)");
+    require(bounded_numel(shape) > 0, where_ + ": input '" + input->name + "' is " + to_string(shape) +
+                                          " per example: more than 2^31 values, which convoy does not take");
     // TensorFlow's layout: an [N, H, W, C] input that every reader transposes to NCHW.
     input_nhwc_ = shape.size() == 3 && read_only_by_transposes_to_nchw(input->name);
     if (input_nhwc_) shape = {shape[2], shape[0], shape[1]};
