@@ -440,6 +440,17 @@ TEST(OnnxFuzzRegressions, ClaimedSizesAreCheckedBeforeUse) {
             std::string::npos);
 }
 
+// A model of dropouts only (the identity in inference) exported a graph
+// whose one node was an Identity, which imports as a model without layers:
+// convoy wrote a file it could not read back (fuzz_onnx's round trip).
+TEST(OnnxFuzzRegressions, ADropoutOnlyModelExportsAFileThatImportsBack) {
+  const nn::Model m({4}, {nn::Dropout{.rate = 0.25f}});
+  const ImportedModel back = import(to_onnx(m, {}, {}));
+  ASSERT_EQ(back.model.layers().size(), 1u);
+  EXPECT_EQ(std::get<nn::Dropout>(back.model.layers()[0].layer).rate, 0.25f);
+  EXPECT_EQ(back.model.output_shape(), (Shape{4}));
+}
+
 // Writes convoy's ONNX files, inputs and outputs for tests/onnx_peers.py
 // (ONNX Runtime and OpenCV run the files; convoy's outputs are the oracle).
 TEST(OnnxPeerCases, Write) {
