@@ -451,6 +451,44 @@ TEST(OnnxFuzzRegressions, ADropoutOnlyModelExportsAFileThatImportsBack) {
   EXPECT_EQ(back.model.output_shape(), (Shape{4}));
 }
 
+// A Mul of an image [N, C, H, W] by [N, C] features imported as convoy's
+// channel gate, though ONNX's broadcasting rejects it; and convoy's own
+// export of such a gate (an Unsqueeze to [N, C, 1, 1]) did not import back
+// (fuzz_onnx's round trip, on files crafted by hand). Now the gate must be
+// [N, C, 1, 1], from a kept-dims pool or an Unsqueeze.
+TEST(OnnxFuzzRegressions, ChannelGatesFollowOnnxBroadcasting) {
+  nn::GraphBuilder g({3, 6, 6});
+  const auto x = g.add(nn::ReLU{}, g.input());
+  const auto gate = g.add(nn::Sigmoid{}, g.add(nn::Dense{.units = 3}, g.add(nn::GlobalAvgPool{}, x)));  // [C]
+  g.add(nn::Dense{.units = 2}, g.add(nn::GlobalAvgPool{}, g.add(nn::Multiply{}, {x, gate})));
+  const nn::Model m = g.build();
+  const auto w = testing::deterministic_weights(m);
+  const onnx::Model o = to_onnx(m, w.params, w.state);
+  EXPECT_EQ(ops(o), (std::vector<std::string>{"Relu", "GlobalAveragePool", "Flatten", "Gemm", "Sigmoid", "Unsqueeze", "Mul",
+                                              "GlobalAveragePool", "Flatten", "Gemm"}));
+  round_trip(m, true);
+
+  EXPECT_EQ(import_error(graph({2, 3, 3}, {op("Relu", "r", {"x"}), op("ReduceMean", "f", {"r"}, {ints("axes", {2, 3}), integer("keepdims", 0)}),
+                                           op("Mul", "m", {"r", "f"})})),
+            "g.onnx: node 'm' (Mul): multiplies [2, 3, 3] by [2]; convoy imports Mul of equal shapes or of an image by "
+            "a [N, C, 1, 1] channel gate");
+  // The kept-dims form, gate first: imported as convoy's gate.
+  const ImportedModel kept = import(graph({2, 3, 3}, {op("Relu", "r", {"x"}), op("GlobalAveragePool", "p", {"r"}), op("Mul", "m", {"p", "r"})}));
+  EXPECT_EQ(kept.model.layers().back().input_shapes, (std::vector<Shape>{{2, 3, 3}, {2, 1, 1}}));
+}
+
+// Errors from convoy's layers (a shape that does not fit) and graphs with no
+// layer at all named no file; now each starts with it.
+TEST(OnnxFuzzRegressions, LayerErrorsAndEmptyGraphsNameTheFile) {
+  EXPECT_EQ(import_error(graph({4, 3, 3}, {conv("c", "x", "w", 1, {integer("group", 3)})}, {weights("w", {6, 1, 1, 1})})),
+            "g.onnx: c: groups (3) must divide the input channels (4) and the filters (6)");
+  EXPECT_EQ(import_error(graph({2}, {op("Relu", "a", {"x"}), op("Relu", "b", {"x"})})),
+            "g.onnx: model: the output of relu_0 is not used by any later layer; remove it or join it into the graph");
+  EXPECT_EQ(import_error(graph({2}, {op("Softmax", "s", {"x"})})),
+            "g.onnx: the graph has no node convoy imports as a layer (only Identity, Transpose, Softmax, Constant and "
+            "the like)");
+}
+
 // Writes convoy's ONNX files, inputs and outputs for tests/onnx_peers.py
 // (ONNX Runtime and OpenCV run the files; convoy's outputs are the oracle).
 TEST(OnnxPeerCases, Write) {

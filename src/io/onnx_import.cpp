@@ -34,7 +34,8 @@ using Ref = nn::GraphBuilder::Ref;
 
 constexpr const char* kSupported =
     "Conv, BatchNormalization, Relu, Clip, Sigmoid, Mul, Add, Concat, MaxPool, AveragePool, GlobalAveragePool, "
-    "ReduceMean, Pad, Transpose, Flatten, Reshape, Squeeze, Gemm, MatMul, LogSoftmax, Softmax, Dropout, Identity, Constant";
+    "ReduceMean, Pad, Transpose, Flatten, Reshape, Squeeze, Unsqueeze, Gemm, MatMul, LogSoftmax, Softmax, Dropout, Identity, "
+    "Constant";
 
 struct Value {
   Ref ref;
@@ -50,6 +51,9 @@ struct Value {
   // Never negative (after a ReLU, ReLU6 or Sigmoid): zero padding before a
   // max pool then changes nothing, so it folds into the pool's padding.
   bool nonnegative = false;
+  // [C] features the ONNX graph unsqueezed to [N, C, 1, 1]: only a Mul may
+  // read them, as a channel gate (convoy's Multiply takes [C] gates as they are).
+  bool unsqueezed = false;
 };
 
 // The most values one example may have in any tensor (8 GiB of floats), and
@@ -138,12 +142,20 @@ class Importer {
     }
     require(g.outputs.size() == 1, where_ + ": the graph has " + std::to_string(g.outputs.size()) +
                                        " outputs; convoy models have one");
+    require(layer_count_ > 0, where_ + ": the graph has no node convoy imports as a layer (only " +
+                                  "Identity, Transpose, Softmax, Constant and the like)");
     const Value& out = value(g.outputs[0].name, "the graph output");
-    require(!out.nhwc && out.hwc_image.empty(),
-            where_ + ": the graph output '" + g.outputs[0].name + "' is in NHWC order, which convoy models do not give");
+    require(!out.nhwc && out.hwc_image.empty() && !out.unsqueezed,
+            where_ + ": the graph output '" + g.outputs[0].name + "' is in NHWC order or unsqueezed, which convoy models do not give");
     require(layer_count_ > 0 && out.ref.index == layer_count_ - 1,
             where_ + ": the graph output '" + g.outputs[0].name + "' is not computed by the last node");
-    nn::Model model = builder_->build();
+    std::optional<nn::Model> built;
+    try {
+      built.emplace(builder_->build());
+    } catch (const UserError& e) {  // e.g. a node whose output nothing reads
+      throw UserError(where_ + ": " + e.what());
+    }
+    nn::Model& model = *built;
     // Every tensor the file gave has the size its layer needs, checked before
     // the flat buffers are allocated: their sizes then come from the file's
     // own bytes, not from shapes it claims (a batch norm over 2^30 channels
@@ -228,6 +240,8 @@ class Importer {
       if (v.nhwc && !reads_nhwc)
         fail(n, "reads an NHWC tensor (a Transpose with perm [0, 2, 3, 1]), which convoy imports only before a "
                 "flatten, a ReduceMean over H and W, or the Transpose back to NCHW");
+      if (v.unsqueezed && !std::holds_alternative<nn::Multiply>(layer))
+        fail(n, "reads an Unsqueeze to [N, C, 1, 1], which convoy imports only as the channel gate of a Mul");
       if (!v.hwc_image.empty()) {
         if (!elementwise(layer) && !std::holds_alternative<nn::Dense>(layer))
           fail(n, "reads features flattened in NHWC order, which convoy imports only into element-wise ops and "
@@ -239,7 +253,12 @@ class Importer {
       shapes.push_back(v.shape);
     }
     const std::string shown = name.empty() ? n.name : name;
-    Shape out = shapes.size() == 1 ? nn::output_shape(layer, shapes[0], shown) : nn::output_shape(layer, shapes, shown);
+    Shape out;
+    try {
+      out = shapes.size() == 1 ? nn::output_shape(layer, shapes[0], shown) : nn::output_shape(layer, shapes, shown);
+    } catch (const UserError& e) {  // the layer's message, "<node>: ...", with the file
+      throw UserError(where_ + ": " + e.what());
+    }
     if (bounded_numel(out) < 0) fail(n, "its output has more than 2^31 values per example");
     const bool out_nonnegative = std::holds_alternative<nn::ReLU>(layer) || std::holds_alternative<nn::ReLU6>(layer) ||
                                  std::holds_alternative<nn::Sigmoid>(layer) || (keeps_sign(layer) && nonnegative);
@@ -382,24 +401,30 @@ class Importer {
   void flatten(const Node& n) {
     const std::string& op = n.op_type;
     const Value v = value(n.inputs.at(0), "input of node '" + n.name + "',");
-    const int64_t rank = static_cast<int64_t>(v.shape.size()) + 1;
+    const int64_t rank = v.unsqueezed ? 4 : static_cast<int64_t>(v.shape.size()) + 1;
     if (op == "Flatten") {
       const int64_t axis = int_attr(n, "axis", 1);
       if (axis != 1 && axis != 1 - rank) fail(n, "only Flatten with axis 1 is supported");
     } else if (op == "Reshape") {
       const onnx::Tensor& to = need_constant(n, 1);
       const auto& d = to.int64s;
-      const bool flat = to.data_type == onnx::kInt64 && d.size() == 2 && (d[1] == -1 || d[1] == numel(v.shape)) &&
+      const bool flat = to.data_type == onnx::kInt64 && d.size() == 2 && (d[1] == -1 || d[1] == bounded_numel(v.shape)) &&
                         (d[0] == 0 || d[0] == -1 || d[0] == 1) && !(d[0] == -1 && d[1] == -1);
       if (!flat) fail(n, "only reshapes to [N, -1] (flattening) are supported");
     } else {  // Squeeze of [N, C, 1, 1] (or [N, 1, 1, C] when NHWC)
       const auto axes = ints_input(n, 1, "axes");
       const std::vector<int64_t> spatial = v.nhwc ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{2, 3};
-      const bool ok = v.shape.size() == 3 && v.shape[1] == 1 && v.shape[2] == 1 &&
-                      (axes ? normalized_axes(*axes, rank) == spatial : v.shape[0] != 1);
+      const bool ok = v.unsqueezed ? (axes ? normalized_axes(*axes, rank) == spatial : v.shape[0] != 1)
+                                   : v.shape.size() == 3 && v.shape[1] == 1 && v.shape[2] == 1 &&
+                                         (axes ? normalized_axes(*axes, rank) == spatial : v.shape[0] != 1);
       if (!ok) fail(n, "only Squeeze of the 1x1 spatial axes of an image is supported");
     }
-    if (v.shape.size() == 1) return alias(n, n.inputs[0]);
+    if (v.shape.size() == 1) {  // already [C] in convoy: the ONNX tensor becomes [N, C] too
+      Value out = v;
+      out.unsqueezed = false;
+      values_[n.outputs.at(0)] = out;
+      return;
+    }
     if (v.shape.size() != 3) fail(n, "needs an image or rows, gets " + std::to_string(rank) + " dimensions");
     Value& out = add(n, nn::Flatten{}, {n.inputs[0]}, {}, {}, nullptr, /*reads_nhwc=*/true);
     if (v.nhwc && v.shape[0] > 1 && v.shape[1] * v.shape[2] > 1) out.hwc_image = v.shape;  // else both orders agree
@@ -542,10 +567,19 @@ class Importer {
       if (constant(n.inputs[0]) || constant(n.inputs[1]))
         fail(n, "a constant operand is not supported (only the bias Add after a MatMul)");
       if (op == "Add") return (void)add(n, nn::Add{}, {n.inputs[0], n.inputs[1]});
-      // convoy's Multiply takes the full-size tensor first and the gate second.
-      const Shape& a = value(n.inputs[0], "input").shape;
-      const Shape& b = value(n.inputs[1], "input").shape;
-      const bool swap = numel(a) < numel(b);
+      // Element-wise, or a channel gate [N, C, 1, 1] on an image (ONNX's
+      // broadcasting allows no other shapes convoy's Multiply takes). It takes
+      // the full-size tensor first and the gate second.
+      const Value& a = value(n.inputs[0], "input of node '" + n.name + "',");
+      const Value& b = value(n.inputs[1], "input of node '" + n.name + "',");
+      auto gates = [](const Value& image, const Value& gate) {
+        return image.shape.size() == 3 && !gate.nhwc &&
+               (gate.unsqueezed ? gate.shape == Shape{image.shape[0]} : gate.shape == Shape{image.shape[0], 1, 1});
+      };
+      const bool swap = gates(b, a);
+      if (!swap && !gates(a, b) && (a.shape != b.shape || a.unsqueezed || b.unsqueezed))
+        fail(n, "multiplies " + to_string(a.shape) + " by " + to_string(b.shape) +
+                    "; convoy imports Mul of equal shapes or of an image by a [N, C, 1, 1] channel gate");
       return (void)add(n, nn::Multiply{}, {n.inputs[swap ? 1 : 0], n.inputs[swap ? 0 : 1]});
     }
     if (op == "Concat") {
@@ -574,6 +608,15 @@ class Importer {
     }
     if (op == "Flatten" || op == "Reshape" || op == "Squeeze") return flatten(n);
     if (op == "Transpose") return transpose(n);
+    if (op == "Unsqueeze") {  // [N, C] -> [N, C, 1, 1] for a channel gate, as convoy's own export writes it
+      Value out = value(n.inputs.at(0), "input of node '" + n.name + "',");
+      const auto axes = ints_input(n, 1, "axes");
+      if (out.shape.size() != 1 || !out.hwc_image.empty() || out.unsqueezed || !axes || normalized_axes(*axes, 4) != std::vector<int64_t>{2, 3})
+        fail(n, "only Unsqueeze of [N, C] to [N, C, 1, 1] (a channel gate for a Mul) is supported");
+      out.unsqueezed = true;
+      values_[n.outputs.at(0)] = out;
+      return;
+    }
     if (op == "Pad") return pad(n);
     if (op == "ReduceMean") return reduce_mean(n);
     if (op == "Softmax") {
