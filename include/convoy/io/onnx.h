@@ -15,7 +15,8 @@
 // Identity, Constant; and what TensorFlow's exporter adds around them: an
 // NHWC input and its Transposes, zero Pads (folded into the next Conv or
 // pool), ReduceMean over H and W, Squeeze of 1x1 axes, a final Softmax (left
-// out). Anything else is one UserError naming the op and node.
+// out); and Unsqueeze of a channel gate, as convoy's export writes it.
+// Anything else is one UserError naming the op and node (docs/zoo.md).
 #include <span>
 #include <string>
 
