@@ -332,6 +332,34 @@ TEST(Onnx, NhwcFlattenAndGlobalPoolVariantsImport) {
   EXPECT_EQ(c.model.output_shape(), (Shape{3}));
 }
 
+// PyTorch's x.view(x.size(0), -1): with a free batch size the target shape is
+// computed (Shape, Gather, Unsqueeze, Concat), with a fixed one it is [2, K].
+// tests/onnx_torch_import.py checks both against PyTorch's logits.
+TEST(Onnx, PyTorchViewFlattensImport) {
+  const std::vector<onnx::Tensor> constants{int64s("zero", {0}), int64s("axes", {0}), int64s("minus_one", {-1}),
+                                            weights("w", {3, 18})};
+  auto with_index = constants;
+  with_index.push_back({.name = "index", .data_type = onnx::kInt64, .int64s = {0}});  // a scalar: no dims
+  const ImportedModel a = import(graph({2, 3, 3}, {op("Relu", "r", {"x"}), op("Shape", "s", {"r"}), op("Gather", "g", {"s", "index"}),
+                                                   op("Unsqueeze", "u", {"g", "axes"}), op("Concat", "c", {"u", "minus_one"}, {integer("axis", 0)}),
+                                                   op("Reshape", "f", {"r", "c"}), op("Gemm", "d", {"f", "w"}, {integer("transB", 1)})},
+                                       with_index));
+  ASSERT_EQ(a.model.layers().size(), 3u);
+  EXPECT_TRUE(std::holds_alternative<nn::Flatten>(a.model.layers()[1].layer));
+  EXPECT_EQ(a.model.output_shape(), (Shape{3}));
+  // Fixed batch 2: [2, 18].
+  const ImportedModel b = import(graph({2, 3, 3}, {op("Relu", "r", {"x"}), op("Reshape", "f", {"r", "to"}), op("Gemm", "d", {"f", "w"}, {integer("transB", 1)})},
+                                       {int64s("to", {2, 18}), weights("w", {3, 18})}));
+  EXPECT_EQ(b.model.output_shape(), (Shape{3}));
+  // A Gather of a tensor (an embedding lookup) is no shape arithmetic.
+  EXPECT_EQ(import_error(graph({6}, {op("Gather", "g", {"x", "zero"})}, constants)),
+            "g.onnx: node 'g' (Gather): is supported only on shapes (Shape, Gather, Unsqueeze, Concat before a Reshape: "
+            "PyTorch's x.view(x.size(0), -1))");
+  // A target shape that is no flatten.
+  EXPECT_EQ(import_error(graph({2, 3, 3}, {op("Relu", "r", {"x"}), op("Shape", "s", {"r"}), op("Reshape", "f", {"r", "s"})})),
+            "g.onnx: node 'f' (Reshape): only reshapes to [N, -1] (flattening) are supported");
+}
+
 TEST(Onnx, LayoutsAndSoftmaxConvoyCannotFollowAreErrors) {
   const auto w = weights("w", {4, 3, 3, 3});
   const onnx::Node to_nchw = op("Transpose", "t", {"x"}, {ints("perm", {0, 3, 1, 2})});

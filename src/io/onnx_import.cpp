@@ -18,6 +18,7 @@
 #include <cmath>
 #include <deque>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -35,7 +36,7 @@ using Ref = nn::GraphBuilder::Ref;
 constexpr const char* kSupported =
     "Conv, BatchNormalization, Relu, Clip, Sigmoid, Mul, Add, Concat, MaxPool, AveragePool, GlobalAveragePool, "
     "ReduceMean, Pad, Transpose, Flatten, Reshape, Squeeze, Unsqueeze, Gemm, MatMul, LogSoftmax, Softmax, Dropout, Identity, "
-    "Constant";
+    "Constant, and Shape, Gather, Concat on shapes";
 
 struct Value {
   Ref ref;
@@ -60,6 +61,9 @@ struct Value {
 // the largest kernel, stride or pad: far beyond what trains on one machine,
 // small enough that no shape or window arithmetic can overflow.
 constexpr int64_t kMaxValues = int64_t{1} << 31;
+
+// The batch dimension in a shape computed from a tensor's (Shape nodes).
+constexpr int64_t kBatch = std::numeric_limits<int64_t>::min();
 
 // The number of values in `shape`, or -1 when it exceeds kMaxValues (checked before each multiplication).
 int64_t bounded_numel(const Shape& shape) {
@@ -125,6 +129,7 @@ class Importer {
     require(input->dims.size() == 4 || input->dims.size() == 2,
             where_ + ": input '" + input->name + "' has " + std::to_string(input->dims.size()) +
                 " dimensions; convoy takes [N, C, H, W] images or [N, features] rows");
+    batch_ = input->dims[0] > 0 ? input->dims[0] : -1;
     Shape shape(input->dims.begin() + 1, input->dims.end());
     for (int64_t d : shape)
       require(d > 0, where_ + ": input '" + input->name + "' has a dimension of unknown size besides the batch");
@@ -406,10 +411,21 @@ class Importer {
       const int64_t axis = int_attr(n, "axis", 1);
       if (axis != 1 && axis != 1 - rank) fail(n, "only Flatten with axis 1 is supported");
     } else if (op == "Reshape") {
-      const onnx::Tensor& to = need_constant(n, 1);
-      const auto& d = to.int64s;
-      const bool flat = to.data_type == onnx::kInt64 && d.size() == 2 && (d[1] == -1 || d[1] == bounded_numel(v.shape)) &&
-                        (d[0] == 0 || d[0] == -1 || d[0] == 1) && !(d[0] == -1 && d[1] == -1);
+      // The target shape: a constant, or computed from the input's shape
+      // (PyTorch's x.view(x.size(0), -1) with a free batch size).
+      std::vector<int64_t> d;
+      if (n.inputs.size() > 1 && shape_values_.count(n.inputs[1])) {
+        d = shape_values_.at(n.inputs[1]);
+      } else {
+        const onnx::Tensor& to = need_constant(n, 1);
+        if (to.data_type != onnx::kInt64) fail(n, "the target shape must be int64");
+        d = to.int64s;
+      }
+      // [N, features] by any spelling of N: 0 (copy), -1 (infer), the batch
+      // itself, or the batch size the file was exported with ([2, 320]).
+      const bool batch_first = d.size() == 2 && (d[0] == kBatch || d[0] == 0 || d[0] == -1 || d[0] == 1 ||
+                                                 (d[0] > 0 && d[1] == bounded_numel(v.shape)) || (d[0] > 0 && d[0] == batch_));
+      const bool flat = batch_first && (d[1] == -1 || d[1] == bounded_numel(v.shape)) && !(d[0] == -1 && d[1] == -1);
       if (!flat) fail(n, "only reshapes to [N, -1] (flattening) are supported");
     } else {  // Squeeze of [N, C, 1, 1] (or [N, 1, 1, C] when NHWC)
       const auto axes = ints_input(n, 1, "axes");
@@ -515,6 +531,61 @@ class Importer {
     out.nhwc = nhwc && keep;
   }
 
+  // Shape, Gather, Unsqueeze and Concat on shapes: the chain PyTorch writes
+  // for x.view(x.size(0), -1) with a free batch size, evaluated here; the
+  // batch is kBatch. Only a Reshape may use the result.
+  bool is_shape_arithmetic(const Node& n) const {
+    if (n.inputs.empty()) return false;
+    for (const auto& in : n.inputs) {
+      const onnx::Tensor* t = constant(in);
+      if (!shape_values_.count(in) && !(t && t->data_type == onnx::kInt64)) return false;
+    }
+    return true;
+  }
+  void shape_arithmetic(const Node& n) {
+    const std::string& op = n.op_type;
+    std::vector<int64_t> out;
+    auto shape_input = [&](std::size_t i) -> const std::vector<int64_t>& {
+      if (i >= n.inputs.size() || !shape_values_.count(n.inputs[i]))
+        fail(n, "is supported only on shapes (Shape, Gather, Unsqueeze, Concat before a Reshape: PyTorch's "
+                "x.view(x.size(0), -1))");
+      return shape_values_.at(n.inputs[i]);
+    };
+    if (op == "Shape") {
+      const Value& v = value(n.inputs.at(0), "input of node '" + n.name + "',");
+      if (!v.hwc_image.empty()) fail(n, "the shape of NHWC-ordered features is not supported");
+      out = {kBatch};
+      if (v.unsqueezed) out.insert(out.end(), {v.shape[0], 1, 1});
+      else if (v.nhwc) out.insert(out.end(), {v.shape[1], v.shape[2], v.shape[0]});
+      else out.insert(out.end(), v.shape.begin(), v.shape.end());
+      const int64_t rank = static_cast<int64_t>(out.size());
+      int64_t start = int_attr(n, "start", 0), end = int_attr(n, "end", rank);  // opset 15
+      start = std::clamp(start < 0 ? start + rank : start, int64_t{0}, rank);
+      end = std::clamp(end < 0 ? end + rank : end, int64_t{0}, rank);
+      out = end > start ? std::vector<int64_t>(out.begin() + start, out.begin() + end) : std::vector<int64_t>{};
+    } else if (op == "Gather") {
+      const std::vector<int64_t>& from = shape_input(0);
+      if (int_attr(n, "axis", 0) != 0) fail(n, "only Gather along axis 0 of a shape is supported");
+      const onnx::Tensor& idx = need_constant(n, 1);
+      if (idx.data_type != onnx::kInt64) fail(n, "the indices must be int64");
+      for (int64_t i : idx.int64s) {
+        const int64_t size = static_cast<int64_t>(from.size());
+        if (i < -size || i >= size) fail(n, "index " + std::to_string(i) + " is out of range");
+        out.push_back(from[static_cast<std::size_t>(i < 0 ? i + size : i)]);
+      }
+    } else if (op == "Unsqueeze") {  // a scalar to a 1-element list: the same values
+      out = shape_input(0);
+    } else {  // Concat of shapes and int64 constants
+      if (int_attr(n, "axis", 0) != 0) fail(n, "only Concat along axis 0 of shapes is supported");
+      for (const auto& in : n.inputs) {
+        const std::vector<int64_t>& part = shape_values_.count(in) ? shape_values_.at(in) : constant(in)->int64s;
+        if (out.size() + part.size() > 64) fail(n, "the shape has more than 64 dimensions");
+        out.insert(out.end(), part.begin(), part.end());
+      }
+    }
+    shape_values_[n.outputs.at(0)] = std::move(out);
+  }
+
   void node(const Node& n) {
     const std::string& op = n.op_type;
     if (!n.domain.empty() && n.domain != "ai.onnx") fail(n, "ops of domain '" + n.domain + "' are not supported");
@@ -582,6 +653,9 @@ class Importer {
                     "; convoy imports Mul of equal shapes or of an image by a [N, C, 1, 1] channel gate");
       return (void)add(n, nn::Multiply{}, {n.inputs[swap ? 1 : 0], n.inputs[swap ? 0 : 1]});
     }
+    if (op == "Shape" || op == "Gather" || (op == "Concat" && is_shape_arithmetic(n)) ||
+        (op == "Unsqueeze" && shape_values_.count(n.inputs[0])))
+      return shape_arithmetic(n);
     if (op == "Concat") {
       const Shape& s = value(n.inputs.at(0), "input").shape;
       const int64_t axis = int_attr(n, "axis", 1);
@@ -690,6 +764,8 @@ class Importer {
   std::size_t current_ = 0;                  // the node being imported
   std::map<std::size_t, Pads> folded_pads_;  // by reader node: the Pad folded into its padding
   bool input_nhwc_ = false, softmax_dropped_ = false;
+  int64_t batch_ = -1;  // the input's batch size when the file fixes one, else -1
+  std::map<std::string, std::vector<int64_t>> shape_values_;  // computed shapes (see shape_arithmetic)
 };
 
 std::string read_file(const std::string& path) {
