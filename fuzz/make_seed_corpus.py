@@ -4,11 +4,17 @@ files of each format and a few near misses. Standard library only.
 Run from anywhere: python3 fuzz/make_seed_corpus.py [CHECKPOINT...]
 (checkpoint_metadata's seeds come from real checkpoints: pass the
 checkpoint.safetensors files of `convoy train --out` runs, e.g. one stopped
-mid-epoch with SIGTERM and one finished.)"""
+mid-epoch with SIGTERM and one finished.)
+onnx's seeds are the small ONNX fixtures in tests/fixtures (PyTorch's and the
+TensorFlow-style graphs) and convoy's own exports of tiny models, which
+CONVOY_TESTS=build/tests/convoy_tests makes it write (OnnxFuzzSeeds.Write)."""
+import glob
 import gzip
 import json
 import os
+import shutil
 import struct
+import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -117,3 +123,14 @@ put("checkpoint_metadata", "version_1", metadata_input({
     "history": json.dumps({"epochs": [{"epoch": 1, "train_loss": 1.5, "train_accuracy": 0.5, "test_loss": 1.0,
                                         "test_accuracy": 0.7, "train_seconds": 1.0, "images_per_second": 100.0,
                                         "lr": 0.01}], "total_train_seconds": 2.0, "images_trained": 2048})}))
+
+
+# onnx: small real files (each under libFuzzer's 64 KiB -max_len).
+onnx_dir = os.path.join(HERE, "corpus", "onnx")
+os.makedirs(onnx_dir, exist_ok=True)
+for path in sorted(glob.glob(os.path.join(HERE, "..", "tests", "fixtures", "onnx_*.onnx"))):
+    if os.path.getsize(path) <= 65536:
+        shutil.copy(path, os.path.join(onnx_dir, os.path.basename(path)))
+if os.environ.get("CONVOY_TESTS"):
+    subprocess.run([os.environ["CONVOY_TESTS"], "--gtest_filter=OnnxFuzzSeeds.Write"], check=True,
+                   env=dict(os.environ, CONVOY_ONNX_SEED_DIR=onnx_dir), stdout=subprocess.DEVNULL)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `convoy export` writes a trained run's model as ONNX (BN folded, or kept);
-# `convoy summary --onnx` imports it back; an op convoy lacks, a missing file
+# `convoy summary --onnx` imports it back, and a TensorFlow-style graph; an op convoy lacks, a missing file
 # or checkpoint is one error line and exit 2. Where ONNX Runtime is installed,
 # it predicts the same classes on the test images as `convoy predict`.
 set -u
@@ -21,6 +21,10 @@ grep -q "wrote $tmp/folded.onnx (ONNX opset 13: 13 nodes" "$tmp/out" || { fail "
 "$convoy" export --checkpoint "$tmp/run" --onnx "$tmp/kept.onnx" --keep-batch-norm >/dev/null || fail "export --keep-batch-norm"
 "$convoy" summary --onnx "$tmp/kept.onnx" >"$tmp/summary" || fail "summary --onnx"
 [[ $(grep -c "batch_norm" "$tmp/summary") -eq 2 ]] || { fail "the imported model lacks its 2 batch norms"; cat "$tmp/summary"; }
+
+# A TensorFlow-style graph (tests/fixtures/make_onnx_tf_fixtures.py): its NHWC input and final Softmax are said.
+"$convoy" summary --onnx "$here/fixtures/onnx_tf_keras_cnn.onnx" >"$tmp/tf" || fail "summary --onnx of a TensorFlow-style graph"
+grep -q "takes NHWC images" "$tmp/tf" && grep -q "Softmax, is left out" "$tmp/tf" || { fail "NHWC or Softmax not said"; cat "$tmp/tf"; }
 
 # expect_error NAME NEEDLE -- ARGS...: exit 2, one stderr line containing NEEDLE, no output file.
 expect_error() {

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """torchvision's ResNet-18 and MobileNetV2, exported to ONNX by
 torch.onnx.export (opset 13, inference mode: batch norms folded into the
-convolutions), import into convoy and give PyTorch's logits.
+convolutions), import into convoy and give PyTorch's logits; so does a small
+CNN flattening with x.view(x.size(0), -1), exported with a free and a fixed
+batch size.
 
 The files are made here at test time rather than committed (ResNet-18 is
 45 MB): seeded weights (torch.manual_seed; batch-norm statistics randomised
@@ -37,8 +39,33 @@ def randomize_batch_norms(model, gen):
             m.running_var.uniform_(0.5, 1.5, generator=gen)
 
 
+class ViewNet(torch.nn.Module):
+    """A CNN whose flatten is x.view(x.size(0), -1): exported with a free batch
+    size it becomes Shape, Gather, Unsqueeze, Concat and Reshape; with a fixed
+    one, a Reshape to [2, 72]."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 2, 3)
+        self.bn = torch.nn.BatchNorm2d(2)
+        self.fc = torch.nn.Linear(2 * 6 * 6, 10)
+
+    def forward(self, x):
+        x = torch.relu(self.bn(self.conv(x)))
+        return self.fc(x.view(x.size(0), -1))
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
+        torch.manual_seed(7)
+        view = ViewNet().eval()
+        randomize_batch_norms(view, torch.Generator().manual_seed(8))
+        x = torch.randn(2, 3, 8, 8)
+        for name, axes in [("view_free_batch", {"input": {0: "N"}, "logits": {0: "N"}}), ("view_fixed_batch", None)]:
+            torch.onnx.export(view, x, os.path.join(tmp, name + ".onnx"), opset_version=13, input_names=["input"],
+                              output_names=["logits"], dynamic_axes=axes)
+            with torch.no_grad():
+                write_safetensors(os.path.join(tmp, name + ".safetensors"), {"input": x, "logits": view(x)})
         for i, name in enumerate(["resnet18", "mobilenet_v2"]):
             torch.manual_seed(i)
             model = getattr(torchvision.models, name)(num_classes=10).eval()

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "convoy/backends/executable.h"
@@ -74,6 +75,50 @@ Tensor f32_tensor(Shape shape, const std::vector<float>& values) {
   Tensor t(DType::f32, std::move(shape));
   std::copy(values.begin(), values.end(), t.data<float>().begin());
   return t;
+}
+
+// Small hand-made graphs: one float input, nodes, constants, one output.
+onnx::Tensor weights(const std::string& name, std::vector<int64_t> dims) {
+  onnx::Tensor t{.name = name, .dims = std::move(dims)};
+  t.floats.resize(static_cast<std::size_t>(t.numel()));
+  for (std::size_t i = 0; i < t.floats.size(); ++i) t.floats[i] = 0.01f * static_cast<float>(i % 17) - 0.05f;
+  return t;
+}
+onnx::Tensor int64s(const std::string& name, std::vector<int64_t> values) {
+  return {.name = name, .data_type = onnx::kInt64, .dims = {static_cast<int64_t>(values.size())}, .int64s = std::move(values)};
+}
+onnx::Attribute ints(const std::string& name, std::vector<int64_t> v) {
+  return {.name = name, .type = onnx::Attribute::kInts, .ints = std::move(v)};
+}
+onnx::Attribute integer(const std::string& name, int64_t v) { return {.name = name, .type = onnx::Attribute::kInt, .i = v}; }
+onnx::Attribute text(const std::string& name, const std::string& v) {
+  return {.name = name, .type = onnx::Attribute::kString, .s = v};
+}
+onnx::Model graph(std::vector<int64_t> input, std::vector<onnx::Node> nodes, std::vector<onnx::Tensor> constants = {},
+                  int64_t opset = 13) {
+  onnx::Model o;
+  o.opset = opset;
+  input.insert(input.begin(), -1);
+  o.graph.inputs = {{.name = "x", .dims = input, .dim_params = std::vector<std::string>(input.size())}};
+  o.graph.inputs[0].dim_params[0] = "N";
+  o.graph.outputs = {{.name = nodes.back().outputs.at(0)}};
+  o.graph.nodes = std::move(nodes);
+  o.graph.initializers = std::move(constants);
+  return o;
+}
+ImportedModel import(const onnx::Model& o) { return from_onnx(onnx::decode(onnx::encode(o), "g.onnx"), "g.onnx"); }
+std::string import_error(const onnx::Model& o) {
+  return testing::error_of([&] { import(o); });
+}
+// A Conv node reading `in` with a [filters, C, k, k] weight named `w`.
+onnx::Node conv(const std::string& name, const std::string& in, const std::string& w, int64_t k,
+                std::vector<onnx::Attribute> extra = {}) {
+  extra.push_back(ints("kernel_shape", {k, k}));
+  return {.name = name, .op_type = "Conv", .inputs = {in, w}, .outputs = {name}, .attributes = std::move(extra)};
+}
+onnx::Node op(const std::string& type, const std::string& name, std::vector<std::string> in,
+              std::vector<onnx::Attribute> attributes = {}) {
+  return {.name = name, .op_type = type, .inputs = std::move(in), .outputs = {name}, .attributes = std::move(attributes)};
 }
 
 }  // namespace
@@ -149,6 +194,194 @@ TEST(Onnx, ImportsAPyTorchExport) {
           << slot.name << " did not train";
 }
 
+// tests/fixtures/make_onnx_tf_fixtures.py: Keras CNNs in the form TensorFlow's
+// exporter writes them (NHWC input and Transposes, zero Pads before "valid"
+// layers, Keras's NHWC Flatten, ReduceMean, Squeeze, a final Softmax; opsets
+// 13 and 11), with ONNX Runtime's logits and probabilities.
+TEST(Onnx, ImportsTensorFlowStyleGraphsWithOnnxRuntimesLogits) {
+  for (const char* name : {"onnx_tf_keras_cnn", "onnx_tf_keras_gap"}) {
+    SCOPED_TRACE(name);
+    const std::string base = std::string(CONVOY_FIXTURES_DIR) + "/" + name;
+    const ImportedModel m = load_onnx(base + ".onnx");
+    EXPECT_TRUE(m.input_was_nhwc);
+    EXPECT_TRUE(m.softmax_dropped);
+    const auto fixture = read_safetensors(base + ".safetensors");
+    const Tensor& nhwc = fixture.at("input");
+    const int64_t batch = nhwc.dim(0), h = nhwc.dim(1), w = nhwc.dim(2), c = nhwc.dim(3);
+    EXPECT_EQ(m.model.input_shape(), (Shape{c, h, w}));  // convoy's models take NCHW
+    const auto in = nhwc.data<float>();
+    std::vector<float> x(in.size());
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t y = 0; y < h; ++y)
+        for (int64_t z = 0; z < w; ++z)
+          for (int64_t k = 0; k < c; ++k)
+            x[static_cast<std::size_t>(((n * c + k) * h + y) * w + z)] = in[static_cast<std::size_t>(((n * h + y) * w + z) * c + k)];
+    const auto logits = infer(m.model, m.weights.params, m.weights.state, x, batch);
+    const auto want = fixture.at("logits").data<float>();
+    const double err = relative_error(logits, want);
+    std::cout << "[ figures  ] " << name << ": " << m.model.layers().size()
+              << " layers, max |logit diff| / max |logit| = " << err << "\n";
+    EXPECT_LT(err, 1e-4);
+    // The dropped Softmax of these logits is the file's output.
+    const auto probabilities = fixture.at("probabilities").data<float>();
+    const int64_t classes = m.model.output_shape()[0];
+    for (int64_t n = 0; n < batch; ++n) {
+      const float* z = logits.data() + n * classes;
+      const float top = *std::max_element(z, z + classes);
+      double sum = 0;
+      for (int64_t k = 0; k < classes; ++k) sum += std::exp(z[k] - top);
+      for (int64_t k = 0; k < classes; ++k)
+        EXPECT_NEAR(std::exp(z[k] - top) / sum, probabilities[static_cast<std::size_t>(n * classes + k)], 1e-6);
+    }
+    // It trains: one step keeps the loss finite and moves the weights.
+    auto exe = compile_cpu(m.model, {.batch_size = batch, .loss = Loss::softmax_cross_entropy}, 0);
+    exe->set_parameters(m.weights.params);
+    exe->set_state(m.weights.state);
+    const std::vector<int32_t> labels{1, 3};
+    exe->train_step(x.data(), labels.data());
+    EXPECT_TRUE(std::isfinite(exe->take_metrics().mean_loss()));
+    std::vector<float> after(m.weights.params.size());
+    exe->get_parameters(after);
+    EXPECT_NE(after, m.weights.params);
+  }
+}
+
+TEST(Onnx, ZeroPadsFoldIntoTheConvOrPoolThatReadsThem) {
+  // Keras's ZeroPadding2D(1) before a "valid" 3x3 convolution: one Conv with padding 1.
+  const ImportedModel a = import(graph({2, 8, 8}, {op("Pad", "p", {"x", "pads"}), conv("c", "p", "w", 3)},
+                                       {int64s("pads", {0, 0, 1, 1, 0, 0, 1, 1}), weights("w", {4, 2, 3, 3})}));
+  ASSERT_EQ(a.model.layers().size(), 1u);
+  EXPECT_EQ(std::get<nn::Conv2d>(a.model.layers()[0].layer).padding, 1);
+  EXPECT_EQ(a.model.output_shape(), (Shape{4, 8, 8}));
+  // Padding the end only, before a stride-2 convolution: TensorFlow's "same".
+  const ImportedModel b = import(graph({2, 8, 8}, {op("Pad", "p", {"x", "pads"}), conv("c", "p", "w", 3, {ints("strides", {2, 2})})},
+                                       {int64s("pads", {0, 0, 0, 0, 0, 0, 1, 1}), weights("w", {4, 2, 3, 3})}));
+  EXPECT_EQ(std::get<nn::Conv2d>(b.model.layers()[0].layer).padding, nn::kSame);
+  // opset 11's form (the pads an input, a zero constant_value) and opset 2's
+  // (attributes), into an AveragePool: its mean then counts the zeros.
+  for (bool old : {false, true}) {
+    onnx::Node pad = old ? op("Pad", "p", {"x"}, {ints("pads", {0, 0, 1, 1, 0, 0, 1, 1}), text("mode", "constant")})
+                         : op("Pad", "p", {"x", "pads", "zero"});
+    onnx::Tensor zero{.name = "zero", .floats = {0.0f}};
+    const ImportedModel c = import(graph({2, 8, 8}, {pad, op("AveragePool", "a", {"p"}, {ints("kernel_shape", {3, 3}), ints("strides", {1, 1})})},
+                                         {int64s("pads", {0, 0, 1, 1, 0, 0, 1, 1}), zero}, old ? 10 : 11));
+    const auto& pool = std::get<nn::AvgPool2d>(c.model.layers()[0].layer);
+    EXPECT_EQ(pool.padding, 1);
+    EXPECT_TRUE(pool.count_include_pad);
+  }
+  // opset 18's axes input; into a MaxPool after a ReLU (zeros never win over its output).
+  const ImportedModel d = import(graph({2, 8, 8}, {op("Relu", "r", {"x"}), op("Pad", "p", {"r", "pads", "", "axes"}),
+                                                   op("MaxPool", "m", {"p"}, {ints("kernel_shape", {3, 3}), ints("strides", {2, 2})})},
+                                       {int64s("pads", {1, 1, 1, 1}), int64s("axes", {2, -1})}, 18));
+  ASSERT_EQ(d.model.layers().size(), 2u);
+  EXPECT_EQ(std::get<nn::MaxPool2d>(d.model.layers()[1].layer).padding, 1);
+}
+
+TEST(Onnx, PadsThatCannotFoldAreErrorsNamingTheNode) {
+  const auto pads = int64s("pads", {0, 0, 1, 1, 0, 0, 1, 1});
+  const auto w = weights("w", {4, 2, 3, 3});
+  auto error = [&](std::vector<onnx::Node> nodes, std::vector<onnx::Tensor> constants) {
+    return import_error(graph({2, 8, 8}, std::move(nodes), std::move(constants)));
+  };
+  const onnx::Node pad = op("Pad", "p", {"x", "pads"});
+  EXPECT_EQ(error({op("Pad", "p", {"x", "pads"}, {text("mode", "reflect")}), conv("c", "p", "w", 3)}, {pads, w}),
+            "g.onnx: node 'p' (Pad): mode 'reflect' is not supported (only zero padding, mode 'constant')");
+  EXPECT_EQ(error({pad, op("Relu", "r", {"p"})}, {pads}),
+            "g.onnx: node 'p' (Pad): zero padding is imported only folded into the Conv, AveragePool or MaxPool (after a "
+            "ReLU) that reads it; here its reader is not a Conv, MaxPool or AveragePool");
+  EXPECT_NE(error({pad, op("MaxPool", "m", {"p"}, {ints("kernel_shape", {3, 3})})}, {pads}).find("may be negative"),
+            std::string::npos);
+  EXPECT_NE(error({pad, conv("c", "p", "w", 3), conv("d", "p", "w", 3), op("Add", "s", {"c", "d"})}, {pads, w})
+                .find("several readers"),
+            std::string::npos);
+  EXPECT_EQ(error({pad, conv("c", "p", "w", 3)}, {int64s("pads", {0, 1, 0, 0, 0, 1, 0, 0}), w}),
+            "g.onnx: node 'p' (Pad): pads the batch or channel axis; only H and W can be padded");
+  EXPECT_NE(error({op("Pad", "p", {"x", "pads", "one"}), conv("c", "p", "w", 3)}, {pads, {.name = "one", .floats = {1.0f}}, w})
+                .find("only zero padding is supported"),
+            std::string::npos);
+  // Before only (TensorFlow puts an odd pad after): no convoy padding says that.
+  EXPECT_EQ(error({op("Pad", "p", {"x", "pads"}), conv("c", "p", "w", 2)}, {int64s("pads", {0, 0, 1, 1, 0, 0, 0, 0}), w}),
+            "g.onnx: node 'c' (Conv): pads [1, 1, 0, 0] (with the Pad before it) are neither equal on all sides nor "
+            "TensorFlow's \"same\"");
+}
+
+TEST(Onnx, NhwcFlattenAndGlobalPoolVariantsImport) {
+  // An NHWC input, a global pool as ReduceMean over H and W of the NHWC
+  // tensor, kept dims squeezed: [N, C] in either order.
+  const ImportedModel a = import(graph({5, 5, 3}, {op("Transpose", "t", {"x"}, {ints("perm", {0, 3, 1, 2})}),
+                                                   conv("c", "t", "w", 3), op("Transpose", "b", {"c"}, {ints("perm", {0, 2, 3, 1})}),
+                                                   op("ReduceMean", "m", {"b"}, {ints("axes", {1, 2})}),
+                                                   op("Squeeze", "s", {"m", "axes"}), op("Softmax", "y", {"s"})},
+                                       {weights("w", {4, 3, 3, 3}), int64s("axes", {-3, 2})}));
+  EXPECT_TRUE(a.input_was_nhwc);
+  EXPECT_TRUE(a.softmax_dropped);
+  EXPECT_EQ(a.model.input_shape(), (Shape{3, 5, 5}));
+  EXPECT_EQ(a.model.output_shape(), (Shape{4}));
+  // NCHW: ReduceMean over axes 2 and 3 without kept dims, Flatten with axis -3, Clip to [0, inf).
+  onnx::Tensor lo{.name = "lo", .floats = {0.0f}}, hi{.name = "hi", .floats = {std::numeric_limits<float>::infinity()}};
+  const ImportedModel b = import(graph({3, 5, 5}, {conv("c", "x", "w", 3), op("Clip", "r", {"c", "lo", "hi"}),
+                                                   op("Flatten", "f", {"r"}, {integer("axis", -3)}),
+                                                   op("Gemm", "d", {"f", "dw"}, {integer("transB", 1)})},
+                                       {weights("w", {4, 3, 3, 3}), lo, hi, weights("dw", {2, 36})}));
+  EXPECT_FALSE(b.input_was_nhwc);
+  EXPECT_FALSE(b.softmax_dropped);
+  EXPECT_TRUE(std::holds_alternative<nn::ReLU>(b.model.layers()[1].layer));
+  EXPECT_EQ(b.model.output_shape(), (Shape{2}));
+  const ImportedModel c = import(graph({3, 5, 5}, {op("ReduceMean", "m", {"x", "axes"}, {integer("keepdims", 0)})},
+                                       {int64s("axes", {3, 2})}, 18));
+  EXPECT_EQ(c.model.output_shape(), (Shape{3}));
+}
+
+// PyTorch's x.view(x.size(0), -1): with a free batch size the target shape is
+// computed (Shape, Gather, Unsqueeze, Concat), with a fixed one it is [2, K].
+// tests/onnx_torch_import.py checks both against PyTorch's logits.
+TEST(Onnx, PyTorchViewFlattensImport) {
+  const std::vector<onnx::Tensor> constants{int64s("zero", {0}), int64s("axes", {0}), int64s("minus_one", {-1}),
+                                            weights("w", {3, 18})};
+  auto with_index = constants;
+  with_index.push_back({.name = "index", .data_type = onnx::kInt64, .int64s = {0}});  // a scalar: no dims
+  const ImportedModel a = import(graph({2, 3, 3}, {op("Relu", "r", {"x"}), op("Shape", "s", {"r"}), op("Gather", "g", {"s", "index"}),
+                                                   op("Unsqueeze", "u", {"g", "axes"}), op("Concat", "c", {"u", "minus_one"}, {integer("axis", 0)}),
+                                                   op("Reshape", "f", {"r", "c"}), op("Gemm", "d", {"f", "w"}, {integer("transB", 1)})},
+                                       with_index));
+  ASSERT_EQ(a.model.layers().size(), 3u);
+  EXPECT_TRUE(std::holds_alternative<nn::Flatten>(a.model.layers()[1].layer));
+  EXPECT_EQ(a.model.output_shape(), (Shape{3}));
+  // Fixed batch 2: [2, 18].
+  const ImportedModel b = import(graph({2, 3, 3}, {op("Relu", "r", {"x"}), op("Reshape", "f", {"r", "to"}), op("Gemm", "d", {"f", "w"}, {integer("transB", 1)})},
+                                       {int64s("to", {2, 18}), weights("w", {3, 18})}));
+  EXPECT_EQ(b.model.output_shape(), (Shape{3}));
+  // A Gather of a tensor (an embedding lookup) is no shape arithmetic.
+  EXPECT_EQ(import_error(graph({6}, {op("Gather", "g", {"x", "zero"})}, constants)),
+            "g.onnx: node 'g' (Gather): is supported only on shapes (Shape, Gather, Unsqueeze, Concat before a Reshape: "
+            "PyTorch's x.view(x.size(0), -1))");
+  // A target shape that is no flatten.
+  EXPECT_EQ(import_error(graph({2, 3, 3}, {op("Relu", "r", {"x"}), op("Shape", "s", {"r"}), op("Reshape", "f", {"r", "s"})})),
+            "g.onnx: node 'f' (Reshape): only reshapes to [N, -1] (flattening) are supported");
+}
+
+TEST(Onnx, LayoutsAndSoftmaxConvoyCannotFollowAreErrors) {
+  const auto w = weights("w", {4, 3, 3, 3});
+  const onnx::Node to_nchw = op("Transpose", "t", {"x"}, {ints("perm", {0, 3, 1, 2})});
+  EXPECT_EQ(import_error(graph({5, 5, 3}, {op("Transpose", "t", {"x"}, {ints("perm", {0, 2, 1, 3})}), conv("c", "t", "w", 3)}, {w})),
+            "g.onnx: node 't' (Transpose): perm [0, 2, 1, 3] is not supported (only NHWC to NCHW, [0, 3, 1, 2], and "
+            "back, [0, 2, 3, 1])");
+  // The NHWC tensor read as if NCHW.
+  EXPECT_EQ(import_error(graph({3, 5, 5}, {op("Transpose", "t", {"x"}, {ints("perm", {0, 2, 3, 1})}), conv("c", "t", "w", 3)}, {w})),
+            "g.onnx: node 'c' (Conv): needs an [N, C, H, W] input, gets an NHWC tensor");
+  // NHWC-ordered features into a batch norm (its parameters would need permuting too).
+  const onnx::Tensor g{.name = "g", .dims = {12}, .floats = std::vector<float>(12, 1.0f)};
+  EXPECT_NE(import_error(graph({2, 2, 3}, {to_nchw, op("Transpose", "b", {"t"}, {ints("perm", {0, 2, 3, 1})}),
+                                           op("Flatten", "f", {"b"}), op("BatchNormalization", "n", {"f", "g", "g", "g", "g"})},
+                               {g}))
+                .find("node 'n' (BatchNormalization): reads features flattened in NHWC order"),
+            std::string::npos);
+  // A Softmax before another op: convoy has no Softmax layer to keep.
+  EXPECT_EQ(import_error(graph({6}, {op("Softmax", "s", {"x"}), op("Relu", "r", {"s"})})),
+            "g.onnx: node 's' (Softmax): Softmax is supported only as the model's last op (convoy leaves it out and "
+            "outputs the logits)");
+}
+
 TEST(Onnx, AnUnsupportedOpIsOneErrorNamingIt) {
   onnx::Model o;
   o.graph.inputs = {{.name = "x", .dims = {1, 4}, .dim_params = {"", ""}}};
@@ -189,6 +422,101 @@ TEST(Onnx, DamagedFilesAreUserErrors) {
   }
 }
 
+// Regressions found by fuzz/fuzz_onnx.cpp (each input was a crash, a
+// sanitizer report or an exception other than UserError before its fix).
+
+// An empty raw_data field: decoded as no values (it was a memcpy to a null
+// pointer, undefined behaviour UBSan reported, even for 0 bytes).
+TEST(OnnxFuzzRegressions, EmptyRawDataIsAnEmptyTensor) {
+  onnx::Model o;
+  o.graph.initializers = {{.name = "w", .dims = {0}}, {.name = "shape", .data_type = onnx::kInt64, .dims = {0}}};
+  const onnx::Model back = onnx::decode(onnx::encode(o), "empty");
+  ASSERT_EQ(back.graph.initializers.size(), 2u);
+  EXPECT_TRUE(back.graph.initializers[0].floats.empty());
+  EXPECT_TRUE(back.graph.initializers[1].int64s.empty());
+  EXPECT_EQ(back.graph.initializers[1].dims, (std::vector<int64_t>{0}));
+}
+
+// Sizes a file claims but does not hold: a batch norm over 2^30 channels
+// with one value per tensor allocated 16 GiB of flat buffers before the sizes
+// were compared (libFuzzer: out-of-memory); an input of 2^120 values per
+// example, 40 doubling Concats and pads of 2^62 overflowed int64 shape and
+// window arithmetic (UBSan). Each is now one UserError, nothing allocated.
+TEST(OnnxFuzzRegressions, ClaimedSizesAreCheckedBeforeUse) {
+  std::vector<onnx::Tensor> ones;
+  for (const char* name : {"s", "b", "m", "v"}) ones.push_back({.name = name, .dims = {1}, .floats = {1.0f}});
+  EXPECT_EQ(import_error(graph({int64_t{1} << 30, 1, 1}, {op("BatchNormalization", "bn", {"x", "s", "b", "m", "v"})}, ones)),
+            "g.onnx: tensor for 'batch_norm_0.weight' has 1 values, the layer needs [1073741824]");
+  const int64_t big = int64_t{1} << 40;
+  EXPECT_EQ(import_error(graph({big, big, big}, {op("Relu", "r", {"x"})})),
+            "g.onnx: input 'x' is [1099511627776, 1099511627776, 1099511627776] per example: more than 2^31 values, "
+            "which convoy does not take");
+  std::vector<onnx::Node> doubling{op("Relu", "c0", {"x"})};
+  for (int i = 1; i <= 40; ++i) {
+    // append(), not "c" + std::string: GCC 12 misreports the latter under -Wrestrict
+    const std::string in = std::string("c").append(std::to_string(i - 1));
+    doubling.push_back(op("Concat", std::string("c").append(std::to_string(i)), {in, in}, {integer("axis", 1)}));
+  }
+  EXPECT_EQ(import_error(graph({2, 4, 4}, doubling)), "g.onnx: node 'c27' (Concat): its output has more than 2^31 values per example");
+  const int64_t huge = int64_t{1} << 62;
+  EXPECT_NE(import_error(graph({1, 8, 8}, {conv("c", "x", "w", 3, {ints("pads", {huge, huge, huge, huge})})}, {weights("w", {1, 1, 3, 3})}))
+                .find("node 'c' (Conv): pads [4611686018427387904, 4611686018427387904, 4611686018427387904, "
+                      "4611686018427387904] are out of range"),
+            std::string::npos);
+  EXPECT_NE(import_error(graph({1, 8, 8}, {conv("c", "x", "w", 3, {ints("strides", {huge, huge})})}, {weights("w", {1, 1, 3, 3})}))
+                .find("stride 4611686018427387904 is out of range"),
+            std::string::npos);
+}
+
+// A model of dropouts only (the identity in inference) exported a graph
+// whose one node was an Identity, which imports as a model without layers:
+// convoy wrote a file it could not read back (fuzz_onnx's round trip).
+TEST(OnnxFuzzRegressions, ADropoutOnlyModelExportsAFileThatImportsBack) {
+  const nn::Model m({4}, {nn::Dropout{.rate = 0.25f}});
+  const ImportedModel back = import(to_onnx(m, {}, {}));
+  ASSERT_EQ(back.model.layers().size(), 1u);
+  EXPECT_EQ(std::get<nn::Dropout>(back.model.layers()[0].layer).rate, 0.25f);
+  EXPECT_EQ(back.model.output_shape(), (Shape{4}));
+}
+
+// A Mul of an image [N, C, H, W] by [N, C] features imported as convoy's
+// channel gate, though ONNX's broadcasting rejects it; and convoy's own
+// export of such a gate (an Unsqueeze to [N, C, 1, 1]) did not import back
+// (fuzz_onnx's round trip, on files crafted by hand). Now the gate must be
+// [N, C, 1, 1], from a kept-dims pool or an Unsqueeze.
+TEST(OnnxFuzzRegressions, ChannelGatesFollowOnnxBroadcasting) {
+  nn::GraphBuilder g({3, 6, 6});
+  const auto x = g.add(nn::ReLU{}, g.input());
+  const auto gate = g.add(nn::Sigmoid{}, g.add(nn::Dense{.units = 3}, g.add(nn::GlobalAvgPool{}, x)));  // [C]
+  g.add(nn::Dense{.units = 2}, g.add(nn::GlobalAvgPool{}, g.add(nn::Multiply{}, {x, gate})));
+  const nn::Model m = g.build();
+  const auto w = testing::deterministic_weights(m);
+  const onnx::Model o = to_onnx(m, w.params, w.state);
+  EXPECT_EQ(ops(o), (std::vector<std::string>{"Relu", "GlobalAveragePool", "Flatten", "Gemm", "Sigmoid", "Unsqueeze", "Mul",
+                                              "GlobalAveragePool", "Flatten", "Gemm"}));
+  round_trip(m, true);
+
+  EXPECT_EQ(import_error(graph({2, 3, 3}, {op("Relu", "r", {"x"}), op("ReduceMean", "f", {"r"}, {ints("axes", {2, 3}), integer("keepdims", 0)}),
+                                           op("Mul", "m", {"r", "f"})})),
+            "g.onnx: node 'm' (Mul): multiplies [2, 3, 3] by [2]; convoy imports Mul of equal shapes or of an image by "
+            "a [N, C, 1, 1] channel gate");
+  // The kept-dims form, gate first: imported as convoy's gate.
+  const ImportedModel kept = import(graph({2, 3, 3}, {op("Relu", "r", {"x"}), op("GlobalAveragePool", "p", {"r"}), op("Mul", "m", {"p", "r"})}));
+  EXPECT_EQ(kept.model.layers().back().input_shapes, (std::vector<Shape>{{2, 3, 3}, {2, 1, 1}}));
+}
+
+// Errors from convoy's layers (a shape that does not fit) and graphs with no
+// layer at all named no file; now each starts with it.
+TEST(OnnxFuzzRegressions, LayerErrorsAndEmptyGraphsNameTheFile) {
+  EXPECT_EQ(import_error(graph({4, 3, 3}, {conv("c", "x", "w", 1, {integer("group", 3)})}, {weights("w", {6, 1, 1, 1})})),
+            "g.onnx: c: groups (3) must divide the input channels (4) and the filters (6)");
+  EXPECT_EQ(import_error(graph({2}, {op("Relu", "a", {"x"}), op("Relu", "b", {"x"})})),
+            "g.onnx: model: the output of relu_0 is not used by any later layer; remove it or join it into the graph");
+  EXPECT_EQ(import_error(graph({2}, {op("Softmax", "s", {"x"})})),
+            "g.onnx: the graph has no node convoy imports as a layer (only Identity, Transpose, Softmax, Constant and "
+            "the like)");
+}
+
 // Writes convoy's ONNX files, inputs and outputs for tests/onnx_peers.py
 // (ONNX Runtime and OpenCV run the files; convoy's outputs are the oracle).
 TEST(OnnxPeerCases, Write) {
@@ -222,6 +550,33 @@ TEST(OnnxPeerCases, Write) {
     load_pytorch_weights(lite0, pretrained, w);
     export_onnx(std::string(dir) + "/pretrained_lite0.onnx", lite0, w.params, w.state);
   }
+}
+
+// Writes fuzz/fuzz_onnx's seed inputs: convoy's exports of tiny models with
+// every op the exporter writes, each well under libFuzzer's 64 KiB -max_len
+// (fuzz/make_seed_corpus.py runs this with CONVOY_ONNX_SEED_DIR=fuzz/corpus/onnx).
+TEST(OnnxFuzzSeeds, Write) {
+  const char* dir = std::getenv("CONVOY_ONNX_SEED_DIR");
+  if (!dir) GTEST_SKIP() << "set CONVOY_ONNX_SEED_DIR (fuzz/make_seed_corpus.py does)";
+  const nn::Model chain({1, 6, 6}, {nn::Conv2d{.filters = 2, .kernel = 3, .padding = 1}, nn::BatchNorm{}, nn::ReLU{},
+                                    nn::MaxPool2d{.kernel = 2}, nn::Flatten{}, nn::Dense{.units = 3}, nn::LogSoftmax{}});
+  nn::GraphBuilder g({2, 5, 5});
+  const auto stem = g.add(nn::Conv2d{.filters = 4, .kernel = 3, .stride = 2, .padding = nn::kSame, .bias = false}, g.input());
+  const auto act = g.add(nn::ReLU6{}, g.add(nn::BatchNorm{}, stem));
+  const auto gate = g.add(nn::Sigmoid{}, g.add(nn::Conv2d{.filters = 4, .kernel = 1}, g.add(nn::GlobalAvgPool{.keep_dims = true}, act)));
+  const auto gated = g.add(nn::Multiply{}, {act, gate});
+  const auto joined = g.add(nn::Concat{}, {g.add(nn::Add{}, {gated, act}), g.add(nn::SiLU{}, act)});
+  const auto pooled = g.add(nn::GlobalAvgPool{}, g.add(nn::AvgPool2d{.kernel = 3, .stride = 1, .padding = 1, .count_include_pad = false}, joined));
+  g.add(nn::Dense{.units = 3}, g.add(nn::Dropout{.rate = 0.2f}, pooled));
+  const nn::Model graph = g.build();
+  const nn::Model rows({4}, {nn::Dense{.units = 5}, nn::ReLU{}, nn::BatchNorm{}, nn::Dense{.units = 2}});
+  const std::pair<std::string, const nn::Model*> models[] = {{"chain", &chain}, {"graph", &graph}, {"rows", &rows}};
+  for (const auto& [name, model] : models)
+    for (bool fold : {true, false}) {
+      const auto w = testing::deterministic_weights(*model);
+      export_onnx(std::string(dir) + "/convoy_" + name + (fold ? "_folded" : "_kept") + ".onnx", *model, w.params, w.state,
+                  {.fold_batch_norm = fold});
+    }
 }
 
 // Checks convoy's import of the files tests/onnx_torch_import.py exported

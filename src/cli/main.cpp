@@ -159,7 +159,13 @@ struct SummaryFlags {
 int run_summary(const TrainFlags& f, const SummaryFlags& s) {
   if (!s.onnx.empty()) {
     convoy::require(s.model.empty() && f.config.empty(), "summary: pass --onnx alone");
-    std::cout << convoy::io::load_onnx(s.onnx).model.summary();
+    const convoy::io::ImportedModel m = convoy::io::load_onnx(s.onnx);
+    std::cout << m.model.summary();
+    if (m.input_was_nhwc)
+      std::cout << "The file takes NHWC images (TensorFlow's layout); this model takes them as NCHW.\n";
+    if (m.softmax_dropped)
+      std::cout << "The file's last op, Softmax, is left out: this model outputs logits (softmax gives the file's "
+                   "probabilities).\n";
     return 0;
   }
   convoy::require(s.model.empty() || f.config.empty(), "summary: pass --config or --model, not both");

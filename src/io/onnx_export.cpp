@@ -64,7 +64,12 @@ class Exporter {
     for (Node& n : out_.graph.nodes)
       for (auto& in : n.inputs)
         if (in == last) in = "output";
-    if (last == "input") out_.graph.nodes.push_back({.name = "output", .op_type = "Identity", .inputs = {"input"}, .outputs = {"output"}});
+    // Only dropouts (the identity in inference) leave nothing to compute the
+    // output: the last stays a Dropout node, which imports back as a layer
+    // (an Identity would import as a model without layers, which convoy lacks).
+    if (last == "input")
+      node("Dropout", "output", {"input", initializer("output.ratio", {}, {std::get<nn::Dropout>(plans.back().layer).rate})},
+           "output");
     Shape in = model_.input_shape();
     onnx::ValueInfo input{.name = "input", .dims = {-1}, .dim_params = {"N"}};
     for (int64_t d : in) input.dims.push_back(d), input.dim_params.emplace_back();

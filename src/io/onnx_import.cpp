@@ -4,9 +4,21 @@
 // fused with the next (MatMul + Add of a bias: one Dense). Shapes are
 // tracked along the way because some ops are only expressible for some
 // shapes (asymmetric pads must be TensorFlow's "same").
+//
+// TensorFlow's exporter (tf2onnx) writes NHWC graphs: an [N, H, W, C] input
+// transposed to NCHW for the convolutions, explicit zero Pads before them
+// (Keras's ZeroPadding2D, "valid" convolutions), a transpose back to NHWC
+// before Keras's Flatten, and a final Softmax. The importer keeps convoy's
+// NCHW throughout: the input transpose is dropped (ImportedModel says the
+// file took NHWC), a Pad is folded into the padding of the convolution or
+// pool it feeds, an NHWC flatten becomes convoy's Flatten with the next
+// Dense's weight columns permuted to match, and a last Softmax is left out.
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <deque>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -23,12 +35,76 @@ using Ref = nn::GraphBuilder::Ref;
 
 constexpr const char* kSupported =
     "Conv, BatchNormalization, Relu, Clip, Sigmoid, Mul, Add, Concat, MaxPool, AveragePool, GlobalAveragePool, "
-    "Flatten, Reshape, Gemm, MatMul, LogSoftmax, Dropout, Identity, Constant";
+    "ReduceMean, Pad, Transpose, Flatten, Reshape, Squeeze, Unsqueeze, Gemm, MatMul, LogSoftmax, Softmax, Dropout, Identity, "
+    "Constant, and Shape, Gather, Concat on shapes";
 
 struct Value {
   Ref ref;
-  Shape shape;  // without the batch
+  Shape shape;  // convoy's, without the batch: [C, H, W] even where the ONNX tensor is NHWC
+  // The ONNX tensor is this image as [N, H, W, C] (an NHWC input, or a
+  // Transpose with perm [0, 2, 3, 1]): only a Transpose back, a flatten or a
+  // ReduceMean over H and W may read it.
+  bool nhwc = false;
+  // [C*H*W] features in (H, W, C) order (an NHWC image flattened): the image's
+  // [C, H, W]. convoy flattens in (C, H, W) order, so the Dense reading them
+  // takes its weight columns permuted; element-wise layers pass them on.
+  Shape hwc_image;
+  // Never negative (after a ReLU, ReLU6 or Sigmoid): zero padding before a
+  // max pool then changes nothing, so it folds into the pool's padding.
+  bool nonnegative = false;
+  // [C] features the ONNX graph unsqueezed to [N, C, 1, 1]: only a Mul may
+  // read them, as a channel gate (convoy's Multiply takes [C] gates as they are).
+  bool unsqueezed = false;
 };
+
+// The most values one example may have in any tensor (8 GiB of floats), and
+// the largest kernel, stride or pad: far beyond what trains on one machine,
+// small enough that no shape or window arithmetic can overflow.
+constexpr int64_t kMaxValues = int64_t{1} << 31;
+
+// The batch dimension in a shape computed from a tensor's (Shape nodes).
+constexpr int64_t kBatch = std::numeric_limits<int64_t>::min();
+
+// The number of values in `shape`, or -1 when it exceeds kMaxValues (checked before each multiplication).
+int64_t bounded_numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || (d > 0 && n > kMaxValues / d)) return -1;
+    n *= d;
+  }
+  return n;
+}
+
+// The zero padding a Pad node folds into its reader: top, left, bottom, right.
+using Pads = std::array<int64_t, 4>;
+
+bool elementwise(const nn::Layer& l) {
+  return std::holds_alternative<nn::ReLU>(l) || std::holds_alternative<nn::ReLU6>(l) ||
+         std::holds_alternative<nn::Sigmoid>(l) || std::holds_alternative<nn::SiLU>(l) ||
+         std::holds_alternative<nn::Dropout>(l);
+}
+
+bool keeps_sign(const nn::Layer& l) {
+  return std::holds_alternative<nn::MaxPool2d>(l) || std::holds_alternative<nn::AvgPool2d>(l) ||
+         std::holds_alternative<nn::GlobalAvgPool>(l) || std::holds_alternative<nn::Dropout>(l) ||
+         std::holds_alternative<nn::Flatten>(l) || std::holds_alternative<nn::Concat>(l);
+}
+
+std::string list(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// Axes as non-negative numbers for a tensor of `rank` dimensions, sorted; empty when one is out of range.
+std::vector<int64_t> normalized_axes(std::vector<int64_t> axes, int64_t rank) {
+  for (int64_t& a : axes) {
+    if (a < -rank || a >= rank) return {};
+    if (a < 0) a += rank;
+  }
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
 
 // The tensors a layer of the built model gets, by its parameter order.
 struct LayerWeights {
@@ -53,40 +129,64 @@ class Importer {
     require(input->dims.size() == 4 || input->dims.size() == 2,
             where_ + ": input '" + input->name + "' has " + std::to_string(input->dims.size()) +
                 " dimensions; convoy takes [N, C, H, W] images or [N, features] rows");
+    batch_ = input->dims[0] > 0 ? input->dims[0] : -1;
     Shape shape(input->dims.begin() + 1, input->dims.end());
     for (int64_t d : shape)
       require(d > 0, where_ + ": input '" + input->name + "' has a dimension of unknown size besides the batch");
+    require(bounded_numel(shape) > 0, where_ + ": input '" + input->name + "' is " + to_string(shape) +
+                                          " per example: more than 2^31 values, which convoy does not take");
+    // TensorFlow's layout: an [N, H, W, C] input that every reader transposes to NCHW.
+    input_nhwc_ = shape.size() == 3 && read_only_by_transposes_to_nchw(input->name);
+    if (input_nhwc_) shape = {shape[2], shape[0], shape[1]};
     builder_.emplace(shape);
-    values_[input->name] = {builder_->input(), shape};
+    values_[input->name] = {.ref = builder_->input(), .shape = shape, .nhwc = input_nhwc_};
 
     for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+      current_ = i;
       if (!skip_.count(i)) node(g.nodes[i]);
     }
     require(g.outputs.size() == 1, where_ + ": the graph has " + std::to_string(g.outputs.size()) +
                                        " outputs; convoy models have one");
+    require(layer_count_ > 0, where_ + ": the graph has no node convoy imports as a layer (only " +
+                                  "Identity, Transpose, Softmax, Constant and the like)");
     const Value& out = value(g.outputs[0].name, "the graph output");
+    require(!out.nhwc && out.hwc_image.empty() && !out.unsqueezed,
+            where_ + ": the graph output '" + g.outputs[0].name + "' is in NHWC order or unsqueezed, which convoy models do not give");
     require(layer_count_ > 0 && out.ref.index == layer_count_ - 1,
             where_ + ": the graph output '" + g.outputs[0].name + "' is not computed by the last node");
-    nn::Model model = builder_->build();
+    std::optional<nn::Model> built;
+    try {
+      built.emplace(builder_->build());
+    } catch (const UserError& e) {  // e.g. a node whose output nothing reads
+      throw UserError(where_ + ": " + e.what());
+    }
+    nn::Model& model = *built;
+    // Every tensor the file gave has the size its layer needs, checked before
+    // the flat buffers are allocated: their sizes then come from the file's
+    // own bytes, not from shapes it claims (a batch norm over 2^30 channels
+    // with one value each).
+    for (std::size_t k = 0; k < model.layers().size(); ++k) {
+      const nn::LayerPlan& plan = model.layers()[k];
+      auto check = [&](const std::vector<nn::ParamSlot>& slots, const std::vector<std::vector<float>>& from) {
+        require(slots.size() == from.size(), where_ + ": layer '" + plan.name + "' has the wrong number of tensors");
+        for (std::size_t s = 0; s < slots.size(); ++s)
+          require(static_cast<int64_t>(from[s].size()) == slots[s].size(),
+                  where_ + ": tensor for '" + slots[s].name + "' has " + std::to_string(from[s].size()) +
+                      " values, the layer needs " + to_string(slots[s].shape));
+      };
+      check(plan.params, weights_[k].params);
+      check(plan.state, weights_[k].state);
+    }
     FlatWeights w{std::vector<float>(static_cast<std::size_t>(model.num_parameters())),
                   std::vector<float>(static_cast<std::size_t>(model.num_state()))};
     for (std::size_t k = 0; k < model.layers().size(); ++k) {
       const nn::LayerPlan& plan = model.layers()[k];
-      const LayerWeights& lw = weights_[k];
-      auto fill = [&](const std::vector<nn::ParamSlot>& slots, const std::vector<std::vector<float>>& from,
-                      std::vector<float>& into) {
-        require(slots.size() == from.size(), where_ + ": layer '" + plan.name + "' has the wrong number of tensors");
-        for (std::size_t s = 0; s < slots.size(); ++s) {
-          require(static_cast<int64_t>(from[s].size()) == slots[s].size(),
-                  where_ + ": tensor for '" + slots[s].name + "' has " + std::to_string(from[s].size()) +
-                      " values, the layer needs " + to_string(slots[s].shape));
-          std::copy(from[s].begin(), from[s].end(), into.begin() + slots[s].offset);
-        }
-      };
-      fill(plan.params, lw.params, w.params);
-      fill(plan.state, lw.state, w.state);
+      for (std::size_t s = 0; s < plan.params.size(); ++s)
+        std::copy(weights_[k].params[s].begin(), weights_[k].params[s].end(), w.params.begin() + plan.params[s].offset);
+      for (std::size_t s = 0; s < plan.state.size(); ++s)
+        std::copy(weights_[k].state[s].begin(), weights_[k].state[s].end(), w.state.begin() + plan.state[s].offset);
     }
-    return {std::move(model), std::move(w)};
+    return {std::move(model), std::move(w), input_nhwc_, softmax_dropped_};
   }
 
  private:
@@ -133,38 +233,81 @@ class Importer {
     return used_names_.insert(name).second ? name : std::string{};
   }
 
-  void add(const Node& n, nn::Layer layer, const std::vector<std::string>& inputs, LayerWeights w = {},
-           std::string name = {}, const std::string* output = nullptr) {
+  // Adds `layer` reading `inputs`; returns the value it computes.
+  Value& add(const Node& n, nn::Layer layer, const std::vector<std::string>& inputs, LayerWeights w = {},
+             std::string name = {}, const std::string* output = nullptr, bool reads_nhwc = false) {
     std::vector<Ref> refs;
     std::vector<Shape> shapes;
+    Shape hwc_image;
+    bool nonnegative = true;
     for (const auto& in : inputs) {
       const Value& v = value(in, "input of node '" + n.name + "',");
+      if (v.nhwc && !reads_nhwc)
+        fail(n, "reads an NHWC tensor (a Transpose with perm [0, 2, 3, 1]), which convoy imports only before a "
+                "flatten, a ReduceMean over H and W, or the Transpose back to NCHW");
+      if (v.unsqueezed && !std::holds_alternative<nn::Multiply>(layer))
+        fail(n, "reads an Unsqueeze to [N, C, 1, 1], which convoy imports only as the channel gate of a Mul");
+      if (!v.hwc_image.empty()) {
+        if (!elementwise(layer) && !std::holds_alternative<nn::Dense>(layer))
+          fail(n, "reads features flattened in NHWC order, which convoy imports only into element-wise ops and "
+                  "a MatMul or Gemm");
+        if (elementwise(layer)) hwc_image = v.hwc_image;
+      }
+      nonnegative = nonnegative && v.nonnegative;
       refs.push_back(v.ref);
       shapes.push_back(v.shape);
     }
     const std::string shown = name.empty() ? n.name : name;
-    Shape out = shapes.size() == 1 ? nn::output_shape(layer, shapes[0], shown) : nn::output_shape(layer, shapes, shown);
+    Shape out;
+    try {
+      out = shapes.size() == 1 ? nn::output_shape(layer, shapes[0], shown) : nn::output_shape(layer, shapes, shown);
+    } catch (const UserError& e) {  // the layer's message, "<node>: ...", with the file
+      throw UserError(where_ + ": " + e.what());
+    }
+    if (bounded_numel(out) < 0) fail(n, "its output has more than 2^31 values per example");
+    const bool out_nonnegative = std::holds_alternative<nn::ReLU>(layer) || std::holds_alternative<nn::ReLU6>(layer) ||
+                                 std::holds_alternative<nn::Sigmoid>(layer) || (keeps_sign(layer) && nonnegative);
     const Ref r = builder_->add(std::move(layer), refs, std::move(name));
     ++layer_count_;
     weights_.push_back(std::move(w));
-    values_[output ? *output : n.outputs.at(0)] = {r, std::move(out)};
+    Value& v = values_[output ? *output : n.outputs.at(0)];
+    v = {.ref = r, .shape = std::move(out), .hwc_image = std::move(hwc_image), .nonnegative = out_nonnegative};
+    return v;
   }
   void alias(const Node& n, const std::string& from) { values_[n.outputs.at(0)] = value(from, "input of node '" + n.name + "',"); }
 
-  // One padding value for both axes and both sides, or "same" where the pads are TensorFlow's.
+  // The padding of a Conv or pool as one convoy value: equal on all sides, or
+  // "same" where the pads are TensorFlow's. A Pad folded into the node adds its own.
   int64_t padding(const Node& n, const Shape& in, int64_t kernel, int64_t stride) const {
     const std::string auto_pad = n.find("auto_pad") ? n.find("auto_pad")->s : "NOTSET";
-    if (auto_pad == "SAME_UPPER") return nn::kSame;
-    if (auto_pad == "VALID") return 0;
-    if (auto_pad != "NOTSET") fail(n, "auto_pad " + auto_pad + " is not supported (NOTSET, SAME_UPPER, VALID are)");
-    std::vector<int64_t> pads = ints_attr(n, "pads");
-    if (pads.empty()) pads = {0, 0, 0, 0};
-    if (pads.size() != 4) fail(n, "pads must have 4 values");
-    if (pads[0] == pads[1] && pads[0] == pads[2] && pads[0] == pads[3]) return pads[0];
+    const auto folded = folded_pads_.find(current_);
+    const Pads extra = folded == folded_pads_.end() ? Pads{0, 0, 0, 0} : folded->second;
+    Pads own{0, 0, 0, 0};  // top, left, bottom, right
+    if (auto_pad == "SAME_UPPER") {
+      if (folded == folded_pads_.end()) return nn::kSame;
+      // "same" for the padded size the node sees.
+      const nn::Window h = nn::window(in[1] + extra[0] + extra[2], kernel, stride, nn::kSame, n.name),
+                       w = nn::window(in[2] + extra[1] + extra[3], kernel, stride, nn::kSame, n.name);
+      own = {h.pad_begin, w.pad_begin, h.pad_end, w.pad_end};
+    } else if (auto_pad == "NOTSET") {
+      const std::vector<int64_t> pads = ints_attr(n, "pads");
+      if (!pads.empty() && pads.size() != 4) fail(n, "pads must have 4 values");
+      if (!pads.empty()) own = {pads[0], pads[1], pads[2], pads[3]};
+    } else if (auto_pad != "VALID") {
+      fail(n, "auto_pad " + auto_pad + " is not supported (NOTSET, SAME_UPPER, VALID are)");
+    }
+    std::vector<int64_t> total(4);
+    for (std::size_t i = 0; i < 4; ++i) {
+      if (own[i] < -kMaxValues || own[i] > kMaxValues) fail(n, "pads " + list({own.begin(), own.end()}) + " are out of range");
+      total[i] = own[i] + extra[i];
+    }
+    const std::string padded = folded == folded_pads_.end() ? "" : " (with the Pad before it)";
+    for (int64_t p : total)
+      if (p < 0 || p > kMaxValues) fail(n, "pads " + list(total) + padded + " are out of range");
+    if (total[0] == total[1] && total[0] == total[2] && total[0] == total[3]) return total[0];
     const nn::Window h = nn::window(in[1], kernel, stride, nn::kSame, n.name), w = nn::window(in[2], kernel, stride, nn::kSame, n.name);
-    if (pads == std::vector<int64_t>{h.pad_begin, w.pad_begin, h.pad_end, w.pad_end}) return nn::kSame;
-    fail(n, "pads [" + std::to_string(pads[0]) + ", " + std::to_string(pads[1]) + ", " + std::to_string(pads[2]) + ", " +
-                std::to_string(pads[3]) + "] are neither equal on all sides nor TensorFlow's \"same\"");
+    if (total == std::vector<int64_t>{h.pad_begin, w.pad_begin, h.pad_end, w.pad_end}) return nn::kSame;
+    fail(n, "pads " + list(total) + padded + " are neither equal on all sides nor TensorFlow's \"same\"");
   }
   // kernel and stride of a square 2-D window.
   std::pair<int64_t, int64_t> square_window(const Node& n, std::vector<int64_t> kernel) const {
@@ -172,15 +315,51 @@ class Importer {
     std::vector<int64_t> strides = ints_attr(n, "strides");
     if (strides.empty()) strides = {1, 1};
     if (strides.size() != 2 || strides[0] != strides[1]) fail(n, "only equal strides on both axes are supported");
+    if (kernel[0] < 1 || kernel[0] > kMaxValues || strides[0] < 1 || strides[0] > kMaxValues)
+      fail(n, "kernel " + std::to_string(kernel[0]) + " or stride " + std::to_string(strides[0]) + " is out of range");
     for (int64_t d : ints_attr(n, "dilations"))
       if (d != 1) fail(n, "dilated kernels are not supported");
     if (int_attr(n, "ceil_mode", 0) != 0) fail(n, "ceil_mode 1 is not supported");
     return {kernel[0], strides[0]};
   }
   const Shape& image_input(const Node& n) const {
-    const Shape& s = value(n.inputs.at(0), "input of node '" + n.name + "',").shape;
-    if (s.size() != 3) fail(n, "needs an [N, C, H, W] input, gets " + std::to_string(s.size() + 1) + " dimensions");
-    return s;
+    const Value& v = value(n.inputs.at(0), "input of node '" + n.name + "',");
+    if (v.shape.size() != 3) fail(n, "needs an [N, C, H, W] input, gets " + std::to_string(v.shape.size() + 1) + " dimensions");
+    if (v.nhwc) fail(n, "needs an [N, C, H, W] input, gets an NHWC tensor");
+    return v.shape;
+  }
+  // Every reader of `tensor` is a Transpose with perm [0, 3, 1, 2] (NHWC to NCHW), and there is one.
+  bool read_only_by_transposes_to_nchw(const std::string& tensor) const {
+    bool any = false;
+    for (const auto& node : m_.graph.nodes)
+      for (const auto& in : node.inputs)
+        if (in == tensor) {
+          const auto* perm = node.find("perm");
+          if (node.op_type != "Transpose" || !perm || perm->ints != std::vector<int64_t>{0, 3, 1, 2}) return false;
+          any = true;
+        }
+    return any;
+  }
+  // `tensor` is the graph's output, or reaches it through Identity nodes only.
+  bool is_output(std::string tensor) const {
+    for (std::size_t hops = 0; hops <= m_.graph.nodes.size(); ++hops) {
+      if (m_.graph.outputs.size() == 1 && tensor == m_.graph.outputs[0].name) return true;
+      const std::size_t next = only_consumer(tensor);
+      if (next == std::string::npos || m_.graph.nodes[next].op_type != "Identity" || m_.graph.nodes[next].outputs.empty())
+        return false;
+      tensor = m_.graph.nodes[next].outputs[0];
+    }
+    return false;
+  }
+  // Int64 values from constant input `input`, or from attribute `name` when that input is absent.
+  std::optional<std::vector<int64_t>> ints_input(const Node& n, std::size_t input, const std::string& name) const {
+    if (input < n.inputs.size() && !n.inputs[input].empty()) {
+      const onnx::Tensor& t = need_constant(n, input);
+      if (t.data_type != onnx::kInt64) fail(n, "input '" + t.name + "' must hold int64 values");
+      return t.int64s;
+    }
+    if (const auto* a = n.find(name)) return a->ints;
+    return std::nullopt;
   }
   // A scalar constant input (Clip's min and max), or nullopt when absent.
   std::optional<float> scalar(const Node& n, std::size_t input) const {
@@ -204,9 +383,207 @@ class Importer {
              const std::string& weight_name, const std::string* output = nullptr) {
     const Shape& s = value(x, "input of node '" + n.name + "',").shape;
     if (s.size() != 1) fail(n, "needs [N, features] rows (flatten first), gets " + std::to_string(s.size() + 1) + " dimensions");
+    if (units <= 0 || w_rows.size() % static_cast<std::size_t>(units) != 0 ||
+        static_cast<int64_t>(w_rows.size()) / units != s[0])
+      fail(n, "the weight has " + std::to_string(w_rows.size()) + " values for " + std::to_string(s[0]) + " inputs and " +
+                  std::to_string(units) + " units");
+    const Shape& hwc = value(x, "input").hwc_image;
+    if (!hwc.empty()) {  // columns in (H, W, C) order, as the NHWC flatten before it: to convoy's (C, H, W)
+      const int64_t c = hwc[0], hw = hwc[1] * hwc[2];
+      std::vector<float> chw(w_rows.size());
+      for (int64_t o = 0; o < units; ++o)
+        for (int64_t p = 0; p < hw; ++p)
+          for (int64_t k = 0; k < c; ++k)
+            chw[static_cast<std::size_t>(o * s[0] + k * hw + p)] = w_rows[static_cast<std::size_t>(o * s[0] + p * c + k)];
+      w_rows = std::move(chw);
+    }
     if (bias.empty()) bias.assign(static_cast<std::size_t>(units), 0.0f);
     if (static_cast<int64_t>(bias.size()) != units) fail(n, "the bias has " + std::to_string(bias.size()) + " values for " + std::to_string(units) + " units");
     add(n, nn::Dense{.units = units}, {x}, {.params = {std::move(w_rows), std::move(bias)}}, layer_name(weight_name), output);
+  }
+
+  // Flatten (axis 1), Reshape to [N, -1], and Squeeze of an image's 1x1 spatial axes: [C, H, W] -> [C*H*W].
+  void flatten(const Node& n) {
+    const std::string& op = n.op_type;
+    const Value v = value(n.inputs.at(0), "input of node '" + n.name + "',");
+    const int64_t rank = v.unsqueezed ? 4 : static_cast<int64_t>(v.shape.size()) + 1;
+    if (op == "Flatten") {
+      const int64_t axis = int_attr(n, "axis", 1);
+      if (axis != 1 && axis != 1 - rank) fail(n, "only Flatten with axis 1 is supported");
+    } else if (op == "Reshape") {
+      // The target shape: a constant, or computed from the input's shape
+      // (PyTorch's x.view(x.size(0), -1) with a free batch size).
+      std::vector<int64_t> d;
+      if (n.inputs.size() > 1 && shape_values_.count(n.inputs[1])) {
+        d = shape_values_.at(n.inputs[1]);
+      } else {
+        const onnx::Tensor& to = need_constant(n, 1);
+        if (to.data_type != onnx::kInt64) fail(n, "the target shape must be int64");
+        d = to.int64s;
+      }
+      // [N, features] by any spelling of N: 0 (copy), -1 (infer), the batch
+      // itself, or the batch size the file was exported with ([2, 320]).
+      const bool batch_first = d.size() == 2 && (d[0] == kBatch || d[0] == 0 || d[0] == -1 || d[0] == 1 ||
+                                                 (d[0] > 0 && d[1] == bounded_numel(v.shape)) || (d[0] > 0 && d[0] == batch_));
+      const bool flat = batch_first && (d[1] == -1 || d[1] == bounded_numel(v.shape)) && !(d[0] == -1 && d[1] == -1);
+      if (!flat) fail(n, "only reshapes to [N, -1] (flattening) are supported");
+    } else {  // Squeeze of [N, C, 1, 1] (or [N, 1, 1, C] when NHWC)
+      const auto axes = ints_input(n, 1, "axes");
+      const std::vector<int64_t> spatial = v.nhwc ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{2, 3};
+      const bool ok = v.unsqueezed ? (axes ? normalized_axes(*axes, rank) == spatial : v.shape[0] != 1)
+                                   : v.shape.size() == 3 && v.shape[1] == 1 && v.shape[2] == 1 &&
+                                         (axes ? normalized_axes(*axes, rank) == spatial : v.shape[0] != 1);
+      if (!ok) fail(n, "only Squeeze of the 1x1 spatial axes of an image is supported");
+    }
+    if (v.shape.size() == 1) {  // already [C] in convoy: the ONNX tensor becomes [N, C] too
+      Value out = v;
+      out.unsqueezed = false;
+      values_[n.outputs.at(0)] = out;
+      return;
+    }
+    if (v.shape.size() != 3) fail(n, "needs an image or rows, gets " + std::to_string(rank) + " dimensions");
+    Value& out = add(n, nn::Flatten{}, {n.inputs[0]}, {}, {}, nullptr, /*reads_nhwc=*/true);
+    if (v.nhwc && v.shape[0] > 1 && v.shape[1] * v.shape[2] > 1) out.hwc_image = v.shape;  // else both orders agree
+  }
+
+  // Transposes between NHWC and NCHW images: convoy's tensors stay NCHW, the
+  // value only records which order the ONNX graph sees.
+  void transpose(const Node& n) {
+    Value out = value(n.inputs.at(0), "input of node '" + n.name + "',");
+    const std::vector<int64_t> perm = ints_attr(n, "perm");
+    std::vector<int64_t> identity(out.shape.size() + 1);
+    for (std::size_t i = 0; i < identity.size(); ++i) identity[i] = static_cast<int64_t>(i);
+    if (out.shape.size() == 3 && out.nhwc && perm == std::vector<int64_t>{0, 3, 1, 2})
+      out.nhwc = false;
+    else if (out.shape.size() == 3 && !out.nhwc && perm == std::vector<int64_t>{0, 2, 3, 1})
+      out.nhwc = true;
+    else if (perm != identity)
+      fail(n, "perm " + list(perm) + " is not supported (only NHWC to NCHW, [0, 3, 1, 2], and back, [0, 2, 3, 1])");
+    values_[n.outputs.at(0)] = out;
+  }
+
+  // A zero Pad of H and W folds into the padding of the Conv or pool that is
+  // its only reader (Keras's ZeroPadding2D before a "valid" layer).
+  void pad(const Node& n) {
+    const std::string mode = n.find("mode") ? n.find("mode")->s : "constant";
+    if (mode != "constant") fail(n, "mode '" + mode + "' is not supported (only zero padding, mode 'constant')");
+    const std::optional<std::vector<int64_t>> pads = ints_input(n, 1, "pads");
+    if (!pads) fail(n, "the pads are missing");
+    float fill = float_attr(n, "value", 0.0f);
+    if (const auto c = scalar(n, 2)) fill = *c;
+    if (fill != 0.0f) fail(n, "pads with " + std::to_string(fill) + "; only zero padding is supported");
+    const Value& v = value(n.inputs.at(0), "input of node '" + n.name + "',");
+    if (v.shape.size() != 3 || v.nhwc) fail(n, "only padding of [N, C, H, W] images is supported");
+    std::vector<int64_t> full(8, 0);  // begins of N, C, H, W, then their ends
+    if (n.inputs.size() > 3 && !n.inputs[3].empty()) {  // opset 18: the axes the pads are for
+      const std::vector<int64_t> axes = *ints_input(n, 3, "");
+      if (pads->size() != 2 * axes.size()) fail(n, "needs 2 pads per axis");
+      for (std::size_t i = 0; i < axes.size(); ++i) {
+        const int64_t a = axes[i] < 0 ? axes[i] + 4 : axes[i];
+        if (a < 0 || a > 3) fail(n, "axis " + std::to_string(axes[i]) + " is out of range");
+        full[static_cast<std::size_t>(a)] = (*pads)[i];
+        full[static_cast<std::size_t>(a) + 4] = (*pads)[i + axes.size()];
+      }
+    } else {
+      if (pads->size() != 8) fail(n, "pads must have 8 values for an [N, C, H, W] input");
+      full = *pads;
+    }
+    if (full[0] || full[1] || full[4] || full[5]) fail(n, "pads the batch or channel axis; only H and W can be padded");
+    const Pads spatial{full[2], full[3], full[6], full[7]};
+    for (int64_t p : spatial) {
+      if (p < 0) fail(n, "negative pads (cropping) are not supported");
+      if (p > kMaxValues) fail(n, "pads " + list(full) + " are out of range");
+    }
+    if (spatial == Pads{0, 0, 0, 0}) return alias(n, n.inputs[0]);
+    const std::size_t reader = only_consumer(n.outputs.at(0));
+    std::string why;
+    if (reader == std::string::npos || reader <= current_) {
+      why = "it has several readers or none";
+    } else {
+      const Node& r = m_.graph.nodes[reader];
+      const bool own_pads = (r.find("auto_pad") && r.find("auto_pad")->s == "SAME_UPPER") ||
+                            std::any_of(r.find("pads") ? r.find("pads")->ints.begin() : full.end(),
+                                        r.find("pads") ? r.find("pads")->ints.end() : full.end(), [](int64_t p) { return p != 0; });
+      if (r.inputs.empty() || r.inputs[0] != n.outputs[0] ||
+          (r.op_type != "Conv" && r.op_type != "MaxPool" && r.op_type != "AveragePool"))
+        why = "its reader is not a Conv, MaxPool or AveragePool";
+      else if (r.op_type == "MaxPool" && !v.nonnegative)
+        why = "the MaxPool's input may be negative, where zeros would win";
+      else if (r.op_type == "AveragePool" && int_attr(r, "count_include_pad", 0) == 0 && own_pads)
+        why = "the AveragePool leaves its own padding out of the mean but would count the Pad's";
+    }
+    if (!why.empty())
+      fail(n, "zero padding is imported only folded into the Conv, AveragePool or MaxPool (after a ReLU) that reads "
+              "it; here " + why);
+    folded_pads_[reader] = spatial;
+    alias(n, n.inputs[0]);
+  }
+
+  // ReduceMean over H and W: a global average pool (Keras's GlobalAveragePooling2D).
+  void reduce_mean(const Node& n) {
+    const Value& v = value(n.inputs.at(0), "input of node '" + n.name + "',");
+    const bool keep = int_attr(n, "keepdims", 1) != 0, nhwc = v.nhwc;
+    const auto axes = ints_input(n, 1, "axes");
+    const std::vector<int64_t> spatial = nhwc ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{2, 3};
+    if (v.shape.size() != 3 || !axes || normalized_axes(*axes, 4) != spatial)
+      fail(n, "only ReduceMean over the spatial axes of an image (a global average pool) is supported");
+    Value& out = add(n, nn::GlobalAvgPool{.keep_dims = keep}, {n.inputs[0]}, {}, {}, nullptr, /*reads_nhwc=*/true);
+    out.nhwc = nhwc && keep;
+  }
+
+  // Shape, Gather, Unsqueeze and Concat on shapes: the chain PyTorch writes
+  // for x.view(x.size(0), -1) with a free batch size, evaluated here; the
+  // batch is kBatch. Only a Reshape may use the result.
+  bool is_shape_arithmetic(const Node& n) const {
+    if (n.inputs.empty()) return false;
+    for (const auto& in : n.inputs) {
+      const onnx::Tensor* t = constant(in);
+      if (!shape_values_.count(in) && !(t && t->data_type == onnx::kInt64)) return false;
+    }
+    return true;
+  }
+  void shape_arithmetic(const Node& n) {
+    const std::string& op = n.op_type;
+    std::vector<int64_t> out;
+    auto shape_input = [&](std::size_t i) -> const std::vector<int64_t>& {
+      if (i >= n.inputs.size() || !shape_values_.count(n.inputs[i]))
+        fail(n, "is supported only on shapes (Shape, Gather, Unsqueeze, Concat before a Reshape: PyTorch's "
+                "x.view(x.size(0), -1))");
+      return shape_values_.at(n.inputs[i]);
+    };
+    if (op == "Shape") {
+      const Value& v = value(n.inputs.at(0), "input of node '" + n.name + "',");
+      if (!v.hwc_image.empty()) fail(n, "the shape of NHWC-ordered features is not supported");
+      out = {kBatch};
+      if (v.unsqueezed) out.insert(out.end(), {v.shape[0], 1, 1});
+      else if (v.nhwc) out.insert(out.end(), {v.shape[1], v.shape[2], v.shape[0]});
+      else out.insert(out.end(), v.shape.begin(), v.shape.end());
+      const int64_t rank = static_cast<int64_t>(out.size());
+      int64_t start = int_attr(n, "start", 0), end = int_attr(n, "end", rank);  // opset 15
+      start = std::clamp(start < 0 ? start + rank : start, int64_t{0}, rank);
+      end = std::clamp(end < 0 ? end + rank : end, int64_t{0}, rank);
+      out = end > start ? std::vector<int64_t>(out.begin() + start, out.begin() + end) : std::vector<int64_t>{};
+    } else if (op == "Gather") {
+      const std::vector<int64_t>& from = shape_input(0);
+      if (int_attr(n, "axis", 0) != 0) fail(n, "only Gather along axis 0 of a shape is supported");
+      const onnx::Tensor& idx = need_constant(n, 1);
+      if (idx.data_type != onnx::kInt64) fail(n, "the indices must be int64");
+      for (int64_t i : idx.int64s) {
+        const int64_t size = static_cast<int64_t>(from.size());
+        if (i < -size || i >= size) fail(n, "index " + std::to_string(i) + " is out of range");
+        out.push_back(from[static_cast<std::size_t>(i < 0 ? i + size : i)]);
+      }
+    } else if (op == "Unsqueeze") {  // a scalar to a 1-element list: the same values
+      out = shape_input(0);
+    } else {  // Concat of shapes and int64 constants
+      if (int_attr(n, "axis", 0) != 0) fail(n, "only Concat along axis 0 of shapes is supported");
+      for (const auto& in : n.inputs) {
+        const std::vector<int64_t>& part = shape_values_.count(in) ? shape_values_.at(in) : constant(in)->int64s;
+        if (out.size() + part.size() > 64) fail(n, "the shape has more than 64 dimensions");
+        out.insert(out.end(), part.begin(), part.end());
+      }
+    }
+    shape_values_[n.outputs.at(0)] = std::move(out);
   }
 
   void node(const Node& n) {
@@ -225,7 +602,7 @@ class Importer {
     if (op == "Dropout") {
       float rate = float_attr(n, "ratio", 0.5f);
       if (auto r = scalar(n, 1)) rate = *r;
-      return add(n, nn::Dropout{.rate = rate}, {n.inputs.at(0)});
+      return (void)add(n, nn::Dropout{.rate = rate}, {n.inputs.at(0)});
     }
     if (op == "Conv") {
       const Shape& in = image_input(n);
@@ -236,42 +613,54 @@ class Importer {
                    .groups = int_attr(n, "group", 1), .bias = n.inputs.size() > 2 && !n.inputs[2].empty()};
       LayerWeights lw{.params = {w.floats}};
       if (c.bias) lw.params.push_back(need_constant(n, 2).floats);
-      return add(n, c, {n.inputs[0]}, std::move(lw), layer_name(w.name));
+      return (void)add(n, c, {n.inputs[0]}, std::move(lw), layer_name(w.name));
     }
     if (op == "BatchNormalization") {
       if (n.outputs.size() > 1 && !n.outputs[1].empty()) fail(n, "training-mode batch norm (several outputs) is not supported");
       const onnx::Tensor& scale = need_constant(n, 1);
-      return add(n, nn::BatchNorm{.momentum = 1.0f - float_attr(n, "momentum", 0.9f), .eps = float_attr(n, "epsilon", 1e-5f)},
+      return (void)add(n, nn::BatchNorm{.momentum = 1.0f - float_attr(n, "momentum", 0.9f), .eps = float_attr(n, "epsilon", 1e-5f)},
                  {n.inputs[0]},
                  {.params = {scale.floats, need_constant(n, 2).floats}, .state = {need_constant(n, 3).floats, need_constant(n, 4).floats}},
                  layer_name(scale.name));
     }
-    if (op == "Relu") return add(n, nn::ReLU{}, {n.inputs.at(0)});
-    if (op == "Sigmoid") return add(n, nn::Sigmoid{}, {n.inputs.at(0)});
+    if (op == "Relu") return (void)add(n, nn::ReLU{}, {n.inputs.at(0)});
+    if (op == "Sigmoid") return (void)add(n, nn::Sigmoid{}, {n.inputs.at(0)});
     if (op == "Clip") {
       std::optional<float> lo = scalar(n, 1), hi = scalar(n, 2);
       if (const auto* a = n.find("min")) lo = a->f;
       if (const auto* a = n.find("max")) hi = a->f;
-      if (lo == 0.0f && hi == 6.0f) return add(n, nn::ReLU6{}, {n.inputs[0]});
-      if (lo == 0.0f && !hi) return add(n, nn::ReLU{}, {n.inputs[0]});
+      if (lo == 0.0f && hi == 6.0f) return (void)add(n, nn::ReLU6{}, {n.inputs[0]});
+      if (lo == 0.0f && (!hi || (std::isinf(*hi) && *hi > 0))) return (void)add(n, nn::ReLU{}, {n.inputs[0]});
       fail(n, "only Clip to [0, 6] (ReLU6) or [0, inf) (ReLU) is supported");
     }
     if (op == "Mul" || op == "Add") {
       if (n.inputs.size() != 2) fail(n, "needs two inputs");
       if (constant(n.inputs[0]) || constant(n.inputs[1]))
         fail(n, "a constant operand is not supported (only the bias Add after a MatMul)");
-      if (op == "Add") return add(n, nn::Add{}, {n.inputs[0], n.inputs[1]});
-      // convoy's Multiply takes the full-size tensor first and the gate second.
-      const Shape& a = value(n.inputs[0], "input").shape;
-      const Shape& b = value(n.inputs[1], "input").shape;
-      const bool swap = numel(a) < numel(b);
-      return add(n, nn::Multiply{}, {n.inputs[swap ? 1 : 0], n.inputs[swap ? 0 : 1]});
+      if (op == "Add") return (void)add(n, nn::Add{}, {n.inputs[0], n.inputs[1]});
+      // Element-wise, or a channel gate [N, C, 1, 1] on an image (ONNX's
+      // broadcasting allows no other shapes convoy's Multiply takes). It takes
+      // the full-size tensor first and the gate second.
+      const Value& a = value(n.inputs[0], "input of node '" + n.name + "',");
+      const Value& b = value(n.inputs[1], "input of node '" + n.name + "',");
+      auto gates = [](const Value& image, const Value& gate) {
+        return image.shape.size() == 3 && !gate.nhwc &&
+               (gate.unsqueezed ? gate.shape == Shape{image.shape[0]} : gate.shape == Shape{image.shape[0], 1, 1});
+      };
+      const bool swap = gates(b, a);
+      if (!swap && !gates(a, b) && (a.shape != b.shape || a.unsqueezed || b.unsqueezed))
+        fail(n, "multiplies " + to_string(a.shape) + " by " + to_string(b.shape) +
+                    "; convoy imports Mul of equal shapes or of an image by a [N, C, 1, 1] channel gate");
+      return (void)add(n, nn::Multiply{}, {n.inputs[swap ? 1 : 0], n.inputs[swap ? 0 : 1]});
     }
+    if (op == "Shape" || op == "Gather" || (op == "Concat" && is_shape_arithmetic(n)) ||
+        (op == "Unsqueeze" && shape_values_.count(n.inputs[0])))
+      return shape_arithmetic(n);
     if (op == "Concat") {
       const Shape& s = value(n.inputs.at(0), "input").shape;
       const int64_t axis = int_attr(n, "axis", 1);
       if (axis != 1 && axis != -static_cast<int64_t>(s.size() + 1)) fail(n, "only concatenation along channels (axis 1) is supported");
-      return add(n, nn::Concat{}, n.inputs);
+      return (void)add(n, nn::Concat{}, n.inputs);
     }
     if (op == "MaxPool" || op == "AveragePool") {
       const Shape& in = image_input(n);
@@ -279,27 +668,43 @@ class Importer {
       const int64_t pad = padding(n, in, k, stride);
       if (op == "MaxPool") {
         if (n.outputs.size() > 1) fail(n, "the indices output is not supported");
-        return add(n, nn::MaxPool2d{.kernel = k, .stride = stride, .padding = pad}, {n.inputs[0]});
+        return (void)add(n, nn::MaxPool2d{.kernel = k, .stride = stride, .padding = pad}, {n.inputs[0]});
       }
-      return add(n, nn::AvgPool2d{.kernel = k, .stride = stride, .padding = pad,
-                                  .count_include_pad = int_attr(n, "count_include_pad", 0) != 0},
-                 {n.inputs[0]});
+      // A folded Pad's zeros count in the mean (it only folds where the pool's own pads count too).
+      return (void)add(n, nn::AvgPool2d{.kernel = k, .stride = stride, .padding = pad,
+                                        .count_include_pad = int_attr(n, "count_include_pad", 0) != 0 ||
+                                                             folded_pads_.count(current_) > 0},
+                       {n.inputs[0]});
     }
     if (op == "GlobalAveragePool") {
       image_input(n);
-      return add(n, nn::GlobalAvgPool{.keep_dims = true}, {n.inputs[0]});
+      return (void)add(n, nn::GlobalAvgPool{.keep_dims = true}, {n.inputs[0]});
     }
-    if (op == "Flatten" || op == "Reshape") {
-      const Shape& s = value(n.inputs.at(0), "input").shape;
-      if (op == "Flatten" && int_attr(n, "axis", 1) != 1) fail(n, "only Flatten with axis 1 is supported");
-      if (op == "Reshape") {
-        const onnx::Tensor& to = need_constant(n, 1);
-        const bool flat = to.int64s.size() == 2 && (to.int64s[1] == -1 || to.int64s[1] == numel(s)) &&
-                          (to.int64s[0] == 0 || to.int64s[0] == -1 || to.int64s[0] == 1);
-        if (!flat) fail(n, "only reshapes to [N, -1] (flattening) are supported");
-      }
-      if (s.size() == 1) return alias(n, n.inputs[0]);
-      return add(n, nn::Flatten{}, {n.inputs[0]});
+    if (op == "Flatten" || op == "Reshape" || op == "Squeeze") return flatten(n);
+    if (op == "Transpose") return transpose(n);
+    if (op == "Unsqueeze") {  // [N, C] -> [N, C, 1, 1] for a channel gate, as convoy's own export writes it
+      Value out = value(n.inputs.at(0), "input of node '" + n.name + "',");
+      const auto axes = ints_input(n, 1, "axes");
+      if (out.shape.size() != 1 || !out.hwc_image.empty() || out.unsqueezed || !axes || normalized_axes(*axes, 4) != std::vector<int64_t>{2, 3})
+        fail(n, "only Unsqueeze of [N, C] to [N, C, 1, 1] (a channel gate for a Mul) is supported");
+      out.unsqueezed = true;
+      values_[n.outputs.at(0)] = out;
+      return;
+    }
+    if (op == "Pad") return pad(n);
+    if (op == "ReduceMean") return reduce_mean(n);
+    if (op == "Softmax") {
+      // convoy has no Softmax layer: losses take logits (softmax cross-entropy,
+      // or Keras's from_logits) and stay stable. A Softmax that gives the
+      // model's output is left out; ImportedModel::softmax_dropped says so.
+      const Value& v = value(n.inputs.at(0), "input");
+      const int64_t axis = int_attr(n, "axis", m_.opset >= 13 ? -1 : 1);
+      if (v.shape.size() != 1 || !v.hwc_image.empty() || (axis != 1 && axis != -1))
+        fail(n, "only Softmax over the features of [N, features] is supported");
+      if (!is_output(n.outputs[0]))
+        fail(n, "Softmax is supported only as the model's last op (convoy leaves it out and outputs the logits)");
+      softmax_dropped_ = true;
+      return alias(n, n.inputs[0]);
     }
     if (op == "Gemm") {
       if (int_attr(n, "transA", 0) != 0 || float_attr(n, "alpha", 1) != 1 || float_attr(n, "beta", 1) != 1)
@@ -341,7 +746,7 @@ class Importer {
       const int64_t axis = int_attr(n, "axis", m_.opset >= 13 ? -1 : 1);
       if (value(n.inputs.at(0), "input").shape.size() != 1 || (axis != 1 && axis != -1))
         fail(n, "only LogSoftmax over the features of [N, features] is supported");
-      return add(n, nn::LogSoftmax{}, {n.inputs[0]});
+      return (void)add(n, nn::LogSoftmax{}, {n.inputs[0]});
     }
     throw UserError(where_ + ": node '" + n.name + "' has op " + op + ", which convoy cannot import (it imports " + kSupported + ")");
   }
@@ -356,6 +761,11 @@ class Importer {
   std::optional<nn::GraphBuilder> builder_;
   std::vector<LayerWeights> weights_;  // one per layer added
   int layer_count_ = 0;
+  std::size_t current_ = 0;                  // the node being imported
+  std::map<std::size_t, Pads> folded_pads_;  // by reader node: the Pad folded into its padding
+  bool input_nhwc_ = false, softmax_dropped_ = false;
+  int64_t batch_ = -1;  // the input's batch size when the file fixes one, else -1
+  std::map<std::string, std::vector<int64_t>> shape_values_;  // computed shapes (see shape_arithmetic)
 };
 
 std::string read_file(const std::string& path) {

@@ -124,12 +124,13 @@ Tensor read_tensor(Reader r) {
   if (has_raw) {
     const std::size_t size = t.data_type == kInt64 ? 8 : 4;
     if (raw.size() % size) r.fail("tensor '" + t.name + "' has " + std::to_string(raw.size()) + " raw bytes");
+    // (No memcpy for empty data: an empty vector's data() may be null, and memcpy from or to null is undefined.)
     if (t.data_type == kFloat) {
       t.floats.resize(raw.size() / 4);
-      std::memcpy(t.floats.data(), raw.data(), raw.size());
+      if (!raw.empty()) std::memcpy(t.floats.data(), raw.data(), raw.size());
     } else if (t.data_type == kInt64) {
       t.int64s.resize(raw.size() / 8);
-      std::memcpy(t.int64s.data(), raw.data(), raw.size());
+      if (!raw.empty()) std::memcpy(t.int64s.data(), raw.data(), raw.size());
     }
   }
   return t;

@@ -12,7 +12,11 @@
 // (groups too), BatchNormalization, Relu, Clip (0..6 or 0..inf), Sigmoid,
 // Mul, Add, Concat, MaxPool, AveragePool, GlobalAveragePool, Flatten,
 // Reshape to [N, -1], Gemm, MatMul (+ Add of a bias), LogSoftmax, Dropout,
-// Identity, Constant. Anything else is one UserError naming the op and node.
+// Identity, Constant; and what TensorFlow's exporter adds around them: an
+// NHWC input and its Transposes, zero Pads (folded into the next Conv or
+// pool), ReduceMean over H and W, Squeeze of 1x1 axes, a final Softmax (left
+// out); and Unsqueeze of a channel gate, as convoy's export writes it.
+// Anything else is one UserError naming the op and node (docs/zoo.md).
 #include <span>
 #include <string>
 
@@ -36,6 +40,12 @@ void export_onnx(const std::string& path, const nn::Model& model, std::span<cons
 struct ImportedModel {
   nn::Model model;
   FlatWeights weights;
+  // The file took NHWC images ([N, H, W, C], TensorFlow's layout) and
+  // transposed them to NCHW; the model takes NCHW, as every convoy model.
+  bool input_was_nhwc = false;
+  // The file ended in a Softmax, which is left out: the model outputs the
+  // logits (train with softmax cross-entropy; softmax gives the file's output).
+  bool softmax_dropped = false;
 };
 // Throws UserError naming `where` (and the node) for a malformed file or an
 // op, attribute or layout convoy cannot express.
