@@ -4,9 +4,12 @@
 //
 //   train_steps_convoy --model resnet18 --size 64 --classes 10 --batch 64 --steps 30 [--warmup 3] [--profile 1]
 // (--profile 1: the per-layer table of `convoy train --profile` on stderr)
-// Prints one JSON line: {"images_per_second": ..., "step_seconds": [...]}
+// Prints one JSON line: {"images_per_second": ..., "cpu_seconds_per_step": ..., "step_seconds": [...]}
+// (cpu_seconds_per_step: the process's CPU time over the timed steps; on one
+// thread, a figure that other processes on a busy machine barely disturb)
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -45,16 +48,19 @@ int main(int argc, char** argv) try {
   for (int64_t s = 0; s < warmup; ++s) exe->train_step(x.data(), y.data());
   if (profile) exe->set_profiling(true);
   std::vector<double> seconds;
+  const std::clock_t cpu0 = std::clock();
   for (int64_t s = 0; s < steps; ++s) {
     const auto t0 = std::chrono::steady_clock::now();
     exe->train_step(x.data(), y.data());
     seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
+  const double cpu_per_step = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC / static_cast<double>(steps);
   if (profile) std::fputs(train::profile_table(exe->profile(), exe->profiled_steps()).c_str(), stderr);
   double total = 0;
   for (double s : seconds) total += s;
-  std::printf("{\"model\": \"%s\", \"batch\": %lld, \"images_per_second\": %.2f, \"step_seconds\": [", model.c_str(),
-              static_cast<long long>(batch), static_cast<double>(batch * steps) / total);
+  std::printf("{\"model\": \"%s\", \"batch\": %lld, \"images_per_second\": %.2f, \"cpu_seconds_per_step\": %.5f, "
+              "\"step_seconds\": [",
+              model.c_str(), static_cast<long long>(batch), static_cast<double>(batch * steps) / total, cpu_per_step);
   for (std::size_t i = 0; i < seconds.size(); ++i) std::printf("%s%.5f", i ? ", " : "", seconds[i]);
   std::printf("]}\n");
   return 0;

@@ -1,0 +1,103 @@
+// Each layer of a zoo model timed on its own: the CPU op's forward and
+// backward pass on random data, best of --reps runs. With one thread
+// (OMP_NUM_THREADS=1) it reads the thread's CPU time, which other processes
+// on a busy machine barely disturb; with more it reads the wall clock.
+// Unlike `convoy train --profile`, every op's time is its best, not a mean,
+// and a first layer's backward pass computes its input gradient too only
+// when --input-gradient 1.
+//
+//   cpu_op_times [--model seed_cnn] [--channels 3 --size 64] [--batch 128] [--reps 200] [--input-gradient 0]
+// (--channels and --size shape a zoo model's input; the seed CNN's is fixed)
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_op.h"
+#include "convoy/core/error.h"
+#include "convoy/core/rng.h"
+#include "convoy/nn/zoo.h"
+
+namespace {
+
+double seconds(clockid_t clock) {
+  timespec t;
+  clock_gettime(clock, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+std::vector<float> uniform(int64_t count, convoy::Rng& rng) {
+  std::vector<float> v(static_cast<std::size_t>(count));
+  for (float& x : v) x = rng.uniform(-1.0f, 1.0f);
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  using namespace convoy;
+  std::string model = "seed_cnn";
+  int64_t channels = 3, size = 64, batch = 128, reps = 200;
+  bool input_gradient = false;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--model") model = value;
+    else if (flag == "--channels") channels = std::stoll(value);
+    else if (flag == "--size") size = std::stoll(value);
+    else if (flag == "--batch") batch = std::stoll(value);
+    else if (flag == "--reps") reps = std::stoll(value);
+    else if (flag == "--input-gradient") input_gradient = value == "1";
+    else throw UserError("unknown flag " + flag + "; flags: --model --channels --size --batch --reps --input-gradient");
+  }
+  const nn::Model m = nn::model_by_name(model, {.input = {channels, size, size}, .classes = 10});
+  const bool cpu_clock = omp_get_max_threads() == 1;
+  const clockid_t clock = cpu_clock ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
+  std::printf("%s, batch %lld, %d thread(s), best of %lld, %s\n%-16s %10s %10s\n", model.c_str(),
+              static_cast<long long>(batch), omp_get_max_threads(), static_cast<long long>(reps),
+              cpu_clock ? "thread CPU time" : "wall clock", "layer", "fwd ms", "bwd ms");
+  Rng rng(7);
+  const std::vector<float> params = m.initial_parameters(1), state = m.initial_state();
+  for (std::size_t i = 0; i < m.layers().size(); ++i) {
+    const nn::LayerPlan& plan = m.layers()[i];
+    if (plan.inputs.size() != 1) continue;  // joins read several buffers: left out
+    cpu::DnnlEnv env;
+    auto op = cpu::make_cpu_op(env, plan, batch, 1);
+    const int64_t in = batch * numel(plan.input_shape), out = batch * numel(plan.output_shape);
+    std::vector<float> x = uniform(in, rng), y(static_cast<std::size_t>(out)), dy = uniform(out, rng),
+                       dx(static_cast<std::size_t>(in)), p = params, g(params.size() + 1), s = state;
+    std::vector<float> scratch(op->scratchpad_bytes() / sizeof(float) + 16);
+    cpu::OpBuffers b;
+    b.src = x.data();
+    b.dst = y.data();
+    b.diff_dst = dy.data();
+    b.diff_src = i == 0 && !input_gradient ? nullptr : dx.data();
+    if (!plan.params.empty()) {
+      b.params = p.data() + plan.params[0].offset;
+      b.grads = g.data() + plan.params[0].offset;
+    }
+    if (!plan.state.empty()) b.state = s.data() + plan.state[0].offset;
+    b.scratchpad = scratch.data();
+    b.srcs = {b.src};
+    b.diff_srcs = {b.diff_src};
+    op->bind(env, b);
+    double forward = 1e9, backward = 1e9;
+    for (int64_t r = 0; r < reps + 3; ++r) {  // 3 warm-up runs
+      const double t0 = seconds(clock);
+      op->forward(env, true);
+      const double t1 = seconds(clock);
+      op->backward(env);
+      const double t2 = seconds(clock);
+      if (r < 3) continue;
+      forward = std::min(forward, t1 - t0);
+      backward = std::min(backward, t2 - t1);
+    }
+    std::printf("%-16s %10.3f %10.3f\n", plan.name.c_str(), 1e3 * forward, 1e3 * backward);
+  }
+  return 0;
+} catch (const convoy::UserError& e) {
+  std::fprintf(stderr, "cpu_op_times: %s\n", e.what());
+  return 2;
+}
