@@ -1,6 +1,6 @@
 """Reads the Fashion-MNIST IDX files (raw or .gz) into numpy arrays: the one
 reader of the Python benchmark sides (bench/pytorch_seed_cnn.py,
-bench/keras_seed_cnn.py), which need nothing but numpy for it."""
+bench/keras_seed_cnn.py, bench/gpu_seed_cnn_torch.py), which need nothing but numpy for it."""
 import gzip
 
 

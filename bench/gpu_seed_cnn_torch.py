@@ -11,23 +11,14 @@ Prints one JSON object; {"skipped": why} when torch or CUDA is missing.
   python3 bench/gpu_seed_cnn_torch.py --mode eager --data DIR
 """
 import argparse
-import gzip
 import json
 import os
 import sys
 import time
 
+from fashion_idx import read_idx  # bench/, beside this script
+
 START = time.perf_counter()
-
-
-def read_idx(path):
-    import numpy as np
-
-    with (gzip.open if path.endswith(".gz") else open)(path, "rb") as f:
-        data = f.read()
-    rank = data[3]
-    dims = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(rank)]
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * rank).reshape(dims)
 
 
 def idx_path(data_dir, name):
