@@ -1,0 +1,573 @@
+// Entropy decoding only: a baseline-JPEG Huffman decoder of our own against
+// libjpeg-turbo's (jpeg_read_coefficients, which stops after entropy
+// decoding), on the same files, in one process, one thread.
+//
+// Why it exists: issue 5 asks the decode benchmark for 2x the fastest peer,
+// and most of convoy's time per image is libjpeg-turbo's Huffman decoding,
+// which the peer (PIL with draft) runs too. 2x is only in reach if entropy
+// decoding of our own is clearly faster than libjpeg-turbo's; this program
+// measures exactly that, and checks that the coefficients are bit-identical.
+//
+//   huffman_vs_turbo [--reps 15] FILE.jpg...
+//
+// Per file: alternates libjpeg-turbo and ours --reps times (so load on a
+// shared machine hits both alike), prints each side's median CPU time and the
+// ratio, then the median ratio over all files. Exit status 1 when any file's
+// coefficients differ.
+//
+// Scope of our decoder: baseline sequential Huffman (SOF0/SOF1), 8-bit, 1 to
+// 4 components, any sampling factors, interleaved or not, several scans,
+// restart markers. Everything else is reported as unsupported (a real
+// decoder would hand it to libjpeg-turbo).
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <jpeglib.h>
+#include <jerror.h>
+
+namespace {
+
+struct Unsupported : std::runtime_error { using std::runtime_error::runtime_error; };
+struct Corrupt : std::runtime_error { using std::runtime_error::runtime_error; };
+
+// Zig-zag position k -> natural index; 16 extra entries so a corrupt run
+// that pushes k past 63 lands on 63 (as libjpeg's table does) instead of
+// out of bounds.
+constexpr uint8_t kNatural[80] = {
+    0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13,
+    6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31,
+    39, 46, 53, 60, 61, 54, 47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63};
+
+constexpr int kFastBits = 10;
+
+// One lookup of kFastBits bits. When the code and its magnitude bits both
+// fit, the entry is "full": it carries the coefficient's value, the zero run
+// before it and the bits to consume, so the common coefficient costs one
+// load. Otherwise it carries the code length and symbol (len 0: code longer
+// than kFastBits, decode slowly).
+//   bits 0-4: bits to consume; bit 5: full; bit 6: EOB (AC, code only);
+//   bits 8-15: zero run (full) or symbol (not full); bits 16-31: value.
+struct HuffTable {
+  uint32_t fast[1 << kFastBits];
+  uint32_t maxcode[18];  // left-justified to 16 bits, exclusive; [17] sentinel
+  int valoffset[17];
+  uint8_t vals[256];
+  bool defined = false;
+};
+
+constexpr uint32_t kFull = 1u << 5, kEob = 1u << 6;
+
+int extend(uint32_t bits, int s) {  // JPEG's sign convention for s magnitude bits
+  return s == 0 ? 0 : (bits < (1u << (s - 1)) ? static_cast<int>(bits) - (1 << s) + 1 : static_cast<int>(bits));
+}
+
+void build_table(HuffTable* t, const uint8_t counts[17], const uint8_t* vals, int nvals, bool dc) {
+  std::memcpy(t->vals, vals, static_cast<size_t>(nvals));
+  uint32_t code = 0;
+  int k = 0;
+  std::fill(std::begin(t->fast), std::end(t->fast), 0u);
+  for (int len = 1; len <= 16; ++len) {
+    t->valoffset[len] = k - static_cast<int>(code);
+    for (int i = 0; i < counts[len]; ++i, ++k, ++code) {
+      const int sym = vals[k];
+      if (dc && sym > 15) throw Corrupt("bad Huffman table");
+      if (len <= kFastBits) {
+        const int r = dc ? 0 : sym >> 4, s = dc ? sym : sym & 15;
+        const int shift = kFastBits - len;
+        for (uint32_t fill = 0; fill < (1u << shift); ++fill) {
+          const uint32_t idx = (code << shift) | fill;
+          uint32_t e;
+          if (!dc && sym == 0) {
+            e = static_cast<uint32_t>(len) | kEob;
+          } else if (!dc && sym == 0xF0) {  // ZRL: sixteen zeros = run 15 then a zero
+            e = static_cast<uint32_t>(len) | kFull | (15u << 8);
+          } else if (len + s <= kFastBits && (s != 0 || dc)) {
+            const uint32_t mag = (idx >> (shift - s)) & ((1u << s) - 1);
+            const int v = extend(mag, s);
+            e = static_cast<uint32_t>(len + s) | kFull | (static_cast<uint32_t>(r) << 8) |
+                (static_cast<uint32_t>(static_cast<uint16_t>(v)) << 16);
+          } else {
+            e = static_cast<uint32_t>(len) | (static_cast<uint32_t>(sym) << 8);
+          }
+          t->fast[idx] = e;
+        }
+      }
+    }
+    // All-ones codes are reserved; a table whose codes overflow is corrupt.
+    if (code > (1u << len)) throw Corrupt("bad Huffman table");
+    t->maxcode[len] = code << (16 - len);
+    code <<= 1;
+  }
+  t->maxcode[17] = 0xFFFFFFFFu;
+  t->defined = true;
+}
+
+struct Component {
+  int id, h, v, tq;
+  int bw, bh;           // blocks stored (padded to the MCU grid)
+  int wib, hib;         // blocks the component really has
+  std::vector<int16_t> coef;  // bw*bh blocks of 64, natural order
+  int dc_table = 0, ac_table = 0;
+};
+
+struct Frame {
+  int width = 0, height = 0, hmax = 1, vmax = 1;
+  std::vector<Component> comps;
+  uint16_t quant[4][64];
+};
+
+// Bit reader over an unstuffed segment (0xFF00 already turned into 0xFF)
+// followed by zero padding, so refills never branch on the end.
+struct Bits {
+  const uint8_t* p;
+  uint64_t buf = 0;
+  int n = 0;
+  void refill() {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    v = __builtin_bswap64(v);
+    buf |= v >> n;
+    p += (63 - n) >> 3;
+    n |= 56;
+  }
+  uint32_t peek(int k) const { return static_cast<uint32_t>(buf >> (64 - k)); }
+  void skip(int k) { buf <<= k; n -= k; }
+  uint32_t get(int k) {  // k in 1..16
+    const uint32_t v = peek(k);
+    skip(k);
+    return v;
+  }
+};
+
+inline int decode_symbol_slow(Bits& b, const HuffTable& t) {
+  const uint32_t code16 = b.peek(16);
+  int len = kFastBits + 1;
+  while (code16 >= t.maxcode[len]) ++len;
+  if (len > 16) throw Corrupt("bad Huffman code");
+  const int idx = t.valoffset[len] + static_cast<int>(code16 >> (16 - len));
+  b.skip(len);
+  return t.vals[idx];
+}
+
+// Decodes one block's coefficients (zig-zag order -> natural) into blk,
+// which is zero. Returns the new DC predictor.
+inline int decode_block(Bits& b, const HuffTable& dc, const HuffTable& ac, int pred, int16_t* blk) {
+  b.refill();
+  {
+    const uint32_t e = dc.fast[b.peek(kFastBits)];
+    int diff;
+    if (e & kFull) {
+      diff = static_cast<int32_t>(e) >> 16;
+      b.skip(e & 31);
+    } else {
+      int s;
+      if (e & 31) {
+        s = static_cast<int>(e >> 8) & 0xFF;
+        b.skip(e & 31);
+      } else {
+        s = decode_symbol_slow(b, dc);
+      }
+      diff = s ? extend(b.get(s), s) : 0;
+    }
+    pred += diff;
+    blk[0] = static_cast<int16_t>(pred);
+  }
+  int k = 1;
+  while (k < 64) {
+    if (b.n < 32) b.refill();
+    const uint32_t e = ac.fast[b.peek(kFastBits)];
+    if (e & kFull) {
+      k += (e >> 8) & 0xFF;
+      blk[kNatural[k]] = static_cast<int16_t>(static_cast<int32_t>(e) >> 16);
+      ++k;
+      b.skip(e & 31);
+      continue;
+    }
+    if (e & kEob) {
+      b.skip(e & 31);
+      break;
+    }
+    int rs;
+    if (e & 31) {
+      rs = static_cast<int>(e >> 8) & 0xFF;
+      b.skip(e & 31);
+    } else {
+      rs = decode_symbol_slow(b, ac);
+    }
+    const int r = rs >> 4, s = rs & 15;
+    if (s) {
+      k += r;
+      blk[kNatural[k]] = static_cast<int16_t>(extend(b.get(s), s));
+      ++k;
+    } else if (r == 15) {
+      k += 16;
+    } else {
+      break;  // EOB reached through the slow path
+    }
+  }
+  return pred;
+}
+
+int u16(const uint8_t* p) { return (p[0] << 8) | p[1]; }
+
+// Unstuffs one entropy-coded segment starting at p: returns the position of
+// the marker that ends it (or end), appends the clean bytes to out.
+const uint8_t* unstuff(const uint8_t* p, const uint8_t* end, std::vector<uint8_t>& out) {
+  while (p < end) {
+    const uint8_t* ff = static_cast<const uint8_t*>(std::memchr(p, 0xFF, static_cast<size_t>(end - p)));
+    if (!ff) {
+      out.insert(out.end(), p, end);
+      return end;
+    }
+    out.insert(out.end(), p, ff);
+    if (ff + 1 >= end) return ff;
+    if (ff[1] == 0x00) {
+      out.push_back(0xFF);
+      p = ff + 2;
+    } else if (ff[1] == 0xFF) {  // fill byte before a marker
+      p = ff + 1;
+    } else {
+      return ff;
+    }
+  }
+  return end;
+}
+
+struct Decoder {
+  Frame frame;
+  HuffTable dc[4], ac[4];
+  int restart_interval = 0;
+  std::vector<uint8_t> clean;
+  bool have_frame = false;
+
+  void decode(const uint8_t* data, size_t size) {
+    const uint8_t* p = data;
+    const uint8_t* end = data + size;
+    if (size < 4 || p[0] != 0xFF || p[1] != 0xD8) throw Corrupt("not a JPEG");
+    p += 2;
+    for (;;) {
+      while (p < end && *p != 0xFF) ++p;  // stray bytes before a marker
+      while (p < end && *p == 0xFF) ++p;
+      if (p >= end) throw Corrupt("truncated");
+      const int marker = *p++;
+      if (marker == 0xD9) break;
+      if (marker >= 0xD0 && marker <= 0xD7) continue;
+      if (end - p < 2) throw Corrupt("truncated");
+      const int len = u16(p);
+      if (len < 2 || end - p < len) throw Corrupt("truncated");
+      const uint8_t* seg = p + 2;
+      const int n = len - 2;
+      switch (marker) {
+        case 0xC0: case 0xC1: read_sof(seg, n); break;
+        case 0xC4: read_dht(seg, n); break;
+        case 0xDB: read_dqt(seg, n); break;
+        case 0xDD:
+          if (n < 2) throw Corrupt("bad DRI");
+          restart_interval = u16(seg);
+          break;
+        case 0xDA: p = read_scan(seg, n, end); continue;
+        default:
+          if ((marker >= 0xC2 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC) ||
+              marker == 0xCC)
+            throw Unsupported("not baseline");
+          break;  // APPn, COM, ...
+      }
+      p += len;
+    }
+    if (!have_frame) throw Corrupt("no frame");
+  }
+
+  void read_sof(const uint8_t* s, int n) {
+    if (n < 6 || s[0] != 8) throw Unsupported("not 8-bit");
+    frame.height = u16(s + 1);
+    frame.width = u16(s + 3);
+    const int nc = s[5];
+    if (frame.width == 0 || frame.height == 0) throw Unsupported("height from DNL");
+    if (nc < 1 || nc > 4 || n < 6 + 3 * nc) throw Corrupt("bad SOF");
+    frame.comps.assign(static_cast<size_t>(nc), {});
+    frame.hmax = frame.vmax = 1;
+    for (int i = 0; i < nc; ++i) {
+      Component& c = frame.comps[static_cast<size_t>(i)];
+      c.id = s[6 + 3 * i];
+      c.h = s[7 + 3 * i] >> 4;
+      c.v = s[7 + 3 * i] & 15;
+      c.tq = s[8 + 3 * i];
+      if (c.h < 1 || c.h > 4 || c.v < 1 || c.v > 4 || c.tq > 3) throw Corrupt("bad SOF");
+      frame.hmax = std::max(frame.hmax, c.h);
+      frame.vmax = std::max(frame.vmax, c.v);
+    }
+    const int mcux = (frame.width + 8 * frame.hmax - 1) / (8 * frame.hmax);
+    const int mcuy = (frame.height + 8 * frame.vmax - 1) / (8 * frame.vmax);
+    for (Component& c : frame.comps) {
+      c.wib = (frame.width * c.h + 8 * frame.hmax - 1) / (8 * frame.hmax);
+      c.hib = (frame.height * c.v + 8 * frame.vmax - 1) / (8 * frame.vmax);
+      c.bw = mcux * c.h;
+      c.bh = mcuy * c.v;
+      c.coef.assign(static_cast<size_t>(c.bw) * static_cast<size_t>(c.bh) * 64, 0);
+    }
+    have_frame = true;
+  }
+
+  void read_dht(const uint8_t* s, int n) {
+    while (n > 0) {
+      if (n < 17) throw Corrupt("bad DHT");
+      const int tc = s[0] >> 4, th = s[0] & 15;
+      if (tc > 1 || th > 3) throw Corrupt("bad DHT");
+      uint8_t counts[17] = {0};
+      int total = 0;
+      for (int i = 1; i <= 16; ++i) total += counts[i] = s[i];
+      if (total > 256 || n < 17 + total) throw Corrupt("bad DHT");
+      build_table(tc ? &ac[th] : &dc[th], counts, s + 17, total, tc == 0);
+      s += 17 + total;
+      n -= 17 + total;
+    }
+  }
+
+  void read_dqt(const uint8_t* s, int n) {
+    while (n > 0) {
+      const int pq = s[0] >> 4, tq = s[0] & 15;
+      if (tq > 3 || pq > 1) throw Corrupt("bad DQT");
+      const int need = 1 + 64 * (pq + 1);
+      if (n < need) throw Corrupt("bad DQT");
+      for (int i = 0; i < 64; ++i)
+        frame.quant[tq][kNatural[i]] = static_cast<uint16_t>(pq ? u16(s + 1 + 2 * i) : s[1 + i]);
+      s += need;
+      n -= need;
+    }
+  }
+
+  const uint8_t* read_scan(const uint8_t* s, int n, const uint8_t* end) {
+    if (!have_frame) throw Corrupt("scan before frame");
+    if (n < 1) throw Corrupt("bad SOS");
+    const int ns = s[0];
+    if (ns < 1 || ns > 4 || n < 4 + 2 * ns) throw Corrupt("bad SOS");
+    Component* sc[4];
+    for (int i = 0; i < ns; ++i) {
+      const int id = s[1 + 2 * i];
+      sc[i] = nullptr;
+      for (Component& c : frame.comps)
+        if (c.id == id) sc[i] = &c;
+      if (!sc[i]) throw Corrupt("bad SOS");
+      sc[i]->dc_table = s[2 + 2 * i] >> 4;
+      sc[i]->ac_table = s[2 + 2 * i] & 15;
+      if (sc[i]->dc_table > 3 || sc[i]->ac_table > 3 || !dc[sc[i]->dc_table].defined ||
+          !ac[sc[i]->ac_table].defined)
+        throw Corrupt("missing Huffman table");
+    }
+    const uint8_t* q = s + 1 + 2 * ns;
+    if (q[0] != 0 || q[1] != 63 || q[2] != 0) throw Unsupported("not sequential");
+    const uint8_t* p = s + n;
+
+    // Unstuff the whole scan once; remember where each restart segment starts.
+    clean.clear();
+    std::vector<size_t> seg_start{0};
+    std::vector<size_t> seg_end;
+    for (;;) {
+      p = unstuff(p, end, clean);
+      seg_end.push_back(clean.size());
+      if (p + 1 < end && p[1] >= 0xD0 && p[1] <= 0xD7) {
+        p += 2;
+        seg_start.push_back(clean.size());
+        continue;
+      }
+      break;
+    }
+    clean.resize(clean.size() + 4096, 0);  // one MCU's worst case overrun, read as zeros
+
+    // MCU geometry.
+    int mcux, mcuy, blocks = 0;
+    struct Slot { Component* c; int dx, dy; int ci; };
+    Slot slots[10];
+    if (ns == 1) {
+      mcux = sc[0]->wib;
+      mcuy = sc[0]->hib;
+      slots[0] = {sc[0], 0, 0, 0};
+      blocks = 1;
+    } else {
+      mcux = (frame.width + 8 * frame.hmax - 1) / (8 * frame.hmax);
+      mcuy = (frame.height + 8 * frame.vmax - 1) / (8 * frame.vmax);
+      for (int i = 0; i < ns; ++i)
+        for (int y = 0; y < sc[i]->v; ++y)
+          for (int x = 0; x < sc[i]->h; ++x) {
+            if (blocks == 10) throw Corrupt("too many blocks per MCU");
+            slots[blocks++] = {sc[i], x, y, i};
+          }
+    }
+    int pred[4] = {0, 0, 0, 0};
+    size_t seg = 0;
+    Bits b{clean.data() + seg_start[0]};
+    int left = restart_interval;
+    const long total = static_cast<long>(mcux) * mcuy;
+    for (long m = 0; m < total; ++m) {
+      if (restart_interval && left == 0) {
+        if (++seg >= seg_start.size()) throw Corrupt("missing restart marker");
+        b = Bits{clean.data() + seg_start[seg]};
+        std::fill(pred, pred + 4, 0);
+        left = restart_interval;
+      }
+      const int mx = static_cast<int>(m % mcux), my = static_cast<int>(m / mcux);
+      for (int i = 0; i < blocks; ++i) {
+        const Slot& sl = slots[i];
+        Component& c = *sl.c;
+        const int bx = ns == 1 ? mx : mx * c.h + sl.dx;
+        const int by = ns == 1 ? my : my * c.v + sl.dy;
+        int16_t* blk = c.coef.data() + (static_cast<size_t>(by) * static_cast<size_t>(c.bw) + static_cast<size_t>(bx)) * 64;
+        pred[sl.ci] = decode_block(b, dc[c.dc_table], ac[c.ac_table], pred[sl.ci], blk);
+      }
+      // Bits consumed beyond the segment's data: truncated or corrupt.
+      const size_t used_bits = static_cast<size_t>(b.p - clean.data()) * 8 - static_cast<size_t>(b.n);
+      if (used_bits > seg_end[seg] * 8) throw Corrupt("premature end of data");
+      --left;
+    }
+    return p;
+  }
+};
+
+// ---- libjpeg-turbo side ----
+
+struct TurboErr {
+  jpeg_error_mgr mgr;
+};
+[[noreturn]] void turbo_error(j_common_ptr cinfo) {
+  char msg[JMSG_LENGTH_MAX];
+  (*cinfo->err->format_message)(cinfo, msg);
+  throw Corrupt(msg);  // test program only: libjpeg's frames hold nothing to unwind
+}
+
+// Entropy-decodes with libjpeg-turbo; when out is given, copies the
+// coefficients there (per component, width_in_blocks x height_in_blocks).
+void turbo_decode(const std::vector<uint8_t>& bytes, std::vector<std::vector<int16_t>>* out,
+                  std::vector<std::pair<int, int>>* dims) {
+  jpeg_decompress_struct cinfo;
+  TurboErr err;
+  cinfo.err = jpeg_std_error(&err.mgr);
+  err.mgr.error_exit = turbo_error;
+  jpeg_create_decompress(&cinfo);
+  try {
+    jpeg_mem_src(&cinfo, bytes.data(), static_cast<unsigned long>(bytes.size()));
+    jpeg_read_header(&cinfo, TRUE);
+    jvirt_barray_ptr* arrays = jpeg_read_coefficients(&cinfo);
+    if (out) {
+      out->clear();
+      dims->clear();
+      for (int ci = 0; ci < cinfo.num_components; ++ci) {
+        const jpeg_component_info& c = cinfo.comp_info[ci];
+        const int w = static_cast<int>(c.width_in_blocks), h = static_cast<int>(c.height_in_blocks);
+        std::vector<int16_t> v(static_cast<size_t>(w) * static_cast<size_t>(h) * 64);
+        for (int y = 0; y < h; ++y) {
+          JBLOCKARRAY row = (*cinfo.mem->access_virt_barray)(reinterpret_cast<j_common_ptr>(&cinfo), arrays[ci],
+                                                             static_cast<JDIMENSION>(y), 1, FALSE);
+          std::memcpy(v.data() + static_cast<size_t>(y) * static_cast<size_t>(w) * 64, row[0],
+                      static_cast<size_t>(w) * 64 * sizeof(int16_t));
+        }
+        out->push_back(std::move(v));
+        dims->push_back({w, h});
+      }
+    }
+    jpeg_finish_decompress(&cinfo);
+  } catch (...) {
+    jpeg_destroy_decompress(&cinfo);
+    throw;
+  }
+  jpeg_destroy_decompress(&cinfo);
+}
+
+double cpu_now() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// True when our coefficients equal libjpeg-turbo's in every real block.
+bool same_coefficients(const Decoder& d, const std::vector<std::vector<int16_t>>& ref,
+                       const std::vector<std::pair<int, int>>& dims) {
+  if (ref.size() != d.frame.comps.size()) return false;
+  for (size_t ci = 0; ci < ref.size(); ++ci) {
+    const Component& c = d.frame.comps[ci];
+    if (c.wib != dims[ci].first || c.hib != dims[ci].second) return false;
+    for (int y = 0; y < c.hib; ++y)
+      if (std::memcmp(c.coef.data() + static_cast<size_t>(y) * static_cast<size_t>(c.bw) * 64,
+                      ref[ci].data() + static_cast<size_t>(y) * static_cast<size_t>(c.wib) * 64,
+                      static_cast<size_t>(c.wib) * 64 * sizeof(int16_t)) != 0)
+        return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 15;
+  std::vector<std::string> paths;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::stoi(argv[++i]);
+    else paths.push_back(argv[i]);
+  }
+  if (paths.empty()) {
+    std::fprintf(stderr, "usage: huffman_vs_turbo [--reps N] FILE.jpg...\n");
+    return 2;
+  }
+  bool all_same = true;
+  std::vector<double> ratios;
+  std::printf("%-44s %10s %10s %7s %s\n", "file", "turbo ms", "ours ms", "ratio", "coefficients");
+  for (const std::string& path : paths) {
+    std::ifstream in(path, std::ios::binary);
+    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<std::vector<int16_t>> ref;
+    std::vector<std::pair<int, int>> dims;
+    std::string turbo_fail, ours_fail;
+    try { turbo_decode(bytes, &ref, &dims); } catch (const std::exception& e) { turbo_fail = e.what(); }
+    Decoder d;
+    bool unsupported = false;
+    try { d.decode(bytes.data(), bytes.size()); }
+    catch (const Unsupported& e) { unsupported = true; ours_fail = e.what(); }
+    catch (const std::exception& e) { ours_fail = e.what(); }
+    const std::string name = path.substr(path.find_last_of('/') + 1);
+    if (unsupported) {
+      std::printf("%-44s unsupported by ours (%s)\n", name.c_str(), ours_fail.c_str());
+      continue;
+    }
+    if (!turbo_fail.empty() || !ours_fail.empty()) {
+      const bool both = !turbo_fail.empty() && !ours_fail.empty();
+      std::printf("%-44s %s: turbo '%s', ours '%s'\n", name.c_str(), both ? "both fail" : "MISMATCH",
+                  turbo_fail.c_str(), ours_fail.c_str());
+      all_same = all_same && both;
+      continue;
+    }
+    const bool same = same_coefficients(d, ref, dims);
+    all_same = all_same && same;
+    std::vector<double> t_turbo, t_ours;
+    for (int r = 0; r < reps; ++r) {
+      double t0 = cpu_now();
+      turbo_decode(bytes, nullptr, nullptr);
+      double t1 = cpu_now();
+      Decoder mine;
+      mine.decode(bytes.data(), bytes.size());
+      double t2 = cpu_now();
+      t_turbo.push_back(t1 - t0);
+      t_ours.push_back(t2 - t1);
+    }
+    const double mt = median(t_turbo), mo = median(t_ours);
+    ratios.push_back(mt / mo);
+    std::printf("%-44s %10.3f %10.3f %7.2f %s\n", name.c_str(), mt * 1e3, mo * 1e3, mt / mo,
+                same ? "identical" : "DIFFER");
+  }
+  if (!ratios.empty())
+    std::printf("median entropy-decoding speed ratio (libjpeg-turbo time / ours): %.2f over %zu files\n",
+                median(ratios), ratios.size());
+  std::printf("coefficients: %s\n", all_same ? "all identical" : "SOME DIFFER");
+  return all_same ? 0 : 1;
+}
