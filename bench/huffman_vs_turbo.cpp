@@ -57,7 +57,8 @@ constexpr int kFastBits = 10;
 // before it and the bits to consume, so the common coefficient costs one
 // load. Otherwise it carries the code length and symbol (len 0: code longer
 // than kFastBits, decode slowly).
-//   bits 0-4: bits to consume; bit 5: full; bit 6: EOB (AC, code only);
+//   bits 0-5: bits to consume (a shift by the entry itself consumes them:
+//   x86 shifts use the count's low 6 bits); bit 6: full; bit 7: EOB;
 //   bits 8-15: zero run (full) or symbol (not full); bits 16-31: value.
 struct HuffTable {
   uint32_t fast[1 << kFastBits];
@@ -67,7 +68,7 @@ struct HuffTable {
   bool defined = false;
 };
 
-constexpr uint32_t kFull = 1u << 5, kEob = 1u << 6;
+constexpr uint32_t kFull = 1u << 6, kEob = 1u << 7;
 
 int extend(uint32_t bits, int s) {  // JPEG's sign convention for s magnitude bits
   return s == 0 ? 0 : (bits < (1u << (s - 1)) ? static_cast<int>(bits) - (1 << s) + 1 : static_cast<int>(bits));
@@ -189,12 +190,12 @@ inline int decode_symbol_slow(uint64_t& buf, int& n, const HuffTable& t) {
     int diff;
     if (e & kFull) {
       diff = static_cast<int32_t>(e) >> 16;
-      skip(e & 31);
+      skip(e & 63);
     } else {
       int s;
-      if (e & 31) {
+      if (e & 63) {
         s = static_cast<int>(e >> 8) & 0xFF;
-        skip(e & 31);
+        skip(e & 63);
       } else {
         s = decode_symbol_slow(buf, n, dc);
       }
@@ -216,17 +217,17 @@ inline int decode_symbol_slow(uint64_t& buf, int& n, const HuffTable& t) {
       k += (e >> 8) & 0xFF;
       blk[kNatural[k]] = static_cast<int16_t>(static_cast<int32_t>(e) >> 16);
       ++k;
-      skip(e & 31);
+      skip(e & 63);
       continue;
     }
     if (e & kEob) {
-      skip(e & 31);
+      skip(e & 63);
       break;
     }
     int rs;
-    if (e & 31) {
+    if (e & 63) {
       rs = static_cast<int>(e >> 8) & 0xFF;
-      skip(e & 31);
+      skip(e & 63);
     } else {
       rs = decode_symbol_slow(buf, n, ac);
     }
@@ -596,14 +597,34 @@ bool same_coefficients(const Decoder& d, const std::vector<std::vector<int16_t>>
 
 int main(int argc, char** argv) {
   int reps = 15;
+  // --profile ours|turbo: only that side, streaming, reps times per file
+  // (for perf stat / perf record), no comparison.
+  std::string profile;
   std::vector<std::string> paths;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::stoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--profile") && i + 1 < argc) profile = argv[++i];
     else paths.push_back(argv[i]);
   }
   if (paths.empty()) {
     std::fprintf(stderr, "usage: huffman_vs_turbo [--reps N] FILE.jpg...\n");
     return 2;
+  }
+  if (!profile.empty()) {
+    for (const std::string& path : paths) {
+      std::ifstream in(path, std::ios::binary);
+      std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      for (int r = 0; r < reps; ++r) {
+        if (profile == "turbo") {
+          turbo_stream(bytes);
+        } else {
+          Decoder mine;
+          mine.streaming = true;
+          mine.decode(bytes.data(), bytes.size());
+        }
+      }
+    }
+    return 0;
   }
   bool all_same = true;
   std::vector<double> ratios, stream_ratios;
