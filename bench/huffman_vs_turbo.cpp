@@ -60,8 +60,16 @@ constexpr int kFastBits = 10;
 //   bits 0-5: bits to consume (a shift by the entry itself consumes them:
 //   x86 shifts use the count's low 6 bits); bit 6: full; bit 7: EOB;
 //   bits 8-15: zero run (full) or symbol (not full); bits 16-31: value.
+//
+// gen: the branch-free variant. Every code of up to kFastBits bits gets
+//   bits 0-5: code length + magnitude bits (one shift consumes both);
+//   bits 8-11: magnitude bits s; bits 12-15: zero run r; bits 16-20: code
+//   length; bit 24: EOB. 0: code longer than kFastBits.
+// The value is then computed from the bits after the code, off the critical
+// path, so the decoder never branches on whether the value fitted.
 struct HuffTable {
   uint32_t fast[1 << kFastBits];
+  uint32_t gen[1 << kFastBits];
   uint32_t maxcode[18];  // left-justified to 16 bits, exclusive; [17] sentinel
   int valoffset[17];
   uint8_t vals[256];
@@ -74,11 +82,20 @@ int extend(uint32_t bits, int s) {  // JPEG's sign convention for s magnitude bi
   return s == 0 ? 0 : (bits < (1u << (s - 1)) ? static_cast<int>(bits) - (1 << s) + 1 : static_cast<int>(bits));
 }
 
+constexpr uint32_t kGenEob = 1u << 24;
+
+uint32_t gen_entry(int len, int sym, bool dc) {
+  const int r = dc ? 0 : sym >> 4, s = dc ? sym : sym & 15;
+  return static_cast<uint32_t>(len + s) | (static_cast<uint32_t>(s) << 8) | (static_cast<uint32_t>(r) << 12) |
+         (static_cast<uint32_t>(len) << 16) | (!dc && s == 0 && r != 15 ? kGenEob : 0u);
+}
+
 void build_table(HuffTable* t, const uint8_t counts[17], const uint8_t* vals, int nvals, bool dc) {
   std::memcpy(t->vals, vals, static_cast<size_t>(nvals));
   uint32_t code = 0;
   int k = 0;
   std::fill(std::begin(t->fast), std::end(t->fast), 0u);
+  std::fill(std::begin(t->gen), std::end(t->gen), 0u);
   for (int len = 1; len <= 16; ++len) {
     t->valoffset[len] = k - static_cast<int>(code);
     for (int i = 0; i < counts[len]; ++i, ++k, ++code) {
@@ -103,6 +120,7 @@ void build_table(HuffTable* t, const uint8_t counts[17], const uint8_t* vals, in
             e = static_cast<uint32_t>(len) | (static_cast<uint32_t>(sym) << 8);
           }
           t->fast[idx] = e;
+          t->gen[idx] = gen_entry(len, sym, dc);
         }
       }
     }
@@ -256,6 +274,62 @@ inline void zero_block(int16_t* blk) {
   for (int i = 0; i < 4; ++i) _mm256_storeu_si256(reinterpret_cast<__m256i*>(blk + 16 * i), z);
 }
 
+// The value of the s magnitude bits that follow a code: after = the bit
+// buffer shifted past the code. Branch-free; s = 0 gives 0.
+inline int magnitude_value(uint64_t after, int s) {
+  const int64_t mag = static_cast<int64_t>((after >> 1) >> (63 - s));
+  // Leading magnitude bit 0: negative, value = mag - (2^s - 1).
+  const int64_t negative = (static_cast<int64_t>(after) >> 63) + 1;  // 1 when top bit is 0
+  return static_cast<int>(mag - ((negative << s) - negative));
+}
+
+[[gnu::always_inline]] inline int decode_block_gen(Bits& bits, const HuffTable& dc, const HuffTable& ac, int pred,
+                                                   int16_t* blk) {
+  uint64_t buf = bits.buf;
+  int n = bits.n;
+  const uint8_t* p = bits.p;
+  auto refill = [&] {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    buf |= __builtin_bswap64(v) >> n;
+    p += (63 - n) >> 3;
+    n |= 56;
+  };
+  // Entry for a code longer than kFastBits, decoded canonically.
+  auto slow_entry = [&](const HuffTable& t, bool is_dc) {
+    uint64_t b2 = buf;
+    int n2 = n;
+    const int sym = decode_symbol_slow(b2, n2, t);
+    return gen_entry(n - n2, sym, is_dc);
+  };
+  refill();
+  {
+    uint32_t e = dc.gen[buf >> (64 - kFastBits)];
+    if (__builtin_expect(e == 0, 0)) e = slow_entry(dc, true);
+    const int s = (e >> 8) & 15;
+    pred += magnitude_value(buf << ((e >> 16) & 31), s);
+    blk[0] = static_cast<int16_t>(pred);
+    buf <<= (e & 63);
+    n -= e & 63;
+  }
+  for (int k = 1; k < 64;) {
+    if (n < 32) refill();
+    uint32_t e = ac.gen[buf >> (64 - kFastBits)];
+    if (__builtin_expect(e == 0, 0)) e = slow_entry(ac, false);
+    const int value = magnitude_value(buf << ((e >> 16) & 31), (e >> 8) & 15);
+    buf <<= (e & 63);
+    n -= e & 63;
+    if (e & kGenEob) break;
+    k += (e >> 12) & 15;
+    blk[kNatural[k]] = static_cast<int16_t>(value);
+    ++k;
+  }
+  bits.buf = buf;
+  bits.n = n;
+  bits.p = p;
+  return pred;
+}
+
 int u16(const uint8_t* p) { return (p[0] << 8) | p[1]; }
 
 // Unstuffs one entropy-coded segment starting at p: returns the position of
@@ -291,6 +365,7 @@ struct Decoder {
   // runs the IDCT right after entropy decoding does; otherwise store every
   // block (what jpeg_read_coefficients returns).
   bool streaming = false;
+  bool branch_free = true;  // decode_block_gen, else decode_block
   alignas(64) int16_t mcu_buf[10][64];
 
   void decode(const uint8_t* data, size_t size) {
@@ -465,7 +540,9 @@ struct Decoder {
         for (int i = 0; i < blocks; ++i) {
           const Slot& sl = slots[i];
           zero_block(mcu_buf[i]);
-          pred[sl.ci] = decode_block(b, dc[sl.c->dc_table], ac[sl.c->ac_table], pred[sl.ci], mcu_buf[i]);
+          pred[sl.ci] = branch_free
+                            ? decode_block_gen(b, dc[sl.c->dc_table], ac[sl.c->ac_table], pred[sl.ci], mcu_buf[i])
+                            : decode_block(b, dc[sl.c->dc_table], ac[sl.c->ac_table], pred[sl.ci], mcu_buf[i]);
         }
       } else {
       const int mx = static_cast<int>(m % mcux), my = static_cast<int>(m / mcux);
@@ -476,7 +553,8 @@ struct Decoder {
         const int by = ns == 1 ? my : my * c.v + sl.dy;
         int16_t* blk = c.coef.get() + (static_cast<size_t>(by) * static_cast<size_t>(c.bw) + static_cast<size_t>(bx)) * 64;
         if (ns > 1) zero_block(blk);
-        pred[sl.ci] = decode_block(b, dc[c.dc_table], ac[c.ac_table], pred[sl.ci], blk);
+        pred[sl.ci] = branch_free ? decode_block_gen(b, dc[c.dc_table], ac[c.ac_table], pred[sl.ci], blk)
+                                  : decode_block(b, dc[c.dc_table], ac[c.ac_table], pred[sl.ci], blk);
       }
       }
       // Bits consumed beyond the segment's data: truncated or corrupt.
@@ -620,6 +698,7 @@ int main(int argc, char** argv) {
         } else {
           Decoder mine;
           mine.streaming = true;
+          mine.branch_free = profile == "ours";
           mine.decode(bytes.data(), bytes.size());
         }
       }
