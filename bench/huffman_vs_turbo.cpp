@@ -70,6 +70,15 @@ constexpr int kFastBits = 10;
 struct HuffTable {
   uint32_t fast[1 << kFastBits];
   uint32_t gen[1 << kFastBits];
+  struct Pair {  // pair variant: up to two coefficients per lookup
+    uint8_t total;  // bits consumed by everything below (0: long code)
+    uint8_t len1;   // bits of the first symbol alone
+    uint8_t flags;  // kPFull, kPEob (end of block after), kPPair (second coefficient)
+    uint8_t runs;   // r1 | r2 << 4 (not full: the symbol)
+    int16_t v1;
+    int8_t v2;
+    uint8_t unused;
+  } pair[1 << kFastBits];
   uint32_t maxcode[18];  // left-justified to 16 bits, exclusive; [17] sentinel
   int valoffset[17];
   uint8_t vals[256];
@@ -88,6 +97,50 @@ uint32_t gen_entry(int len, int sym, bool dc) {
   const int r = dc ? 0 : sym >> 4, s = dc ? sym : sym & 15;
   return static_cast<uint32_t>(len + s) | (static_cast<uint32_t>(s) << 8) | (static_cast<uint32_t>(r) << 12) |
          (static_cast<uint32_t>(len) << 16) | (!dc && s == 0 && r != 15 ? kGenEob : 0u);
+}
+
+constexpr uint8_t kPFull = 1, kPEob = 2, kPPair = 4;
+
+// From the single-symbol table: a full coefficient followed, within the
+// same kFastBits, by another full coefficient (or by the end of block)
+// becomes one entry.
+void build_pairs(HuffTable* t, bool dc) {
+  constexpr uint32_t mask = (1u << kFastBits) - 1;
+  for (uint32_t idx = 0; idx <= mask; ++idx) {
+    const uint32_t e = t->fast[idx];
+    HuffTable::Pair q{};
+    q.total = static_cast<uint8_t>(e & 63);
+    q.len1 = q.total;
+    if (dc || !(e & kFull)) {
+      q.flags = (!dc && (e & kEob)) ? kPEob : 0;
+      q.runs = static_cast<uint8_t>(e >> 8);
+      q.v1 = static_cast<int16_t>(static_cast<int32_t>(e) >> 16);
+      if (e & kFull) q.flags = kPFull;
+      t->pair[idx] = q;
+      continue;
+    }
+    q.flags = kPFull;
+    q.runs = static_cast<uint8_t>((e >> 8) & 15);
+    q.v1 = static_cast<int16_t>(static_cast<int32_t>(e) >> 16);
+    const int len1 = static_cast<int>(e & 63);
+    if (len1 < kFastBits) {
+      const uint32_t e2 = t->fast[(idx << len1) & mask];
+      const int len2 = static_cast<int>(e2 & 63);
+      const int v2 = static_cast<int32_t>(e2) >> 16;
+      if (len2 != 0 && len1 + len2 <= kFastBits) {
+        if (e2 & kEob) {
+          q.flags |= kPEob;
+          q.total = static_cast<uint8_t>(len1 + len2);
+        } else if ((e2 & kFull) && v2 >= -128 && v2 <= 127) {
+          q.flags |= kPPair;
+          q.runs = static_cast<uint8_t>(q.runs | (((e2 >> 8) & 15) << 4));
+          q.v2 = static_cast<int8_t>(v2);
+          q.total = static_cast<uint8_t>(len1 + len2);
+        }
+      }
+    }
+    t->pair[idx] = q;
+  }
 }
 
 void build_table(HuffTable* t, const uint8_t counts[17], const uint8_t* vals, int nvals, bool dc) {
@@ -131,6 +184,7 @@ void build_table(HuffTable* t, const uint8_t counts[17], const uint8_t* vals, in
   }
   t->maxcode[17] = 0xFFFFFFFFu;
   t->defined = true;
+  build_pairs(t, dc);
 }
 
 struct Component {
@@ -330,6 +384,92 @@ inline int magnitude_value(uint64_t after, int s) {
   return pred;
 }
 
+[[gnu::always_inline]] inline int decode_block_pair(Bits& bits, const HuffTable& dc, const HuffTable& ac, int pred,
+                                                    int16_t* blk) {
+  uint64_t buf = bits.buf;
+  int n = bits.n;
+  const uint8_t* p = bits.p;
+  auto refill = [&] {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    buf |= __builtin_bswap64(v) >> n;
+    p += (63 - n) >> 3;
+    n |= 56;
+  };
+  auto skip = [&](int k) { buf <<= k; n -= k; };
+  auto take = [&](int s) {
+    const uint32_t v = static_cast<uint32_t>(buf >> (64 - s));
+    buf <<= s;
+    n -= s;
+    return extend(v, s);
+  };
+  refill();
+  {
+    const uint32_t e = dc.fast[buf >> (64 - kFastBits)];
+    int diff;
+    if (e & kFull) {
+      diff = static_cast<int32_t>(e) >> 16;
+      skip(e & 63);
+    } else {
+      int s;
+      if (e & 63) {
+        s = static_cast<int>(e >> 8) & 0xFF;
+        skip(e & 63);
+      } else {
+        s = decode_symbol_slow(buf, n, dc);
+      }
+      diff = s ? take(s) : 0;
+    }
+    pred += diff;
+    blk[0] = static_cast<int16_t>(pred);
+  }
+  for (int k = 1; k < 64;) {
+    if (n < 32) refill();
+    const HuffTable::Pair q = ac.pair[buf >> (64 - kFastBits)];
+    if (q.flags & kPFull) {
+      k += q.runs & 15;
+      blk[kNatural[k]] = q.v1;
+      ++k;
+      if (__builtin_expect(k >= 64, 0)) {  // the block is full: what follows is the next block's
+        skip(q.len1);
+        break;
+      }
+      // Without a second coefficient this writes a zero where a zero is.
+      const int r2 = q.runs >> 4;
+      blk[kNatural[k + r2]] = q.v2;
+      k += (q.flags & kPPair) ? r2 + 1 : 0;
+      skip(q.total);
+      if (q.flags & kPEob) break;
+      continue;
+    }
+    if (q.flags & kPEob) {
+      skip(q.total);
+      break;
+    }
+    int rs;
+    if (q.total) {
+      rs = q.runs;
+      skip(q.total);
+    } else {
+      rs = decode_symbol_slow(buf, n, ac);
+    }
+    const int r = rs >> 4, s = rs & 15;
+    if (s) {
+      k += r;
+      blk[kNatural[k]] = static_cast<int16_t>(take(s));
+      ++k;
+    } else if (r == 15) {
+      k += 16;
+    } else {
+      break;
+    }
+  }
+  bits.buf = buf;
+  bits.n = n;
+  bits.p = p;
+  return pred;
+}
+
 int u16(const uint8_t* p) { return (p[0] << 8) | p[1]; }
 
 // Unstuffs one entropy-coded segment starting at p: returns the position of
@@ -365,7 +505,9 @@ struct Decoder {
   // runs the IDCT right after entropy decoding does; otherwise store every
   // block (what jpeg_read_coefficients returns).
   bool streaming = false;
-  bool branch_free = false;  // decode_block_gen (slower here), else decode_block
+  // 0: decode_block (what src/image/jpeg_huffman.cpp uses); 1:
+  // decode_block_gen and 2: decode_block_pair, tried and found no faster here.
+  int variant = 0;
   alignas(64) int16_t mcu_buf[10][64];
 
   void decode(const uint8_t* data, size_t size) {
@@ -540,9 +682,11 @@ struct Decoder {
         for (int i = 0; i < blocks; ++i) {
           const Slot& sl = slots[i];
           zero_block(mcu_buf[i]);
-          pred[sl.ci] = branch_free
-                            ? decode_block_gen(b, dc[sl.c->dc_table], ac[sl.c->ac_table], pred[sl.ci], mcu_buf[i])
-                            : decode_block(b, dc[sl.c->dc_table], ac[sl.c->ac_table], pred[sl.ci], mcu_buf[i]);
+          const HuffTable& dct = dc[sl.c->dc_table];
+          const HuffTable& act = ac[sl.c->ac_table];
+          pred[sl.ci] = variant == 2   ? decode_block_pair(b, dct, act, pred[sl.ci], mcu_buf[i])
+                        : variant == 1 ? decode_block_gen(b, dct, act, pred[sl.ci], mcu_buf[i])
+                                       : decode_block(b, dct, act, pred[sl.ci], mcu_buf[i]);
         }
       } else {
       const int mx = static_cast<int>(m % mcux), my = static_cast<int>(m / mcux);
@@ -553,8 +697,9 @@ struct Decoder {
         const int by = ns == 1 ? my : my * c.v + sl.dy;
         int16_t* blk = c.coef.get() + (static_cast<size_t>(by) * static_cast<size_t>(c.bw) + static_cast<size_t>(bx)) * 64;
         if (ns > 1) zero_block(blk);
-        pred[sl.ci] = branch_free ? decode_block_gen(b, dc[c.dc_table], ac[c.ac_table], pred[sl.ci], blk)
-                                  : decode_block(b, dc[c.dc_table], ac[c.ac_table], pred[sl.ci], blk);
+        pred[sl.ci] = variant == 2   ? decode_block_pair(b, dc[c.dc_table], ac[c.ac_table], pred[sl.ci], blk)
+                      : variant == 1 ? decode_block_gen(b, dc[c.dc_table], ac[c.ac_table], pred[sl.ci], blk)
+                                     : decode_block(b, dc[c.dc_table], ac[c.ac_table], pred[sl.ci], blk);
       }
       }
       // Bits consumed beyond the segment's data: truncated or corrupt.
@@ -655,7 +800,8 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// True when our coefficients equal libjpeg-turbo's in every real block.
+// True when our coefficients equal libjpeg-turbo's in every real block;
+// otherwise prints the first difference.
 bool same_coefficients(const Decoder& d, const std::vector<std::vector<int16_t>>& ref,
                        const std::vector<std::pair<int, int>>& dims) {
   if (ref.size() != d.frame.comps.size()) return false;
@@ -663,10 +809,16 @@ bool same_coefficients(const Decoder& d, const std::vector<std::vector<int16_t>>
     const Component& c = d.frame.comps[ci];
     if (c.wib != dims[ci].first || c.hib != dims[ci].second) return false;
     for (int y = 0; y < c.hib; ++y)
-      if (std::memcmp(c.coef.get() + static_cast<size_t>(y) * static_cast<size_t>(c.bw) * 64,
-                      ref[ci].data() + static_cast<size_t>(y) * static_cast<size_t>(c.wib) * 64,
-                      static_cast<size_t>(c.wib) * 64 * sizeof(int16_t)) != 0)
-        return false;
+      for (int x = 0; x < c.wib; ++x)
+        for (int i = 0; i < 64; ++i) {
+          const int16_t ours = c.coef[(static_cast<size_t>(y) * static_cast<size_t>(c.bw) + static_cast<size_t>(x)) * 64 + static_cast<size_t>(i)];
+          const int16_t theirs = ref[ci][(static_cast<size_t>(y) * static_cast<size_t>(c.wib) + static_cast<size_t>(x)) * 64 + static_cast<size_t>(i)];
+          if (ours != theirs) {
+            std::printf("first difference: component %zu, block (%d, %d), coefficient %d: ours %d, libjpeg-turbo %d\n",
+                        ci, x, y, i, ours, theirs);
+            return false;
+          }
+        }
   }
   return true;
 }
@@ -675,7 +827,8 @@ bool same_coefficients(const Decoder& d, const std::vector<std::vector<int16_t>>
 
 int main(int argc, char** argv) {
   int reps = 15;
-  // --profile ours|turbo: only that side, streaming, reps times per file
+  // --profile ours|ours_gen|ours_pair|turbo: only that side (ours_*: the
+  // variants), streaming, reps times per file
   // (for perf stat / perf record), no comparison.
   std::string profile;
   std::vector<std::string> paths;
@@ -698,7 +851,7 @@ int main(int argc, char** argv) {
         } else {
           Decoder mine;
           mine.streaming = true;
-          mine.branch_free = profile == "ours_gen";
+          mine.variant = profile == "ours_gen" ? 1 : profile == "ours_pair" ? 2 : 0;
           mine.decode(bytes.data(), bytes.size());
         }
       }

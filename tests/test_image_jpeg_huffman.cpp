@@ -125,5 +125,35 @@ TEST(JpegHuffman, DamagedFilesFailLikeLibjpegTurbo) {
   EXPECT_GT(same_message, broken * 9 / 10);
 }
 
+// In larger files libjpeg-turbo decodes most MCUs on a fast path that reads
+// a code found in no Huffman table as a zero, silently (its slow path, near
+// the end of the data, reports it). Ours always reports it, as convoy means
+// to (jpeg.cpp: damage is an error). Otherwise the same rules hold.
+TEST(JpegHuffman, DamagedLargeFilesFailAtLeastWhenLibjpegTurboDoes) {
+  const std::vector<uint8_t> good =
+      testing::string_bytes(image::encode_jpeg(testing::test_picture(480, 320, 3, 5), 95));
+  ASSERT_GT(good.size(), 20000u);  // mostly past libjpeg-turbo's fast-path threshold (512 bytes per block of an MCU)
+  int broken = 0, ours_only = 0;
+  for (size_t i = 700; i < good.size(); i += 53) {
+    for (uint8_t mask : {0x10, 0xff}) {
+      std::vector<uint8_t> bytes = good;
+      bytes[i] ^= mask;
+      const Outcome theirs = decode(bytes, {}, false);
+      const Outcome ours = decode(bytes, {}, true);
+      if (!theirs.error.empty()) {
+        EXPECT_FALSE(ours.error.empty()) << "byte " << i << ": libjpeg-turbo '" << theirs.error << "'";
+      } else if (!ours.error.empty()) {
+        EXPECT_NE(ours.error.find("(Corrupt JPEG data: bad Huffman code)"), std::string::npos) << ours.error;
+      } else {
+        EXPECT_TRUE(testing::same_pixels(ours.image, theirs.image)) << "byte " << i;
+      }
+      broken += !ours.error.empty();
+      ours_only += !ours.error.empty() && theirs.error.empty();
+    }
+  }
+  std::printf("%d broken files, %d reported by ours only\n", broken, ours_only);
+  EXPECT_GT(broken, 10);
+}
+
 }  // namespace
 }  // namespace convoy

@@ -124,7 +124,9 @@ constexpr size_t kPad = 4096;
 
 struct FastHuffman {
   jpeg_entropy_decoder pub;  // first member: libjpeg holds a pointer to it
-  HuffTable dc[MAX_COMPS_IN_SCAN], ac[MAX_COMPS_IN_SCAN];
+  HuffTable dc[NUM_HUFF_TBLS], ac[NUM_HUFF_TBLS];  // by table number: shared tables stay shared in cache
+  const HuffTable* dc_of_block[D_MAX_BLOCKS_IN_MCU];
+  const HuffTable* ac_of_block[D_MAX_BLOCKS_IN_MCU];
   int comp_of_block[D_MAX_BLOCKS_IN_MCU];
   int blocks;
   const uint8_t* clean;  // the scan with 0xFF00 unstuffed and markers removed, kPad zeros after
@@ -273,7 +275,7 @@ boolean decode_mcu(j_decompress_ptr cinfo, JBLOCKROW* blocks) {
   }
   for (int i = 0; i < e->blocks; ++i) {
     const int c = e->comp_of_block[i];
-    decode_block(cinfo, e, e->dc[c], e->ac[c], &e->pred[c], blocks[i][0]);
+    decode_block(cinfo, e, *e->dc_of_block[i], *e->ac_of_block[i], &e->pred[c], blocks[i][0]);
   }
   const size_t consumed_bits = static_cast<size_t>(e->next - e->clean) * 8 - static_cast<size_t>(e->nbits);
   if (consumed_bits > e->segments[e->segment].end * 8) fail_short(cinfo, e);
@@ -344,15 +346,23 @@ bool use_fast_huffman(jpeg_decompress_struct* cinfo) {
   auto* pool = cinfo->mem;
   const j_common_ptr common = reinterpret_cast<j_common_ptr>(cinfo);
   auto* e = static_cast<FastHuffman*>((*pool->alloc_small)(common, JPOOL_IMAGE, sizeof(FastHuffman)));
+  bool built_dc[NUM_HUFF_TBLS] = {}, built_ac[NUM_HUFF_TBLS] = {};
   for (int ci = 0; ci < cinfo->comps_in_scan; ++ci) {
     const jpeg_component_info* comp = cinfo->cur_comp_info[ci];
-    const JHUFF_TBL* dc = comp->dc_tbl_no >= 0 && comp->dc_tbl_no < NUM_HUFF_TBLS ? cinfo->dc_huff_tbl_ptrs[comp->dc_tbl_no] : nullptr;
-    const JHUFF_TBL* ac = comp->ac_tbl_no >= 0 && comp->ac_tbl_no < NUM_HUFF_TBLS ? cinfo->ac_huff_tbl_ptrs[comp->ac_tbl_no] : nullptr;
-    if (!dc || !ac || !build_table(&e->dc[ci], dc, true) || !build_table(&e->ac[ci], ac, false)) return false;
+    const int d = comp->dc_tbl_no, a = comp->ac_tbl_no;
+    if (d < 0 || d >= NUM_HUFF_TBLS || a < 0 || a >= NUM_HUFF_TBLS || !cinfo->dc_huff_tbl_ptrs[d] ||
+        !cinfo->ac_huff_tbl_ptrs[a])
+      return false;
+    if (!built_dc[d] && !build_table(&e->dc[d], cinfo->dc_huff_tbl_ptrs[d], true)) return false;
+    if (!built_ac[a] && !build_table(&e->ac[a], cinfo->ac_huff_tbl_ptrs[a], false)) return false;
+    built_dc[d] = built_ac[a] = true;
   }
   for (int b = 0; b < cinfo->blocks_in_MCU; ++b) {
-    if (cinfo->MCU_membership[b] < 0 || cinfo->MCU_membership[b] >= cinfo->comps_in_scan) return false;
-    e->comp_of_block[b] = cinfo->MCU_membership[b];
+    const int ci = cinfo->MCU_membership[b];
+    if (ci < 0 || ci >= cinfo->comps_in_scan) return false;
+    e->comp_of_block[b] = ci;
+    e->dc_of_block[b] = &e->dc[cinfo->cur_comp_info[ci]->dc_tbl_no];
+    e->ac_of_block[b] = &e->ac[cinfo->cur_comp_info[ci]->ac_tbl_no];
   }
   e->blocks = cinfo->blocks_in_MCU;
 
