@@ -168,12 +168,19 @@ inline int decode_long_code(j_decompress_ptr cinfo, uint64_t& buf, int& nbits, c
   return t.vals[idx & 0xFF];
 }
 
+// The bit reader, in locals of decode_mcu for the whole MCU.
+struct BitState {
+  uint64_t buf;  // next bit in the top bit
+  int nbits;
+  const uint8_t* p;  // next byte to load into buf
+};
+
 // One block's coefficients into blk (zeroed by the caller), natural order.
-[[gnu::always_inline]] inline void decode_block(j_decompress_ptr cinfo, FastHuffman* e, const HuffTable& dc,
+[[gnu::always_inline]] inline void decode_block(j_decompress_ptr cinfo, BitState& st, const HuffTable& dc,
                                                 const HuffTable& ac, int* pred, JCOEF* blk) {
-  uint64_t buf = e->buf;
-  int nbits = e->nbits;
-  const uint8_t* p = e->next;
+  uint64_t buf = st.buf;
+  int nbits = st.nbits;
+  const uint8_t* p = st.p;
   auto refill = [&] {  // afterwards at least 56 bits: enough for any one code and its value
     uint64_t v;
     std::memcpy(&v, p, 8);
@@ -244,9 +251,9 @@ inline int decode_long_code(j_decompress_ptr cinfo, uint64_t& buf, int& nbits, c
       break;  // end of block (libjpeg reads any run with s = 0 but 15 so too)
     }
   }
-  e->buf = buf;
-  e->nbits = nbits;
-  e->next = p;
+  st.buf = buf;
+  st.nbits = nbits;
+  st.p = p;
 }
 
 void start_segment(FastHuffman* e, int index) {
@@ -273,10 +280,14 @@ boolean decode_mcu(j_decompress_ptr cinfo, JBLOCKROW* blocks) {
     }
     --e->restarts_left;
   }
+  BitState st{e->buf, e->nbits, e->next};
   for (int i = 0; i < e->blocks; ++i) {
     const int c = e->comp_of_block[i];
-    decode_block(cinfo, e, *e->dc_of_block[i], *e->ac_of_block[i], &e->pred[c], blocks[i][0]);
+    decode_block(cinfo, st, *e->dc_of_block[i], *e->ac_of_block[i], &e->pred[c], blocks[i][0]);
   }
+  e->buf = st.buf;
+  e->nbits = st.nbits;
+  e->next = st.p;
   const size_t consumed_bits = static_cast<size_t>(e->next - e->clean) * 8 - static_cast<size_t>(e->nbits);
   if (consumed_bits > e->segments[e->segment].end * 8) fail_short(cinfo, e);
   return TRUE;
