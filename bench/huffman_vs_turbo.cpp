@@ -19,6 +19,8 @@
 // 4 components, any sampling factors, interleaved or not, several scans,
 // restart markers. Everything else is reported as unsupported (a real
 // decoder would hand it to libjpeg-turbo).
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -31,24 +33,27 @@
 #include <string>
 #include <vector>
 
-#include <immintrin.h>
-
 #define JPEG_INTERNALS  // the entropy decoder's decode_mcu, for the streaming figure
 #include <jpeglib.h>
+// (jerror.h's message codes after jpeglib.h, as libjpeg's own sources include them)
 #include <jerror.h>
 
 namespace {
 
-struct Unsupported : std::runtime_error { using std::runtime_error::runtime_error; };
-struct Corrupt : std::runtime_error { using std::runtime_error::runtime_error; };
+struct Unsupported : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+struct Corrupt : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 // Zig-zag position k -> natural index; 16 extra entries so a corrupt run
 // that pushes k past 63 lands on 63 (as libjpeg's table does) instead of
 // out of bounds.
-constexpr uint8_t kNatural[80] = {
-    0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13,
-    6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31,
-    39, 46, 53, 60, 61, 54, 47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63};
+constexpr uint8_t kNatural[80] = {0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33,
+                                  40, 48, 41, 34, 27, 20, 13, 6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36,
+                                  29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54,
+                                  47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63};
 
 constexpr int kFastBits = 10;
 
@@ -70,7 +75,7 @@ constexpr int kFastBits = 10;
 struct HuffTable {
   uint32_t fast[1 << kFastBits];
   uint32_t gen[1 << kFastBits];
-  struct Pair {  // pair variant: up to two coefficients per lookup
+  struct Pair {     // pair variant: up to two coefficients per lookup
     uint8_t total;  // bits consumed by everything below (0: long code)
     uint8_t len1;   // bits of the first symbol alone
     uint8_t flags;  // kPFull, kPEob (end of block after), kPPair (second coefficient)
@@ -189,8 +194,8 @@ void build_table(HuffTable* t, const uint8_t counts[17], const uint8_t* vals, in
 
 struct Component {
   int id, h, v, tq;
-  int bw, bh;           // blocks stored (padded to the MCU grid)
-  int wib, hib;         // blocks the component really has
+  int bw, bh;    // blocks stored (padded to the MCU grid)
+  int wib, hib;  // blocks the component really has
   // bw*bh blocks of 64, natural order. Not zeroed up front: each block is
   // zeroed just before it is decoded, while its cache lines are being written
   // anyway (a separate pass over megabytes costs as much as decoding).
@@ -219,7 +224,10 @@ struct Bits {
     n |= 56;
   }
   uint32_t peek(int k) const { return static_cast<uint32_t>(buf >> (64 - k)); }
-  void skip(int k) { buf <<= k; n -= k; }
+  void skip(int k) {
+    buf <<= k;
+    n -= k;
+  }
   uint32_t get(int k) {  // k in 1..16
     const uint32_t v = peek(k);
     skip(k);
@@ -243,7 +251,8 @@ inline int decode_symbol_slow(uint64_t& buf, int& n, const HuffTable& t) {
 // Decodes one block's coefficients (zig-zag order -> natural) into blk,
 // which is zero. Returns the new DC predictor. The bit buffer lives in
 // locals for the whole block so it stays in registers.
-[[gnu::always_inline]] inline int decode_block(Bits& bits, const HuffTable& dc, const HuffTable& ac, int pred, int16_t* blk) {
+[[gnu::always_inline]] inline int decode_block(Bits& bits, const HuffTable& dc, const HuffTable& ac, int pred,
+                                               int16_t* blk) {
   uint64_t buf = bits.buf;
   int n = bits.n;
   const uint8_t* p = bits.p;
@@ -255,7 +264,10 @@ inline int decode_symbol_slow(uint64_t& buf, int& n, const HuffTable& t) {
     n |= 56;
   };
   auto peek = [&](int k) { return static_cast<uint32_t>(buf >> (64 - k)); };
-  auto skip = [&](int k) { buf <<= k; n -= k; };
+  auto skip = [&](int k) {
+    buf <<= k;
+    n -= k;
+  };
   refill();
   {
     const uint32_t e = dc.fast[peek(kFastBits)];
@@ -396,7 +408,10 @@ inline int magnitude_value(uint64_t after, int s) {
     p += (63 - n) >> 3;
     n |= 56;
   };
-  auto skip = [&](int k) { buf <<= k; n -= k; };
+  auto skip = [&](int k) {
+    buf <<= k;
+    n -= k;
+  };
   auto take = [&](int s) {
     const uint32_t v = static_cast<uint32_t>(buf >> (64 - s));
     buf <<= s;
@@ -528,14 +543,23 @@ struct Decoder {
       const uint8_t* seg = p + 2;
       const int n = len - 2;
       switch (marker) {
-        case 0xC0: case 0xC1: read_sof(seg, n); break;
-        case 0xC4: read_dht(seg, n); break;
-        case 0xDB: read_dqt(seg, n); break;
+        case 0xC0:
+        case 0xC1:
+          read_sof(seg, n);
+          break;
+        case 0xC4:
+          read_dht(seg, n);
+          break;
+        case 0xDB:
+          read_dqt(seg, n);
+          break;
         case 0xDD:
           if (n < 2) throw Corrupt("bad DRI");
           restart_interval = u16(seg);
           break;
-        case 0xDA: p = read_scan(seg, n, end); continue;
+        case 0xDA:
+          p = read_scan(seg, n, end);
+          continue;
         default:
           if ((marker >= 0xC2 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC) ||
               marker == 0xCC)
@@ -621,8 +645,7 @@ struct Decoder {
       if (!sc[i]) throw Corrupt("bad SOS");
       sc[i]->dc_table = s[2 + 2 * i] >> 4;
       sc[i]->ac_table = s[2 + 2 * i] & 15;
-      if (sc[i]->dc_table > 3 || sc[i]->ac_table > 3 || !dc[sc[i]->dc_table].defined ||
-          !ac[sc[i]->ac_table].defined)
+      if (sc[i]->dc_table > 3 || sc[i]->ac_table > 3 || !dc[sc[i]->dc_table].defined || !ac[sc[i]->ac_table].defined)
         throw Corrupt("missing Huffman table");
     }
     const uint8_t* q = s + 1 + 2 * ns;
@@ -647,11 +670,16 @@ struct Decoder {
 
     // MCU geometry.
     int mcux, mcuy, blocks = 0;
-    struct Slot { Component* c; int dx, dy; int ci; };
+    struct Slot {
+      Component* c;
+      int dx, dy;
+      int ci;
+    };
     Slot slots[10];
     if (ns == 1) {
       // Blocks outside the component's real area are never coded here.
-      if (!streaming) std::memset(sc[0]->coef.get(), 0, static_cast<size_t>(sc[0]->bw) * static_cast<size_t>(sc[0]->bh) * 128);
+      if (!streaming)
+        std::memset(sc[0]->coef.get(), 0, static_cast<size_t>(sc[0]->bw) * static_cast<size_t>(sc[0]->bh) * 128);
       mcux = sc[0]->wib;
       mcuy = sc[0]->hib;
       slots[0] = {sc[0], 0, 0, 0};
@@ -689,18 +717,19 @@ struct Decoder {
                                        : decode_block(b, dct, act, pred[sl.ci], mcu_buf[i]);
         }
       } else {
-      const int mx = static_cast<int>(m % mcux), my = static_cast<int>(m / mcux);
-      for (int i = 0; i < blocks; ++i) {
-        const Slot& sl = slots[i];
-        Component& c = *sl.c;
-        const int bx = ns == 1 ? mx : mx * c.h + sl.dx;
-        const int by = ns == 1 ? my : my * c.v + sl.dy;
-        int16_t* blk = c.coef.get() + (static_cast<size_t>(by) * static_cast<size_t>(c.bw) + static_cast<size_t>(bx)) * 64;
-        if (ns > 1) zero_block(blk);
-        pred[sl.ci] = variant == 2   ? decode_block_pair(b, dc[c.dc_table], ac[c.ac_table], pred[sl.ci], blk)
-                      : variant == 1 ? decode_block_gen(b, dc[c.dc_table], ac[c.ac_table], pred[sl.ci], blk)
-                                     : decode_block(b, dc[c.dc_table], ac[c.ac_table], pred[sl.ci], blk);
-      }
+        const int mx = static_cast<int>(m % mcux), my = static_cast<int>(m / mcux);
+        for (int i = 0; i < blocks; ++i) {
+          const Slot& sl = slots[i];
+          Component& c = *sl.c;
+          const int bx = ns == 1 ? mx : mx * c.h + sl.dx;
+          const int by = ns == 1 ? my : my * c.v + sl.dy;
+          int16_t* blk =
+              c.coef.get() + (static_cast<size_t>(by) * static_cast<size_t>(c.bw) + static_cast<size_t>(bx)) * 64;
+          if (ns > 1) zero_block(blk);
+          pred[sl.ci] = variant == 2   ? decode_block_pair(b, dc[c.dc_table], ac[c.ac_table], pred[sl.ci], blk)
+                        : variant == 1 ? decode_block_gen(b, dc[c.dc_table], ac[c.ac_table], pred[sl.ci], blk)
+                                       : decode_block(b, dc[c.dc_table], ac[c.ac_table], pred[sl.ci], blk);
+        }
       }
       // Bits consumed beyond the segment's data: truncated or corrupt.
       const size_t used_bits = static_cast<size_t>(b.p - clean.data()) * 8 - static_cast<size_t>(b.n);
@@ -811,8 +840,12 @@ bool same_coefficients(const Decoder& d, const std::vector<std::vector<int16_t>>
     for (int y = 0; y < c.hib; ++y)
       for (int x = 0; x < c.wib; ++x)
         for (int i = 0; i < 64; ++i) {
-          const int16_t ours = c.coef[(static_cast<size_t>(y) * static_cast<size_t>(c.bw) + static_cast<size_t>(x)) * 64 + static_cast<size_t>(i)];
-          const int16_t theirs = ref[ci][(static_cast<size_t>(y) * static_cast<size_t>(c.wib) + static_cast<size_t>(x)) * 64 + static_cast<size_t>(i)];
+          const int16_t ours =
+              c.coef[(static_cast<size_t>(y) * static_cast<size_t>(c.bw) + static_cast<size_t>(x)) * 64 +
+                     static_cast<size_t>(i)];
+          const int16_t theirs =
+              ref[ci][(static_cast<size_t>(y) * static_cast<size_t>(c.wib) + static_cast<size_t>(x)) * 64 +
+                      static_cast<size_t>(i)];
           if (ours != theirs) {
             std::printf("first difference: component %zu, block (%d, %d), coefficient %d: ours %d, libjpeg-turbo %d\n",
                         ci, x, y, i, ours, theirs);
@@ -833,9 +866,12 @@ int main(int argc, char** argv) {
   std::string profile;
   std::vector<std::string> paths;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::stoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--profile") && i + 1 < argc) profile = argv[++i];
-    else paths.push_back(argv[i]);
+    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc)
+      reps = std::stoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--profile") && i + 1 < argc)
+      profile = argv[++i];
+    else
+      paths.push_back(argv[i]);
   }
   if (paths.empty()) {
     std::fprintf(stderr, "usage: huffman_vs_turbo [--reps N] FILE.jpg...\n");
@@ -860,7 +896,8 @@ int main(int argc, char** argv) {
   }
   bool all_same = true;
   std::vector<double> ratios, stream_ratios;
-  std::printf("%-34s %8s %8s %6s %8s %8s %6s %s\n", "", "all blocks stored", "", "", "streaming (MCU buffer)", "", "", "");
+  std::printf("%-34s %8s %8s %6s %8s %8s %6s %s\n", "", "all blocks stored", "", "", "streaming (MCU buffer)", "", "",
+              "");
   std::printf("%-34s %8s %8s %6s %8s %8s %6s %s\n", "file", "turbo ms", "ours ms", "ratio", "turbo ms", "ours ms",
               "ratio", "coefficients");
   for (const std::string& path : paths) {
@@ -869,12 +906,21 @@ int main(int argc, char** argv) {
     std::vector<std::vector<int16_t>> ref;
     std::vector<std::pair<int, int>> dims;
     std::string turbo_fail, ours_fail;
-    try { turbo_decode(bytes, &ref, &dims); } catch (const std::exception& e) { turbo_fail = e.what(); }
+    try {
+      turbo_decode(bytes, &ref, &dims);
+    } catch (const std::exception& e) {
+      turbo_fail = e.what();
+    }
     Decoder d;
     bool unsupported = false;
-    try { d.decode(bytes.data(), bytes.size()); }
-    catch (const Unsupported& e) { unsupported = true; ours_fail = e.what(); }
-    catch (const std::exception& e) { ours_fail = e.what(); }
+    try {
+      d.decode(bytes.data(), bytes.size());
+    } catch (const Unsupported& e) {
+      unsupported = true;
+      ours_fail = e.what();
+    } catch (const std::exception& e) {
+      ours_fail = e.what();
+    }
     const std::string name = path.substr(path.find_last_of('/') + 1);
     if (unsupported) {
       std::printf("%-44s unsupported by ours (%s)\n", name.c_str(), ours_fail.c_str());
@@ -915,12 +961,13 @@ int main(int argc, char** argv) {
     const double mt = median(t_turbo), mo = median(t_ours), st = median(ts_turbo), so = median(ts_ours);
     ratios.push_back(mt / mo);
     stream_ratios.push_back(st / so);
-    std::printf("%-34s %8.3f %8.3f %6.2f %8.3f %8.3f %6.2f %s\n", name.c_str(), mt * 1e3, mo * 1e3, mt / mo,
-                st * 1e3, so * 1e3, st / so, same ? "identical" : "DIFFER");
+    std::printf("%-34s %8.3f %8.3f %6.2f %8.3f %8.3f %6.2f %s\n", name.c_str(), mt * 1e3, mo * 1e3, mt / mo, st * 1e3,
+                so * 1e3, st / so, same ? "identical" : "DIFFER");
   }
   if (!ratios.empty()) {
-    std::printf("median entropy-decoding speed ratio (libjpeg-turbo time / ours), all blocks stored: %.2f over %zu files\n",
-                median(ratios), ratios.size());
+    std::printf(
+        "median entropy-decoding speed ratio (libjpeg-turbo time / ours), all blocks stored: %.2f over %zu files\n",
+        median(ratios), ratios.size());
     std::printf("median entropy-decoding speed ratio (libjpeg-turbo time / ours), streaming: %.2f over %zu files\n",
                 median(stream_ratios), stream_ratios.size());
   }

@@ -61,8 +61,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool ok_theirs = decode(bytes, options, false, &theirs, &error_theirs);
   if (ok_ours && !ok_theirs) std::abort();
   if (!ok_ours && ok_theirs && error_ours.find("bad Huffman code") == std::string::npos) std::abort();
-  if (ok_ours && !has_stray_marker(bytes) && (ours.bytes() != theirs.bytes() || ours.width() != theirs.width() ||
-                  std::memcmp(ours.data(), theirs.data(), ours.bytes()) != 0))
+  if (ok_ours && !has_stray_marker(bytes) &&
+      (ours.bytes() != theirs.bytes() || ours.width() != theirs.width() ||
+       std::memcmp(ours.data(), theirs.data(), ours.bytes()) != 0))
     std::abort();
   return 0;
 }

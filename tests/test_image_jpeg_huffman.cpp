@@ -39,8 +39,8 @@ Outcome decode(const std::vector<uint8_t>& bytes, const image::DecodeOptions& op
 
 std::vector<std::vector<uint8_t>> baseline_files() {
   std::vector<std::vector<uint8_t>> files;
-  for (const char* name : {"rgb.jpg", "rgb_444.jpg", "gray.jpg", "restart_blocks.jpg", "restart_rows_422.jpg",
-                           "restart_gray_odd.jpg"})
+  for (const char* name :
+       {"rgb.jpg", "rgb_444.jpg", "gray.jpg", "restart_blocks.jpg", "restart_rows_422.jpg", "restart_gray_odd.jpg"})
     files.push_back(file_bytes(image_fixture(name)));
   // libjpeg-turbo's own files: odd sizes (partial MCUs), low and high quality.
   for (int channels : {1, 3}) {
@@ -61,8 +61,8 @@ TEST(JpegHuffman, SamePixelsAsLibjpegTurboAtEveryScale) {
                      std::to_string(d));
         // The size hint that makes decode_image pick 1/d.
         const image::Image full = decode(bytes, {.channels = channels}, false).image;
-        const image::DecodeOptions scaled{.channels = channels, .min_width = (full.width() + d - 1) / d,
-                                          .min_height = (full.height() + d - 1) / d};
+        const image::DecodeOptions scaled{
+            .channels = channels, .min_width = (full.width() + d - 1) / d, .min_height = (full.height() + d - 1) / d};
         const Outcome theirs = decode(bytes, d == 1 ? image::DecodeOptions{.channels = channels} : scaled, false);
         const Outcome ours = decode(bytes, d == 1 ? image::DecodeOptions{.channels = channels} : scaled, true);
         ASSERT_EQ(theirs.error, "");
@@ -103,9 +103,8 @@ TEST(JpegHuffman, DamagedFilesFailLikeLibjpegTurbo) {
         const image::DecodeOptions options{.min_width = d == 1 ? 0 : 16, .min_height = d == 1 ? 0 : 12};
         const Outcome theirs = decode(bytes, options, false);
         const Outcome ours = decode(bytes, options, true);
-        ASSERT_EQ(theirs.error.empty(), ours.error.empty())
-            << name << ", " << bytes.size() << " bytes: libjpeg-turbo '" << theirs.error << "', ours '" << ours.error
-            << "'";
+        ASSERT_EQ(theirs.error.empty(), ours.error.empty()) << name << ", " << bytes.size() << " bytes: libjpeg-turbo '"
+                                                            << theirs.error << "', ours '" << ours.error << "'";
         if (ours.error.empty()) {
           // Undetected damage (a changed coefficient): the same wrong pixels.
           EXPECT_TRUE(testing::same_pixels(ours.image, theirs.image)) << name;

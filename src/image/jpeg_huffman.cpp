@@ -20,6 +20,7 @@
 // module structs (cinfo->entropy, cinfo->inputctl).
 #define JPEG_INTERNALS
 #include <jpeglib.h>
+// (jerror.h's message codes after jpeglib.h, as libjpeg's own sources include them)
 #include <jerror.h>
 
 namespace convoy::image::detail {
@@ -39,10 +40,10 @@ bool env_allows() {
 // Zig-zag position -> natural index, with 16 extra entries so a corrupt run
 // that pushes the position past 63 writes coefficient 63 (as libjpeg's own
 // table does) instead of outside the block.
-constexpr uint8_t kNatural[80] = {
-    0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13,
-    6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31,
-    39, 46, 53, 60, 61, 54, 47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63};
+constexpr uint8_t kNatural[80] = {0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33,
+                                  40, 48, 41, 34, 27, 20, 13, 6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36,
+                                  29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54,
+                                  47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63};
 
 constexpr int kFastBits = 10;
 
@@ -123,7 +124,7 @@ struct Segment {
 constexpr size_t kPad = 4096;
 
 struct FastHuffman {
-  jpeg_entropy_decoder pub;  // first member: libjpeg holds a pointer to it
+  jpeg_entropy_decoder pub;                        // first member: libjpeg holds a pointer to it
   HuffTable dc[NUM_HUFF_TBLS], ac[NUM_HUFF_TBLS];  // by table number: shared tables stay shared in cache
   const HuffTable* dc_of_block[D_MAX_BLOCKS_IN_MCU];
   const HuffTable* ac_of_block[D_MAX_BLOCKS_IN_MCU];
