@@ -33,7 +33,12 @@
 #include <string>
 #include <vector>
 
-#define JPEG_INTERNALS  // the entropy decoder's decode_mcu, for the streaming figure
+#if __has_include(<jpegint.h>)  // libjpeg's entropy decoder's decode_mcu, for the streaming figure
+#define CONVOY_HAVE_JPEGINT 1
+#define JPEG_INTERNALS
+#else
+#define CONVOY_HAVE_JPEGINT 0
+#endif
 #include <jpeglib.h>
 // (jerror.h's message codes after jpeglib.h, as libjpeg's own sources include them)
 #include <jerror.h>
@@ -791,7 +796,12 @@ void turbo_decode(const std::vector<uint8_t>& bytes, std::vector<std::vector<int
 
 // libjpeg-turbo's own entropy decoder driven MCU by MCU into one reused,
 // zeroed MCU buffer: what its single-pass decompressor does before the IDCT.
+// Without jpegint.h (not installed by upstream libjpeg-turbo) this falls back
+// to jpeg_read_coefficients, and the streaming columns equal the stored ones.
 void turbo_stream(const std::vector<uint8_t>& bytes) {
+#if !CONVOY_HAVE_JPEGINT
+  turbo_decode(bytes, nullptr, nullptr);
+#else
   jpeg_decompress_struct cinfo;
   TurboErr err;
   cinfo.err = jpeg_std_error(&err.mgr);
@@ -816,6 +826,7 @@ void turbo_stream(const std::vector<uint8_t>& bytes) {
     throw;
   }
   jpeg_destroy_decompress(&cinfo);
+#endif
 }
 
 double cpu_now() {

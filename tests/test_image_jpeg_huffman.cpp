@@ -73,8 +73,9 @@ TEST(JpegHuffman, SamePixelsAsLibjpegTurboAtEveryScale) {
       }
     }
   }
-  // Every one of them really went through our decoder.
-  EXPECT_EQ(image::detail::fast_huffman_uses() - uses_before, decodes);
+  // Every one of them really went through our decoder (where it is built).
+  EXPECT_EQ(image::detail::fast_huffman_uses() - uses_before,
+            image::detail::fast_huffman_available() ? decodes : 0);
 }
 
 TEST(JpegHuffman, ProgressiveFilesStayWithLibjpegTurbo) {

@@ -17,8 +17,15 @@
 #include <cstring>
 
 // jpeglib.h needs size_t and FILE declared first; JPEG_INTERNALS exposes the
-// module structs (cinfo->entropy, cinfo->inputctl).
+// module structs (cinfo->entropy, cinfo->inputctl) from jpegint.h, which
+// Debian's libjpeg-turbo package installs but upstream's install does not:
+// without it, libjpeg-turbo keeps its own decoder.
+#if __has_include(<jpegint.h>)
+#define CONVOY_HAVE_JPEGINT 1
 #define JPEG_INTERNALS
+#else
+#define CONVOY_HAVE_JPEGINT 0
+#endif
 #include <jpeglib.h>
 // (jerror.h's message codes after jpeglib.h, as libjpeg's own sources include them)
 #include <jerror.h>
@@ -36,6 +43,8 @@ bool env_allows() {
   }();
   return allowed;
 }
+
+#if CONVOY_HAVE_JPEGINT
 
 // Zig-zag position -> natural index, with 16 extra entries so a corrupt run
 // that pushes the position past 63 writes coefficient 63 (as libjpeg's own
@@ -342,12 +351,19 @@ int walk_scan(const uint8_t* p, const uint8_t* end, uint8_t* out, Segment* segme
   return count;
 }
 
+#endif  // CONVOY_HAVE_JPEGINT
+
 }  // namespace
 
 void set_fast_huffman_enabled(bool on) { g_enabled.store(on, std::memory_order_relaxed); }
 bool fast_huffman_enabled() { return g_enabled.load(std::memory_order_relaxed) && env_allows(); }
 long fast_huffman_uses() { return g_uses.load(std::memory_order_relaxed); }
 
+bool fast_huffman_available() { return CONVOY_HAVE_JPEGINT != 0; }
+
+#if !CONVOY_HAVE_JPEGINT
+bool use_fast_huffman(jpeg_decompress_struct*) { return false; }
+#else
 bool use_fast_huffman(jpeg_decompress_struct* cinfo) {
   if (!fast_huffman_enabled()) return false;
   if (cinfo->progressive_mode || cinfo->arith_code || cinfo->data_precision != 8 ||
@@ -408,5 +424,6 @@ bool use_fast_huffman(jpeg_decompress_struct* cinfo) {
   g_uses.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
+#endif  // CONVOY_HAVE_JPEGINT
 
 }  // namespace convoy::image::detail

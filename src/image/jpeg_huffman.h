@@ -29,5 +29,8 @@ void set_fast_huffman_enabled(bool on);
 bool fast_huffman_enabled();
 // How many decodes have used it (tests check that it really ran).
 long fast_huffman_uses();
+// False where libjpeg-turbo's jpegint.h was missing at build time: then
+// use_fast_huffman never takes over.
+bool fast_huffman_available();
 
 }  // namespace convoy::image::detail
