@@ -134,3 +134,12 @@ for path in sorted(glob.glob(os.path.join(HERE, "..", "tests", "fixtures", "onnx
 if os.environ.get("CONVOY_TESTS"):
     subprocess.run([os.environ["CONVOY_TESTS"], "--gtest_filter=OnnxFuzzSeeds.Write"], check=True,
                    env=dict(os.environ, CONVOY_ONNX_SEED_DIR=onnx_dir), stdout=subprocess.DEVNULL)
+
+# jpeg: the small JPEG test pictures (baseline 4:2:0, 4:4:4, 4:2:2, gray,
+# progressive, restart markers), each behind option bytes 0, 4 and 10
+# (fuzz_jpeg.cpp: channels file/RGB/gray at full size, 1/8 and 1/2).
+for path in sorted(glob.glob(os.path.join(HERE, "..", "tests", "fixtures", "images", "*.jpg"))):
+    with open(path, "rb") as f:
+        jpeg = f.read()
+    for option in (0, 4, 10):
+        put("jpeg", f"{os.path.basename(path)[:-4]}_{option}.jpg", bytes([option]) + jpeg)

@@ -17,6 +17,7 @@
 #include <jerror.h>
 
 #include "codec_internal.h"
+#include "jpeg_huffman.h"
 #include "convoy/core/error.h"
 
 namespace convoy::image {
@@ -106,6 +107,7 @@ bool run_decode(Decompressor* d, const DecodeJob* job) {
   detail::check_dimensions(job->name, "JPEG", cinfo->output_width, cinfo->output_height);
   *job->out = Image(static_cast<int>(cinfo->output_width), static_cast<int>(cinfo->output_height), channels);
   jpeg_start_decompress(cinfo);
+  detail::use_fast_huffman(cinfo);  // our entropy decoder for baseline files; the rest stays libjpeg's
   Image& out = *job->out;
   if (!cmyk) {
     while (cinfo->output_scanline < cinfo->output_height) {
