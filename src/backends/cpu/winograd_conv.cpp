@@ -1,0 +1,330 @@
+#include "backends/cpu/winograd_conv.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <stdexcept>
+#include <string_view>
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include "convoy/core/error.h"
+
+namespace convoy::cpu {
+namespace {
+
+// The F(2×2, 3×3) matrices, written out in the transforms below:
+//   Bᵀ = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]   (4×4 input patch d)
+//   G  = [1 0 0; ½ ½ ½; ½ -½ ½; 0 0 1]              (3×3 kernel g)
+//   Aᵀ = [1 1 1 0; 0 1 -1 -1]                       (4×4 product m → 2×2)
+constexpr int64_t kPositions = 16;  // of a transformed 4×4 tile
+
+// Eight channels at once with GCC's vector extension (AVX with -march=native),
+// the remainder one at a time; the transforms are written once for both.
+using Vec = float __attribute__((vector_size(32), aligned(4), may_alias));
+template <class T>
+T load(const float* p) {
+  return *reinterpret_cast<const T*>(p);
+}
+template <class T>
+void store(float* p, T v) {
+  *reinterpret_cast<T*>(p) = v;
+}
+template <class Fn>
+void over_channels(int64_t channels, Fn&& fn) {
+  int64_t c = 0;
+  for (; c + 8 <= channels; c += 8) fn.template operator()<Vec>(c);
+  for (; c < channels; ++c) fn.template operator()<float>(c);
+}
+
+// The tiles of a batch of images of height × width (the output's size, the
+// same as the input's): tile t = (n · tiles_y + ty) · tiles_x + tx.
+struct Grid {
+  int64_t height, width, tiles_y, tiles_x, tiles;
+};
+
+// The 4×4 patch of tile t: pointers to its pixels' channel vectors in an
+// NHWC image of `channels` (`zeros` outside the image).
+void patch(const Grid& g, const float* image, int64_t channels, const float* zeros, int64_t t, const float* p[16]) {
+  const int64_t per_image = g.tiles_y * g.tiles_x, n = t / per_image;
+  const int64_t y0 = (t % per_image) / g.tiles_x * 2 - 1, x0 = t % g.tiles_x * 2 - 1;
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 4; ++j) {
+      const int64_t y = y0 + i, x = x0 + j;
+      p[i * 4 + j] = y < 0 || y >= g.height || x < 0 || x >= g.width
+                         ? zeros
+                         : image + ((n * g.height + y) * g.width + x) * channels;
+    }
+}
+
+// v[slot[k]][t][c] = (Bᵀ d B)[k] for tiles [t0, t1) of `image`.
+void input_transform(const Grid& g, const float* image, int64_t channels, const float* zeros, const int* slot,
+                     int64_t t0, int64_t t1, float* v) {
+  const int64_t matrix = g.tiles * channels;
+  for (int64_t t = t0; t < t1; ++t) {
+    const float* p[16];
+    patch(g, image, channels, zeros, t, p);
+    float* out[16];
+    for (int k = 0; k < 16; ++k) out[k] = v + slot[k] * matrix + t * channels;
+    over_channels(channels, [&]<class T>(int64_t c) {
+      T r[4][4];  // Bᵀ d: rows
+      for (int j = 0; j < 4; ++j) {
+        const T d0 = load<T>(p[j] + c), d1 = load<T>(p[4 + j] + c), d2 = load<T>(p[8 + j] + c),
+                d3 = load<T>(p[12 + j] + c);
+        r[0][j] = d0 - d2;
+        r[1][j] = d1 + d2;
+        r[2][j] = d2 - d1;
+        r[3][j] = d1 - d3;
+      }
+      for (int i = 0; i < 4; ++i) {  // (Bᵀ d) B: columns
+        store<T>(out[i * 4 + 0] + c, r[i][0] - r[i][2]);
+        store<T>(out[i * 4 + 1] + c, r[i][1] + r[i][2]);
+        store<T>(out[i * 4 + 2] + c, r[i][2] - r[i][1]);
+        store<T>(out[i * 4 + 3] + c, r[i][1] - r[i][3]);
+      }
+    });
+  }
+}
+
+// Tiles [t0, t1) of `image` (NHWC, `channels`) = Aᵀ m A + bias, m[k] read
+// from m[slot[k]][t][c]; the 2×2 outputs past the image's edge are dropped.
+void output_transform(const Grid& g, const float* m, int64_t channels, const int* slot, const float* bias,
+                      const float* zeros, int64_t t0, int64_t t1, float* image) {
+  const int64_t matrix = g.tiles * channels, per_image = g.tiles_y * g.tiles_x;
+  if (!bias) bias = zeros;
+  for (int64_t t = t0; t < t1; ++t) {
+    const int64_t n = t / per_image, y = (t % per_image) / g.tiles_x * 2, x = t % g.tiles_x * 2;
+    const bool down = y + 1 < g.height, right = x + 1 < g.width;
+    float* o = image + ((n * g.height + y) * g.width + x) * channels;
+    const int64_t row = g.width * channels;
+    const float* in[16];
+    for (int k = 0; k < 16; ++k) in[k] = m + slot[k] * matrix + t * channels;
+    over_channels(channels, [&]<class T>(int64_t c) {
+      T s[2][4];  // Aᵀ m: rows
+      for (int j = 0; j < 4; ++j) {
+        const T m0 = load<T>(in[j] + c), m1 = load<T>(in[4 + j] + c), m2 = load<T>(in[8 + j] + c),
+                m3 = load<T>(in[12 + j] + c);
+        s[0][j] = m0 + m1 + m2;
+        s[1][j] = m1 - m2 - m3;
+      }
+      const T b = load<T>(bias + c);
+      store<T>(o + c, b + (s[0][0] + s[0][1] + s[0][2]));
+      if (right) store<T>(o + channels + c, b + (s[0][1] - s[0][2] - s[0][3]));
+      if (down) {
+        store<T>(o + row + c, b + (s[1][0] + s[1][1] + s[1][2]));
+        if (right) store<T>(o + row + channels + c, b + (s[1][1] - s[1][2] - s[1][3]));
+      }
+    });
+  }
+}
+
+// z[k][t][o] = (A e Aᵀ)[k] for the 2×2 output-gradient tile e of tiles [t0, t1)
+// (zeros past the edge): the adjoint of the output transform.
+void gradient_transform(const Grid& g, const float* diff, int64_t channels, const float* zeros, int64_t t0,
+                        int64_t t1, float* z) {
+  const int64_t matrix = g.tiles * channels, per_image = g.tiles_y * g.tiles_x;
+  for (int64_t t = t0; t < t1; ++t) {
+    const int64_t n = t / per_image, y = (t % per_image) / g.tiles_x * 2, x = t % g.tiles_x * 2;
+    const bool down = y + 1 < g.height, right = x + 1 < g.width;
+    const float* e0 = diff + ((n * g.height + y) * g.width + x) * channels;
+    const float* e1 = right ? e0 + channels : zeros;
+    const float* e2 = down ? e0 + g.width * channels : zeros;
+    const float* e3 = down && right ? e0 + (g.width + 1) * channels : zeros;
+    float* out = z + t * channels;
+    over_channels(channels, [&]<class T>(int64_t c) {
+      const T a = load<T>(e0 + c), b = load<T>(e1 + c), d = load<T>(e2 + c), f = load<T>(e3 + c);
+      // A e: rows [e0; e0 + e1; e0 - e1; -e1] of the 2×2 [a b; d f], then columns.
+      const T r[4][2] = {{a, b}, {a + d, b + f}, {a - d, b - f}, {-d, -f}};
+      for (int i = 0; i < 4; ++i) {
+        store<T>(out + (i * 4 + 0) * matrix + c, r[i][0]);
+        store<T>(out + (i * 4 + 1) * matrix + c, r[i][0] + r[i][1]);
+        store<T>(out + (i * 4 + 2) * matrix + c, r[i][0] - r[i][1]);
+        store<T>(out + (i * 4 + 3) * matrix + c, -r[i][1]);
+      }
+    });
+  }
+}
+
+// C · alpha = A · B (row-major; 'T' takes the stored matrix transposed) on
+// the calling thread: oneDNN's sgemm runs sequentially inside a parallel region.
+void sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+           int64_t ldb, float* c, int64_t ldc) {
+  if (dnnl_sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc) != dnnl_success)
+    throw std::logic_error("winograd conv: dnnl_sgemm failed");
+}
+
+// The slots of the 16 positions: identity, and 0 ↔ 3 swapped in rows and
+// columns (the 180° turn of the kernel, see the header).
+constexpr int kSame[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+constexpr int kTurned[16] = {15, 13, 14, 12, 7, 5, 6, 4, 11, 9, 10, 8, 3, 1, 2, 0};
+
+// [t0, t1) of `total`: thread t's fixed share.
+int64_t share(int64_t total, int t, int threads) { return total * t / threads; }
+
+}  // namespace
+
+ConvAlgo conv_algo_from_env() {
+  const char* v = std::getenv("CONVOY_CONV_ALGO");
+  if (!v || !*v) return ConvAlgo::automatic;
+  const std::string_view s(v);
+  if (s == "direct") return ConvAlgo::direct;
+  if (s == "winograd") return ConvAlgo::winograd;
+  if (s == "auto") return ConvAlgo::automatic;
+  throw UserError("CONVOY_CONV_ALGO=" + std::string(s) + " is not an algorithm: use direct, winograd or auto");
+}
+
+bool WinogradConv::suits(const ConvGeometry& g) {
+  return g.kernel == 3 && g.stride == 1 && g.groups == 1 && g.pad_top == 1 && g.pad_left == 1 &&
+         g.out_height == g.height && g.out_width == g.width;
+}
+
+WinogradPasses WinogradConv::passes(const ConvGeometry& g, ConvAlgo algo) {
+  if (algo == ConvAlgo::direct || !suits(g)) return {};
+  if (algo == ConvAlgo::winograd) return {true, true, true};
+  // auto: measured rule, see docs/architecture.md.
+  const bool wide = g.channels >= 16 && g.filters >= 16;
+  return {wide, wide, wide};
+}
+
+WinogradConv::WinogradConv(const ConvGeometry& g, WinogradPasses passes)
+    : g_(g),
+      passes_(passes),
+      tiles_y_((g.out_height + 1) / 2),
+      tiles_x_((g.out_width + 1) / 2),
+      tiles_(g.batch * tiles_y_ * tiles_x_),
+      threads_(omp_get_max_threads()) {
+  if (!suits(g)) throw std::logic_error("WinogradConv built for a convolution it does not suit");
+  if (passes_.forward || passes_.input_gradient)
+    u_ = AlignedBuffer(static_cast<std::size_t>(kPositions * g.channels * g.filters));
+  zeros_ = AlignedBuffer(static_cast<std::size_t>(std::max(g.channels, g.filters)));
+}
+
+std::size_t WinogradConv::scratchpad_bytes() const {
+  const int64_t c = g_.channels, o = g_.filters, per_tile = kPositions * tiles_;
+  int64_t floats = 0;
+  if (passes_.forward || passes_.input_gradient) floats = per_tile * (c + o);  // V and M
+  if (passes_.weight_gradient)
+    floats = std::max(floats, per_tile * (c + o) + kPositions * c * o + threads_ * o);  // V, Z, S, bias
+  return static_cast<std::size_t>(floats) * sizeof(float);
+}
+
+void WinogradConv::prepare(const float* weight) {
+  if (!passes_.forward && !passes_.input_gradient) return;
+  const int64_t C = g_.channels, O = g_.filters;
+  float* u = u_.data();
+  // U[k][c][o] = (G g Gᵀ)[k]; channels in blocks of 4 so each filter's reads
+  // are a few neighbouring cache lines.
+#pragma omp parallel for schedule(static) num_threads(threads_)
+  for (int64_t c0 = 0; c0 < C; c0 += 4)
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t c = c0; c < std::min(c0 + 4, C); ++c) {
+        const float* w = weight + (o * C + c) * 9;
+        float r[4][3];  // G g: rows
+        for (int j = 0; j < 3; ++j) {
+          r[0][j] = w[j];
+          r[1][j] = 0.5f * (w[j] + w[3 + j] + w[6 + j]);
+          r[2][j] = 0.5f * (w[j] - w[3 + j] + w[6 + j]);
+          r[3][j] = w[6 + j];
+        }
+        for (int i = 0; i < 4; ++i) {  // (G g) Gᵀ: columns
+          const float v[4] = {r[i][0], 0.5f * (r[i][0] + r[i][1] + r[i][2]), 0.5f * (r[i][0] - r[i][1] + r[i][2]),
+                              r[i][2]};
+          for (int j = 0; j < 4; ++j) u[((i * 4 + j) * C + c) * O + o] = v[j];
+        }
+      }
+}
+
+void WinogradConv::forward(const float* src, const float* /*weight: U from prepare()*/, const float* bias,
+                           float* dst) {
+  const int64_t C = g_.channels, O = g_.filters, T = tiles_;
+  const Grid grid{g_.height, g_.width, tiles_y_, tiles_x_, T};
+  float* v = scratch_;
+  float* m = v + kPositions * T * C;
+  const float* u = u_.data();
+#pragma omp parallel num_threads(threads_)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    input_transform(grid, src, C, zeros_.data(), kSame, share(T, t, nt), share(T, t + 1, nt), v);
+#pragma omp barrier
+    for (int k = static_cast<int>(share(kPositions, t, nt)); k < share(kPositions, t + 1, nt); ++k)
+      sgemm('N', 'N', T, O, C, v + k * T * C, C, u + k * C * O, O, m + k * T * O, O);
+#pragma omp barrier
+    output_transform(grid, m, O, kSame, bias, zeros_.data(), share(T, t, nt), share(T, t + 1, nt), dst);
+  }
+}
+
+void WinogradConv::input_gradient(const float* diff_dst, const float* /*weight: U*/, float* diff_src) {
+  // A forward pass of dY through the turned kernel: its position k is U's
+  // kTurned[k], transposed. dY's transform is stored in slot kTurned[k] and
+  // the product read back from there, so each GEMM pairs slot s of both.
+  const int64_t C = g_.channels, O = g_.filters, T = tiles_;
+  const Grid grid{g_.height, g_.width, tiles_y_, tiles_x_, T};
+  float* v = scratch_;
+  float* m = v + kPositions * T * O;
+  const float* u = u_.data();
+#pragma omp parallel num_threads(threads_)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    input_transform(grid, diff_dst, O, zeros_.data(), kTurned, share(T, t, nt), share(T, t + 1, nt), v);
+#pragma omp barrier
+    for (int k = static_cast<int>(share(kPositions, t, nt)); k < share(kPositions, t + 1, nt); ++k)
+      sgemm('N', 'T', T, C, O, v + k * T * O, O, u + k * C * O, O, m + k * T * C, C);
+#pragma omp barrier
+    output_transform(grid, m, C, kTurned, nullptr, zeros_.data(), share(T, t, nt), share(T, t + 1, nt), diff_src);
+  }
+}
+
+void WinogradConv::weight_gradient(const float* src, const float* diff_dst, float* dw, float* db) {
+  const int64_t C = g_.channels, O = g_.filters, T = tiles_;
+  const Grid grid{g_.height, g_.width, tiles_y_, tiles_x_, T};
+  float* v = scratch_;
+  float* z = v + kPositions * T * C;
+  float* s = z + kPositions * T * O;
+  float* bias_sums = s + kPositions * C * O;
+  int used = 1;
+#pragma omp parallel num_threads(threads_)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    if (t == 0) used = nt;
+    input_transform(grid, src, C, zeros_.data(), kSame, share(T, t, nt), share(T, t + 1, nt), v);
+    gradient_transform(grid, diff_dst, O, zeros_.data(), share(T, t, nt), share(T, t + 1, nt), z);
+    if (db) {  // this thread's rows of dY, summed in order
+      float* sum = bias_sums + t * O;
+      std::fill_n(sum, O, 0.0f);
+      const int64_t rows = g_.batch * g_.height * g_.width;
+      for (int64_t r = share(rows, t, nt); r < share(rows, t + 1, nt); ++r)
+        for (int64_t o = 0; o < O; ++o) sum[o] += diff_dst[r * O + o];
+    }
+#pragma omp barrier
+    // S[k][o][c] = Σ_t Z[k][t][o] · V[k][t][c]
+    for (int k = static_cast<int>(share(kPositions, t, nt)); k < share(kPositions, t + 1, nt); ++k)
+      sgemm('T', 'N', O, C, T, z + k * T * O, O, v + k * T * C, C, s + k * O * C, C);
+#pragma omp barrier
+    // dW[o][c] = Gᵀ S[·][o][c] G
+    const int64_t pairs = O * C;
+    for (int64_t p = share(pairs, t, nt); p < share(pairs, t + 1, nt); ++p) {
+      float q[16];
+      for (int k = 0; k < 16; ++k) q[k] = s[k * pairs + p];
+      float r[3][4];  // Gᵀ S: rows
+      for (int j = 0; j < 4; ++j) {
+        r[0][j] = q[j] + 0.5f * (q[4 + j] + q[8 + j]);
+        r[1][j] = 0.5f * (q[4 + j] - q[8 + j]);
+        r[2][j] = 0.5f * (q[4 + j] + q[8 + j]) + q[12 + j];
+      }
+      float* w = dw + p * 9;  // p = o · C + c, as in [O, C, 3, 3]
+      for (int i = 0; i < 3; ++i) {  // (Gᵀ S) G: columns
+        w[i * 3 + 0] = r[i][0] + 0.5f * (r[i][1] + r[i][2]);
+        w[i * 3 + 1] = 0.5f * (r[i][1] - r[i][2]);
+        w[i * 3 + 2] = 0.5f * (r[i][1] + r[i][2]) + r[i][3];
+      }
+    }
+  }
+  if (db) {
+    std::fill_n(db, O, 0.0f);
+    for (int t = 0; t < used; ++t)
+      for (int64_t o = 0; o < O; ++o) db[o] += bias_sums[t * O + o];
+  }
+}
+
+}  // namespace convoy::cpu
