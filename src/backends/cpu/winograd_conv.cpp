@@ -213,26 +213,30 @@ void WinogradConv::prepare(const float* weight) {
   if (!passes_.forward && !passes_.input_gradient) return;
   const int64_t C = g_.channels, O = g_.filters;
   float* u = u_.data();
-  // U[k][c][o] = (G g Gᵀ)[k]; channels in blocks of 4 so each filter's reads
-  // are a few neighbouring cache lines.
+  // U[k][o][c] = (G g Gᵀ)[k]: each filter's weights read in order, 16
+  // streams written in order, eight channels per vector.
 #pragma omp parallel for schedule(static) num_threads(threads_)
-  for (int64_t c0 = 0; c0 < C; c0 += 4)
-    for (int64_t o = 0; o < O; ++o)
-      for (int64_t c = c0; c < std::min(c0 + 4, C); ++c) {
-        const float* w = weight + (o * C + c) * 9;
-        float r[4][3];  // G g: rows
-        for (int j = 0; j < 3; ++j) {
-          r[0][j] = w[j];
-          r[1][j] = 0.5f * (w[j] + w[3 + j] + w[6 + j]);
-          r[2][j] = 0.5f * (w[j] - w[3 + j] + w[6 + j]);
-          r[3][j] = w[6 + j];
-        }
-        for (int i = 0; i < 4; ++i) {  // (G g) Gᵀ: columns
-          const float v[4] = {r[i][0], 0.5f * (r[i][0] + r[i][1] + r[i][2]), 0.5f * (r[i][0] - r[i][1] + r[i][2]),
-                              r[i][2]};
-          for (int j = 0; j < 4; ++j) u[((i * 4 + j) * C + c) * O + o] = v[j];
-        }
+  for (int64_t o = 0; o < O; ++o) {
+    const float* w = weight + o * C * 9;
+    float* out = u + o * C;
+#pragma omp simd
+    for (int64_t c = 0; c < C; ++c) {
+      const float* g = w + c * 9;
+      float r[4][3];  // G g: rows
+      for (int j = 0; j < 3; ++j) {
+        r[0][j] = g[j];
+        r[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
+        r[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
+        r[3][j] = g[6 + j];
       }
+      for (int i = 0; i < 4; ++i) {  // (G g) Gᵀ: columns
+        out[(i * 4 + 0) * O * C + c] = r[i][0];
+        out[(i * 4 + 1) * O * C + c] = 0.5f * (r[i][0] + r[i][1] + r[i][2]);
+        out[(i * 4 + 2) * O * C + c] = 0.5f * (r[i][0] - r[i][1] + r[i][2]);
+        out[(i * 4 + 3) * O * C + c] = r[i][2];
+      }
+    }
+  }
 }
 
 void WinogradConv::forward(const float* src, const float* /*weight: U from prepare()*/, const float* bias,
@@ -248,7 +252,7 @@ void WinogradConv::forward(const float* src, const float* /*weight: U from prepa
     input_transform(grid, src, C, zeros_.data(), kSame, share(T, t, nt), share(T, t + 1, nt), v);
 #pragma omp barrier
     for (int k = static_cast<int>(share(kPositions, t, nt)); k < share(kPositions, t + 1, nt); ++k)
-      sgemm('N', 'N', T, O, C, v + k * T * C, C, u + k * C * O, O, m + k * T * O, O);
+      sgemm('N', 'T', T, O, C, v + k * T * C, C, u + k * O * C, C, m + k * T * O, O);
 #pragma omp barrier
     output_transform(grid, m, O, kSame, bias, zeros_.data(), share(T, t, nt), share(T, t + 1, nt), dst);
   }
@@ -269,7 +273,7 @@ void WinogradConv::input_gradient(const float* diff_dst, const float* /*weight: 
     input_transform(grid, diff_dst, O, zeros_.data(), kTurned, share(T, t, nt), share(T, t + 1, nt), v);
 #pragma omp barrier
     for (int k = static_cast<int>(share(kPositions, t, nt)); k < share(kPositions, t + 1, nt); ++k)
-      sgemm('N', 'T', T, C, O, v + k * T * O, O, u + k * C * O, O, m + k * T * C, C);
+      sgemm('N', 'N', T, C, O, v + k * T * O, O, u + k * O * C, C, m + k * T * C, C);
 #pragma omp barrier
     output_transform(grid, m, C, kTurned, nullptr, zeros_.data(), share(T, t, nt), share(T, t + 1, nt), diff_src);
   }
@@ -301,16 +305,18 @@ void WinogradConv::weight_gradient(const float* src, const float* diff_dst, floa
     for (int k = static_cast<int>(share(kPositions, t, nt)); k < share(kPositions, t + 1, nt); ++k)
       sgemm('T', 'N', O, C, T, z + k * T * O, O, v + k * T * C, C, s + k * O * C, C);
 #pragma omp barrier
-    // dW[o][c] = Gᵀ S[·][o][c] G
+    // dW[o][c] = Gᵀ S[·][o][c] G, eight (o, c) pairs per vector
     const int64_t pairs = O * C;
-    for (int64_t p = share(pairs, t, nt); p < share(pairs, t + 1, nt); ++p) {
-      float q[16];
-      for (int k = 0; k < 16; ++k) q[k] = s[k * pairs + p];
+    const int64_t p0 = share(pairs, t, nt), p1 = share(pairs, t + 1, nt);
+#pragma omp simd
+    for (int64_t p = p0; p < p1; ++p) {
       float r[3][4];  // Gᵀ S: rows
       for (int j = 0; j < 4; ++j) {
-        r[0][j] = q[j] + 0.5f * (q[4 + j] + q[8 + j]);
-        r[1][j] = 0.5f * (q[4 + j] - q[8 + j]);
-        r[2][j] = 0.5f * (q[4 + j] + q[8 + j]) + q[12 + j];
+        const float q0 = s[j * pairs + p], q1 = s[(4 + j) * pairs + p], q2 = s[(8 + j) * pairs + p],
+                    q3 = s[(12 + j) * pairs + p];
+        r[0][j] = q0 + 0.5f * (q1 + q2);
+        r[1][j] = 0.5f * (q1 - q2);
+        r[2][j] = 0.5f * (q1 + q2) + q3;
       }
       float* w = dw + p * 9;  // p = o · C + c, as in [O, C, 3, 3]
       for (int i = 0; i < 3; ++i) {  // (Gᵀ S) G: columns

@@ -13,10 +13,11 @@
 // With B, G, A the F(2,3) matrices (winograd_conv.cpp), for each of the 16
 // positions k of a 4×4 transformed tile:
 //   forward:  V = Bᵀ d B per tile into V[k][tiles][C]; U = G g Gᵀ per (o, c)
-//             into U[k][C][O]; M[k] = V[k] · U[k]; Y = Aᵀ M A per tile.
+//             into U[k][O][C]; M[k] = V[k] · U[k]ᵀ; Y = Aᵀ M A per tile.
 //   input gradient: a forward of dY with the weights turned 180° and C, O
 //             swapped; its transformed weights are U's with k's rows and
-//             columns 0 ↔ 3 swapped, transposed, so U serves both passes.
+//             columns 0 ↔ 3 swapped, transposed, so U serves both passes
+//             (M'[k] = V'[k] · U[k] with k's slots swapped).
 //   weights:  V as forward; Z = A dY Aᵀ per tile (2×2 → 4×4); S[k] = Z[k]ᵀ ·
 //             V[k] summed over all tiles; dW = Gᵀ S G per (o, c).
 // (The last is the forward's chain rule: Y = Aᵀ(U ⊙ V)A gives ∂U = A dY Aᵀ ⊙ V
@@ -76,7 +77,7 @@ class WinogradConv final : public OwnKernels {
   WinogradPasses passes_;
   int64_t tiles_y_, tiles_x_, tiles_;  // per image, per image, in the batch
   int threads_;                        // fixed at construction: the scratchpad's bias sums
-  AlignedBuffer u_;                    // U[16][C][O], from the latest prepare()
+  AlignedBuffer u_;                    // U[16][O][C], from the latest prepare()
   AlignedBuffer zeros_;                // max(C, O) zeros: a patch's pixels outside the image
   float* scratch_ = nullptr;
 };
