@@ -9,6 +9,10 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 #include "convoy/core/error.h"
 
 namespace convoy::cpu {
@@ -32,10 +36,45 @@ void store(float* p, T v) {
   *reinterpret_cast<T*>(p) = v;
 }
 template <class Fn>
+void over_range(int64_t begin, int64_t end, Fn&& fn) {
+  int64_t c = begin;
+  for (; c + 8 <= end; c += 8) fn.template operator()<Vec>(c);
+  for (; c < end; ++c) fn.template operator()<float>(c);
+}
+template <class Fn>
 void over_channels(int64_t channels, Fn&& fn) {
-  int64_t c = 0;
-  for (; c + 8 <= channels; c += 8) fn.template operator()<Vec>(c);
-  for (; c < channels; ++c) fn.template operator()<float>(c);
+  over_range(0, channels, fn);
+}
+// {p[0], p[stride], ..., p[7 · stride]}
+template <class T>
+T load_strided(const float* p, int64_t stride) {
+  if constexpr (sizeof(T) == sizeof(float)) {
+    (void)stride;
+    return *p;
+  } else {
+#if defined(__AVX2__)
+    const __m256i at = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                          _mm256_set1_epi32(static_cast<int>(stride)));
+    return reinterpret_cast<T>(_mm256_i32gather_ps(p, at, 4));
+#else
+    T v;
+    for (int i = 0; i < 8; ++i) v[i] = p[i * stride];
+    return v;
+#endif
+  }
+}
+// out[i · 9 + j] = k[j][i]: nine vectors of eight 3×3 kernels, written as
+// the eight kernels one after the other.
+template <class T>
+void store_strided(const T* k, float* out) {
+  if constexpr (sizeof(T) == sizeof(float)) {
+    for (int j = 0; j < 9; ++j) out[j] = k[j];
+  } else {
+    alignas(32) float buffer[9][8];
+    for (int j = 0; j < 9; ++j) store<T>(buffer[j], k[j]);
+    for (int i = 0; i < 8; ++i)
+      for (int j = 0; j < 9; ++j) out[i * 9 + j] = buffer[j][i];
+  }
 }
 
 // The tiles of a batch of images of height × width (the output's size, the
@@ -211,18 +250,19 @@ std::size_t WinogradConv::scratchpad_bytes() const {
 
 void WinogradConv::prepare(const float* weight) {
   if (!passes_.forward && !passes_.input_gradient) return;
-  const int64_t C = g_.channels, O = g_.filters;
+  const int64_t C = g_.channels, O = g_.filters, matrix = O * C;
   float* u = u_.data();
-  // U[k][o][c] = (G g Gᵀ)[k]: each filter's weights read in order, 16
-  // streams written in order, eight channels per vector.
+  // U[k][o][c] = (G g Gᵀ)[k]: each filter's weights read in order, eight
+  // channels' kernels at a time (72 floats, as nine gathered vectors), 16
+  // streams written in order.
 #pragma omp parallel for schedule(static) num_threads(threads_)
   for (int64_t o = 0; o < O; ++o) {
     const float* w = weight + o * C * 9;
     float* out = u + o * C;
-#pragma omp simd
-    for (int64_t c = 0; c < C; ++c) {
-      const float* g = w + c * 9;
-      float r[4][3];  // G g: rows
+    over_channels(C, [&]<class T>(int64_t c) {
+      T g[9];
+      for (int j = 0; j < 9; ++j) g[j] = load_strided<T>(w + c * 9 + j, 9);
+      T r[4][3];  // G g: rows
       for (int j = 0; j < 3; ++j) {
         r[0][j] = g[j];
         r[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
@@ -230,12 +270,12 @@ void WinogradConv::prepare(const float* weight) {
         r[3][j] = g[6 + j];
       }
       for (int i = 0; i < 4; ++i) {  // (G g) Gᵀ: columns
-        out[(i * 4 + 0) * O * C + c] = r[i][0];
-        out[(i * 4 + 1) * O * C + c] = 0.5f * (r[i][0] + r[i][1] + r[i][2]);
-        out[(i * 4 + 2) * O * C + c] = 0.5f * (r[i][0] - r[i][1] + r[i][2]);
-        out[(i * 4 + 3) * O * C + c] = r[i][2];
+        store<T>(out + (i * 4 + 0) * matrix + c, r[i][0]);
+        store<T>(out + (i * 4 + 1) * matrix + c, 0.5f * (r[i][0] + r[i][1] + r[i][2]));
+        store<T>(out + (i * 4 + 2) * matrix + c, 0.5f * (r[i][0] - r[i][1] + r[i][2]));
+        store<T>(out + (i * 4 + 3) * matrix + c, r[i][2]);
       }
-    }
+    });
   }
 }
 
@@ -305,26 +345,26 @@ void WinogradConv::weight_gradient(const float* src, const float* diff_dst, floa
     for (int k = static_cast<int>(share(kPositions, t, nt)); k < share(kPositions, t + 1, nt); ++k)
       sgemm('T', 'N', O, C, T, z + k * T * O, O, v + k * T * C, C, s + k * O * C, C);
 #pragma omp barrier
-    // dW[o][c] = Gᵀ S[·][o][c] G, eight (o, c) pairs per vector
+    // dW[o][c] = Gᵀ S[·][o][c] G, eight (o, c) pairs per vector; their 72
+    // results go out through a transposing buffer, in order.
     const int64_t pairs = O * C;
-    const int64_t p0 = share(pairs, t, nt), p1 = share(pairs, t + 1, nt);
-#pragma omp simd
-    for (int64_t p = p0; p < p1; ++p) {
-      float r[3][4];  // Gᵀ S: rows
+    over_range(share(pairs, t, nt), share(pairs, t + 1, nt), [&]<class T>(int64_t p) {
+      T r[3][4];  // Gᵀ S: rows
       for (int j = 0; j < 4; ++j) {
-        const float q0 = s[j * pairs + p], q1 = s[(4 + j) * pairs + p], q2 = s[(8 + j) * pairs + p],
-                    q3 = s[(12 + j) * pairs + p];
+        const T q0 = load<T>(s + j * pairs + p), q1 = load<T>(s + (4 + j) * pairs + p),
+                q2 = load<T>(s + (8 + j) * pairs + p), q3 = load<T>(s + (12 + j) * pairs + p);
         r[0][j] = q0 + 0.5f * (q1 + q2);
         r[1][j] = 0.5f * (q1 - q2);
         r[2][j] = 0.5f * (q1 + q2) + q3;
       }
-      float* w = dw + p * 9;  // p = o · C + c, as in [O, C, 3, 3]
+      T k[9];
       for (int i = 0; i < 3; ++i) {  // (Gᵀ S) G: columns
-        w[i * 3 + 0] = r[i][0] + 0.5f * (r[i][1] + r[i][2]);
-        w[i * 3 + 1] = 0.5f * (r[i][1] - r[i][2]);
-        w[i * 3 + 2] = 0.5f * (r[i][1] + r[i][2]) + r[i][3];
+        k[i * 3 + 0] = r[i][0] + 0.5f * (r[i][1] + r[i][2]);
+        k[i * 3 + 1] = 0.5f * (r[i][1] - r[i][2]);
+        k[i * 3 + 2] = 0.5f * (r[i][1] + r[i][2]) + r[i][3];
       }
-    }
+      store_strided<T>(k, dw + p * 9);  // p = o · C + c, as in [O, C, 3, 3]
+    });
   }
   if (db) {
     std::fill_n(db, O, 0.0f);
