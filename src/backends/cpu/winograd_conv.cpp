@@ -23,6 +23,8 @@ namespace {
 //   G  = [1 0 0; ½ ½ ½; ½ -½ ½; 0 0 1]              (3×3 kernel g)
 //   Aᵀ = [1 1 1 0; 0 1 -1 -1]                       (4×4 product m → 2×2)
 constexpr int64_t kPositions = 16;  // of a transformed 4×4 tile
+// All tiles' V and M above this: blocks of tiles per thread instead.
+constexpr int64_t kFusedAboveBytes = int64_t{8} << 20;
 
 // Eight channels at once with GCC's vector extension (AVX with -march=native),
 // the remainder one at a time; the transforms are written once for both.
@@ -97,15 +99,21 @@ void patch(const Grid& g, const float* image, int64_t channels, const float* zer
     }
 }
 
-// v[slot[k]][t][c] = (Bᵀ d B)[k] for tiles [t0, t1) of `image`.
+// The tiles [first, first + count) whose transforms a workspace holds: each
+// of its 16 matrices is [count][channels].
+struct Rows {
+  int64_t first, count;
+};
+
+// v[slot[k]][t - rows.first][c] = (Bᵀ d B)[k] for tiles [t0, t1) of `image`.
 void input_transform(const Grid& g, const float* image, int64_t channels, const float* zeros, const int* slot,
-                     int64_t t0, int64_t t1, float* v) {
-  const int64_t matrix = g.tiles * channels;
+                     int64_t t0, int64_t t1, Rows rows, float* v) {
+  const int64_t matrix = rows.count * channels;
   for (int64_t t = t0; t < t1; ++t) {
     const float* p[16];
     patch(g, image, channels, zeros, t, p);
     float* out[16];
-    for (int k = 0; k < 16; ++k) out[k] = v + slot[k] * matrix + t * channels;
+    for (int k = 0; k < 16; ++k) out[k] = v + slot[k] * matrix + (t - rows.first) * channels;
     over_channels(channels, [&]<class T>(int64_t c) {
       T r[4][4];  // Bᵀ d: rows
       for (int j = 0; j < 4; ++j) {
@@ -127,10 +135,11 @@ void input_transform(const Grid& g, const float* image, int64_t channels, const 
 }
 
 // Tiles [t0, t1) of `image` (NHWC, `channels`) = Aᵀ m A + bias, m[k] read
-// from m[slot[k]][t][c]; the 2×2 outputs past the image's edge are dropped.
+// from m[slot[k]][t - rows.first][c]; the 2×2 outputs past the image's edge
+// are dropped.
 void output_transform(const Grid& g, const float* m, int64_t channels, const int* slot, const float* bias,
-                      const float* zeros, int64_t t0, int64_t t1, float* image) {
-  const int64_t matrix = g.tiles * channels, per_image = g.tiles_y * g.tiles_x;
+                      const float* zeros, int64_t t0, int64_t t1, Rows rows, float* image) {
+  const int64_t matrix = rows.count * channels, per_image = g.tiles_y * g.tiles_x;
   if (!bias) bias = zeros;
   for (int64_t t = t0; t < t1; ++t) {
     const int64_t n = t / per_image, y = (t % per_image) / g.tiles_x * 2, x = t % g.tiles_x * 2;
@@ -138,7 +147,7 @@ void output_transform(const Grid& g, const float* m, int64_t channels, const int
     float* o = image + ((n * g.height + y) * g.width + x) * channels;
     const int64_t row = g.width * channels;
     const float* in[16];
-    for (int k = 0; k < 16; ++k) in[k] = m + slot[k] * matrix + t * channels;
+    for (int k = 0; k < 16; ++k) in[k] = m + slot[k] * matrix + (t - rows.first) * channels;
     over_channels(channels, [&]<class T>(int64_t c) {
       T s[2][4];  // Aᵀ m: rows
       for (int j = 0; j < 4; ++j) {
@@ -158,11 +167,11 @@ void output_transform(const Grid& g, const float* m, int64_t channels, const int
   }
 }
 
-// z[k][t][o] = (A e Aᵀ)[k] for the 2×2 output-gradient tile e of tiles [t0, t1)
-// (zeros past the edge): the adjoint of the output transform.
+// z[k][t - rows.first][o] = (A e Aᵀ)[k] for the 2×2 output-gradient tile e of
+// tiles [t0, t1) (zeros past the edge): the adjoint of the output transform.
 void gradient_transform(const Grid& g, const float* diff, int64_t channels, const float* zeros, int64_t t0,
-                        int64_t t1, float* z) {
-  const int64_t matrix = g.tiles * channels, per_image = g.tiles_y * g.tiles_x;
+                        int64_t t1, Rows rows, float* z) {
+  const int64_t matrix = rows.count * channels, per_image = g.tiles_y * g.tiles_x;
   for (int64_t t = t0; t < t1; ++t) {
     const int64_t n = t / per_image, y = (t % per_image) / g.tiles_x * 2, x = t % g.tiles_x * 2;
     const bool down = y + 1 < g.height, right = x + 1 < g.width;
@@ -170,7 +179,7 @@ void gradient_transform(const Grid& g, const float* diff, int64_t channels, cons
     const float* e1 = right ? e0 + channels : zeros;
     const float* e2 = down ? e0 + g.width * channels : zeros;
     const float* e3 = down && right ? e0 + (g.width + 1) * channels : zeros;
-    float* out = z + t * channels;
+    float* out = z + (t - rows.first) * channels;
     over_channels(channels, [&]<class T>(int64_t c) {
       const T a = load<T>(e0 + c), b = load<T>(e1 + c), d = load<T>(e2 + c), f = load<T>(e3 + c);
       // A e: rows [e0; e0 + e1; e0 - e1; -e1] of the 2×2 [a b; d f], then columns.
@@ -185,11 +194,11 @@ void gradient_transform(const Grid& g, const float* diff, int64_t channels, cons
   }
 }
 
-// C · alpha = A · B (row-major; 'T' takes the stored matrix transposed) on
+// C = A · B + beta C (row-major; 'T' takes the stored matrix transposed) on
 // the calling thread: oneDNN's sgemm runs sequentially inside a parallel region.
 void sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-           int64_t ldb, float* c, int64_t ldc) {
-  if (dnnl_sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc) != dnnl_success)
+           int64_t ldb, float* c, int64_t ldc, float beta = 0.0f) {
+  if (dnnl_sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc) != dnnl_success)
     throw std::logic_error("winograd conv: dnnl_sgemm failed");
 }
 
@@ -221,8 +230,10 @@ bool WinogradConv::suits(const ConvGeometry& g) {
 WinogradPasses WinogradConv::passes(const ConvGeometry& g, ConvAlgo algo) {
   if (algo == ConvAlgo::direct || !suits(g)) return {};
   if (algo == ConvAlgo::winograd) return {true, true, true};
-  // auto: measured rule, see docs/architecture.md.
-  const bool wide = g.channels >= 16 && g.filters >= 16;
+  // auto: where it won every pass on one AVX2 core (bench/conv_algo_times,
+  // docs/architecture.md): 32→64 and wider. At 32→32 it tied, below it lost
+  // (each tile's transforms cost as much as its few multiply-adds).
+  const bool wide = g.channels >= 32 && g.filters >= 32 && g.channels * g.filters >= 32 * 64;
   return {wide, wide, wide};
 }
 
@@ -237,12 +248,19 @@ WinogradConv::WinogradConv(const ConvGeometry& g, WinogradPasses passes)
   if (passes_.forward || passes_.input_gradient)
     u_ = AlignedBuffer(static_cast<std::size_t>(kPositions * g.channels * g.filters));
   zeros_ = AlignedBuffer(static_cast<std::size_t>(std::max(g.channels, g.filters)));
+  // Blocks of tiles when all tiles' V and M would not stay in the L3 (and
+  // each thread has several blocks): ~512 KiB of V and M per block, at
+  // least 64 tiles so each GEMM amortises packing U[k].
+  const int64_t all_bytes = kPositions * tiles_ * (g.channels + g.filters) * int64_t{sizeof(float)};
+  const int64_t block = std::max<int64_t>(64, (512 << 10) / (kPositions * (g.channels + g.filters) * 4));
+  if (all_bytes > kFusedAboveBytes && tiles_ >= 2 * block * threads_) block_ = block;
 }
 
 std::size_t WinogradConv::scratchpad_bytes() const {
   const int64_t c = g_.channels, o = g_.filters, per_tile = kPositions * tiles_;
   int64_t floats = 0;
-  if (passes_.forward || passes_.input_gradient) floats = per_tile * (c + o);  // V and M
+  if (passes_.forward || passes_.input_gradient)  // V and M, for all tiles or each thread's block
+    floats = block_ > 0 ? threads_ * kPositions * block_ * (c + o) : per_tile * (c + o);
   if (passes_.weight_gradient)
     floats = std::max(floats, per_tile * (c + o) + kPositions * c * o + threads_ * o);  // V, Z, S, bias
   return static_cast<std::size_t>(floats) * sizeof(float);
@@ -281,41 +299,58 @@ void WinogradConv::prepare(const float* weight) {
 
 void WinogradConv::forward(const float* src, const float* /*weight: U from prepare()*/, const float* bias,
                            float* dst) {
-  const int64_t C = g_.channels, O = g_.filters, T = tiles_;
-  const Grid grid{g_.height, g_.width, tiles_y_, tiles_x_, T};
-  float* v = scratch_;
-  float* m = v + kPositions * T * C;
-  const float* u = u_.data();
-#pragma omp parallel num_threads(threads_)
-  {
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    input_transform(grid, src, C, zeros_.data(), kSame, share(T, t, nt), share(T, t + 1, nt), v);
-#pragma omp barrier
-    for (int k = static_cast<int>(share(kPositions, t, nt)); k < share(kPositions, t + 1, nt); ++k)
-      sgemm('N', 'T', T, O, C, v + k * T * C, C, u + k * O * C, C, m + k * T * O, O);
-#pragma omp barrier
-    output_transform(grid, m, O, kSame, bias, zeros_.data(), share(T, t, nt), share(T, t + 1, nt), dst);
-  }
+  // M[k] = V[k] · U[k]ᵀ
+  convolve(src, g_.channels, g_.filters, kSame, 'T', bias, dst);
 }
 
 void WinogradConv::input_gradient(const float* diff_dst, const float* /*weight: U*/, float* diff_src) {
   // A forward pass of dY through the turned kernel: its position k is U's
   // kTurned[k], transposed. dY's transform is stored in slot kTurned[k] and
   // the product read back from there, so each GEMM pairs slot s of both.
-  const int64_t C = g_.channels, O = g_.filters, T = tiles_;
+  convolve(diff_dst, g_.filters, g_.channels, kTurned, 'N', nullptr, diff_src);
+}
+
+void WinogradConv::convolve(const float* in, int64_t in_channels, int64_t out_channels, const int* slot,
+                            char u_op, const float* bias, float* out) {
+  const int64_t T = tiles_, C = g_.channels, O = g_.filters;
   const Grid grid{g_.height, g_.width, tiles_y_, tiles_x_, T};
-  float* v = scratch_;
-  float* m = v + kPositions * T * O;
   const float* u = u_.data();
+  const float* zeros = zeros_.data();
+  auto products = [&](const float* v, Rows rows, float* m, int k) {
+    sgemm('N', u_op, rows.count, out_channels, in_channels, v + k * rows.count * in_channels, in_channels,
+          u + k * O * C, C, m + k * rows.count * out_channels, out_channels);
+  };
+  if (block_ > 0) {
+    // Each thread its fixed range of tiles, in blocks whose V and M stay in
+    // its L2: transform, 16 GEMMs, inverse transform.
+#pragma omp parallel num_threads(threads_)
+    {
+      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+      float* v = scratch_ + t * kPositions * block_ * (in_channels + out_channels);
+      float* m = v + kPositions * block_ * in_channels;
+      const int64_t end = share(T, t + 1, nt);
+      for (int64_t first = share(T, t, nt); first < end; first += block_) {
+        const Rows rows{first, std::min(block_, end - first)};
+        input_transform(grid, in, in_channels, zeros, slot, first, first + rows.count, rows, v);
+        for (int k = 0; k < kPositions; ++k) products(v, rows, m, k);
+        output_transform(grid, m, out_channels, slot, bias, zeros, first, first + rows.count, rows, out);
+      }
+    }
+    return;
+  }
+  // All tiles at once, each thread a share of the tiles, then of the 16 GEMMs.
+  const Rows all{0, T};
+  float* v = scratch_;
+  float* m = v + kPositions * T * in_channels;
 #pragma omp parallel num_threads(threads_)
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    input_transform(grid, diff_dst, O, zeros_.data(), kTurned, share(T, t, nt), share(T, t + 1, nt), v);
+    input_transform(grid, in, in_channels, zeros, slot, share(T, t, nt), share(T, t + 1, nt), all, v);
 #pragma omp barrier
     for (int k = static_cast<int>(share(kPositions, t, nt)); k < share(kPositions, t + 1, nt); ++k)
-      sgemm('N', 'N', T, C, O, v + k * T * O, O, u + k * O * C, C, m + k * T * C, C);
+      products(v, all, m, k);
 #pragma omp barrier
-    output_transform(grid, m, C, kTurned, nullptr, zeros_.data(), share(T, t, nt), share(T, t + 1, nt), diff_src);
+    output_transform(grid, m, out_channels, slot, bias, zeros, share(T, t, nt), share(T, t + 1, nt), all, out);
   }
 }
 
@@ -331,8 +366,8 @@ void WinogradConv::weight_gradient(const float* src, const float* diff_dst, floa
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     if (t == 0) used = nt;
-    input_transform(grid, src, C, zeros_.data(), kSame, share(T, t, nt), share(T, t + 1, nt), v);
-    gradient_transform(grid, diff_dst, O, zeros_.data(), share(T, t, nt), share(T, t + 1, nt), z);
+    input_transform(grid, src, C, zeros_.data(), kSame, share(T, t, nt), share(T, t + 1, nt), {0, T}, v);
+    gradient_transform(grid, diff_dst, O, zeros_.data(), share(T, t, nt), share(T, t + 1, nt), {0, T}, z);
     if (db) {  // this thread's rows of dY, summed in order
       float* sum = bias_sums + t * O;
       std::fill_n(sum, O, 0.0f);

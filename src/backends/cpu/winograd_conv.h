@@ -26,10 +26,14 @@
 // Transforms run over channels in NHWC (contiguous, vectorised), tiles split
 // over the OpenMP threads; the 16 GEMMs are split over the threads by k, each
 // a single-threaded sgemm over all tiles, so every sum has one fixed order and
-// results are bit-identical for a thread count. Workspace (V, M, Z, S) is the
-// op's scratchpad; U is kept by the op from the forward pass to the backward.
+// results are bit-identical for a thread count. When all tiles' V and M pass
+// 8 MiB (big maps: the transforms would stream them through memory), the
+// forward and input gradient instead run each thread's tiles in blocks that
+// stay in its L2: transform, 16 GEMMs, inverse transform. Workspace (V, M,
+// Z, S) is the op's scratchpad; U is kept by the op from the forward pass to
+// the backward.
 //
-// Which passes run here: see ConvAlgo / winograd_passes().
+// Which passes run here: see ConvAlgo / WinogradConv::passes().
 //   src [N, H, W, C], dst and diff_dst [N, H, W, O] (NHWC);
 //   weight and dw [O, C, 3, 3], bias and db [O] (PyTorch's layouts)
 #include <cstddef>
@@ -43,8 +47,11 @@
 namespace convoy::cpu {
 
 // CONVOY_CONV_ALGO: "direct" (oneDNN for every pass), "winograd" (Winograd
-// for every pass of every layer it suits) or "auto" (default: the rule in
-// winograd_passes). Read when a model is compiled.
+// for every pass of every layer it suits) or "auto" (default: Winograd where
+// it suits and channels and filters are both ≥ 32 with a product ≥ 2048 —
+// a fixed rule, measured, not a per-run timing, so that a run's arithmetic
+// and its bits do not depend on the machine's load). Read when a model is
+// compiled.
 enum class ConvAlgo { direct, winograd, automatic };
 ConvAlgo conv_algo_from_env();
 
@@ -73,10 +80,16 @@ class WinogradConv final : public OwnKernels {
   void set_scratchpad(void* scratchpad) override { scratch_ = static_cast<float*>(scratchpad); }
 
  private:
+  // dst = the convolution of `in` (in_channels) by U, u_op 'T' (forward) or
+  // 'N' (turned, for the input gradient); slot: where position k lives.
+  void convolve(const float* in, int64_t in_channels, int64_t out_channels, const int* slot, char u_op,
+                const float* bias, float* out);
+
   ConvGeometry g_;
   WinogradPasses passes_;
   int64_t tiles_y_, tiles_x_, tiles_;  // per image, per image, in the batch
-  int threads_;                        // fixed at construction: the scratchpad's bias sums
+  int threads_;                        // fixed at construction: the scratchpad's per-thread parts
+  int64_t block_ = 0;                  // tiles per block of the fused forward; 0: all tiles at once
   AlignedBuffer u_;                    // U[16][O][C], from the latest prepare()
   AlignedBuffer zeros_;                // max(C, O) zeros: a patch's pixels outside the image
   float* scratch_ = nullptr;
