@@ -25,6 +25,8 @@ namespace {
 constexpr int64_t kPositions = 16;  // of a transformed 4×4 tile
 // All tiles' V and M above this: blocks of tiles per thread instead.
 constexpr int64_t kFusedAboveBytes = int64_t{8} << 20;
+// The most each thread's sums of the weight gradient's blocks may take.
+constexpr int64_t kOwnSumsBytes = int64_t{256} << 10;
 
 // Eight channels at once with GCC's vector extension (AVX with -march=native),
 // the remainder one at a time; the transforms are written once for both.
@@ -248,12 +250,18 @@ WinogradConv::WinogradConv(const ConvGeometry& g, WinogradPasses passes)
   if (passes_.forward || passes_.input_gradient)
     u_ = AlignedBuffer(static_cast<std::size_t>(kPositions * g.channels * g.filters));
   zeros_ = AlignedBuffer(static_cast<std::size_t>(std::max(g.channels, g.filters)));
-  // Blocks of tiles when all tiles' V and M would not stay in the L3 (and
-  // each thread has several blocks): ~512 KiB of V and M per block, at
-  // least 64 tiles so each GEMM amortises packing U[k].
+  // Blocks of tiles when all tiles' V and M pass 8 MiB (and each thread has
+  // several blocks): ~512 KiB of V and M per block, at least 64 tiles so each
+  // GEMM amortises packing U[k]. Measured as fast as all tiles at once on
+  // one thread here (64→64 at 16×16 and at 56×56), it keeps the workspace
+  // small: a 224×224 ResNet's first stage would otherwise need ~400 MB.
   const int64_t all_bytes = kPositions * tiles_ * (g.channels + g.filters) * int64_t{sizeof(float)};
   const int64_t block = std::max<int64_t>(64, (512 << 10) / (kPositions * (g.channels + g.filters) * 4));
-  if (all_bytes > kFusedAboveBytes && tiles_ >= 2 * block * threads_) block_ = block;
+  if (all_bytes > kFusedAboveBytes && tiles_ >= 2 * block * threads_) {
+    block_ = block;
+    // The weight gradient too when each thread's own sums S_t stay small.
+    if (kPositions * g.channels * g.filters * int64_t{sizeof(float)} <= kOwnSumsBytes) grad_block_ = block;
+  }
 }
 
 std::size_t WinogradConv::scratchpad_bytes() const {
@@ -261,8 +269,9 @@ std::size_t WinogradConv::scratchpad_bytes() const {
   int64_t floats = 0;
   if (passes_.forward || passes_.input_gradient)  // V and M, for all tiles or each thread's block
     floats = block_ > 0 ? threads_ * kPositions * block_ * (c + o) : per_tile * (c + o);
-  if (passes_.weight_gradient)
-    floats = std::max(floats, per_tile * (c + o) + kPositions * c * o + threads_ * o);  // V, Z, S, bias
+  if (passes_.weight_gradient)  // V, Z and S (per thread, or for all tiles), bias sums
+    floats = std::max(floats, grad_block_ > 0 ? threads_ * (kPositions * (grad_block_ * (c + o) + c * o) + o)
+                                              : per_tile * (c + o) + kPositions * c * o + threads_ * o);
   return static_cast<std::size_t>(floats) * sizeof(float);
 }
 
@@ -355,19 +364,38 @@ void WinogradConv::convolve(const float* in, int64_t in_channels, int64_t out_ch
 }
 
 void WinogradConv::weight_gradient(const float* src, const float* diff_dst, float* dw, float* db) {
-  const int64_t C = g_.channels, O = g_.filters, T = tiles_;
+  const int64_t C = g_.channels, O = g_.filters, T = tiles_, pairs = O * C;
   const Grid grid{g_.height, g_.width, tiles_y_, tiles_x_, T};
-  float* v = scratch_;
-  float* z = v + kPositions * T * C;
-  float* s = z + kPositions * T * O;
-  float* bias_sums = s + kPositions * C * O;
+  const float* zeros = zeros_.data();
+  // Blocks: each thread's V, Z and own sums S_t; else all tiles' V and Z, and S.
+  const int64_t per_thread = kPositions * (grad_block_ * (C + O) + pairs);
+  float* s = grad_block_ > 0 ? scratch_ + kPositions * grad_block_ * (C + O) : scratch_ + kPositions * T * (C + O);
+  float* bias_sums = grad_block_ > 0 ? scratch_ + threads_ * per_thread : s + kPositions * pairs;
   int used = 1;
 #pragma omp parallel num_threads(threads_)
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     if (t == 0) used = nt;
-    input_transform(grid, src, C, zeros_.data(), kSame, share(T, t, nt), share(T, t + 1, nt), {0, T}, v);
-    gradient_transform(grid, diff_dst, O, zeros_.data(), share(T, t, nt), share(T, t + 1, nt), {0, T}, z);
+    const int64_t t0 = share(T, t, nt), t1 = share(T, t + 1, nt);
+    if (grad_block_ > 0) {
+      // S_t[k][o][c] = Σ over this thread's tiles, block by block, then
+      // S = S_0 + S_1 + ... in thread order.
+      float* v = scratch_ + t * per_thread;
+      float* z = v + kPositions * grad_block_ * C;
+      float* own = z + kPositions * grad_block_ * O;
+      if (t0 == t1) std::fill_n(own, kPositions * pairs, 0.0f);
+      for (int64_t first = t0; first < t1; first += grad_block_) {
+        const Rows rows{first, std::min(grad_block_, t1 - first)};
+        input_transform(grid, src, C, zeros, kSame, first, first + rows.count, rows, v);
+        gradient_transform(grid, diff_dst, O, zeros, first, first + rows.count, rows, z);
+        for (int k = 0; k < kPositions; ++k)
+          sgemm('T', 'N', O, C, rows.count, z + k * rows.count * O, O, v + k * rows.count * C, C, own + k * pairs, C,
+                first == t0 ? 0.0f : 1.0f);
+      }
+    } else {
+      input_transform(grid, src, C, zeros, kSame, t0, t1, {0, T}, scratch_);
+      gradient_transform(grid, diff_dst, O, zeros, t0, t1, {0, T}, scratch_ + kPositions * T * C);
+    }
     if (db) {  // this thread's rows of dY, summed in order
       float* sum = bias_sums + t * O;
       std::fill_n(sum, O, 0.0f);
@@ -376,29 +404,38 @@ void WinogradConv::weight_gradient(const float* src, const float* diff_dst, floa
         for (int64_t o = 0; o < O; ++o) sum[o] += diff_dst[r * O + o];
     }
 #pragma omp barrier
-    // S[k][o][c] = Σ_t Z[k][t][o] · V[k][t][c]
-    for (int k = static_cast<int>(share(kPositions, t, nt)); k < share(kPositions, t + 1, nt); ++k)
-      sgemm('T', 'N', O, C, T, z + k * T * O, O, v + k * T * C, C, s + k * O * C, C);
+    if (grad_block_ > 0) {
+      const int64_t n = kPositions * pairs;
+      for (int u = 1; u < nt; ++u) {
+        const float* other = s + u * per_thread;
+        for (int64_t i = share(n, t, nt); i < share(n, t + 1, nt); ++i) s[i] += other[i];
+      }
+    } else {
+      // S[k][o][c] = Σ_t Z[k][t][o] · V[k][t][c]
+      const float* v = scratch_;
+      const float* z = scratch_ + kPositions * T * C;
+      for (int k = static_cast<int>(share(kPositions, t, nt)); k < share(kPositions, t + 1, nt); ++k)
+        sgemm('T', 'N', O, C, T, z + k * T * O, O, v + k * T * C, C, s + k * pairs, C);
+    }
 #pragma omp barrier
     // dW[o][c] = Gᵀ S[·][o][c] G, eight (o, c) pairs per vector; their 72
     // results go out through a transposing buffer, in order.
-    const int64_t pairs = O * C;
-    over_range(share(pairs, t, nt), share(pairs, t + 1, nt), [&]<class T>(int64_t p) {
-      T r[3][4];  // Gᵀ S: rows
+    over_range(share(pairs, t, nt), share(pairs, t + 1, nt), [&]<class V>(int64_t p) {
+      V r[3][4];  // Gᵀ S: rows
       for (int j = 0; j < 4; ++j) {
-        const T q0 = load<T>(s + j * pairs + p), q1 = load<T>(s + (4 + j) * pairs + p),
-                q2 = load<T>(s + (8 + j) * pairs + p), q3 = load<T>(s + (12 + j) * pairs + p);
+        const V q0 = load<V>(s + j * pairs + p), q1 = load<V>(s + (4 + j) * pairs + p),
+                q2 = load<V>(s + (8 + j) * pairs + p), q3 = load<V>(s + (12 + j) * pairs + p);
         r[0][j] = q0 + 0.5f * (q1 + q2);
         r[1][j] = 0.5f * (q1 - q2);
         r[2][j] = 0.5f * (q1 + q2) + q3;
       }
-      T k[9];
+      V k[9];
       for (int i = 0; i < 3; ++i) {  // (Gᵀ S) G: columns
         k[i * 3 + 0] = r[i][0] + 0.5f * (r[i][1] + r[i][2]);
         k[i * 3 + 1] = 0.5f * (r[i][1] - r[i][2]);
         k[i * 3 + 2] = 0.5f * (r[i][1] + r[i][2]) + r[i][3];
       }
-      store_strided<T>(k, dw + p * 9);  // p = o · C + c, as in [O, C, 3, 3]
+      store_strided<V>(k, dw + p * 9);  // p = o · C + c, as in [O, C, 3, 3]
     });
   }
   if (db) {

@@ -27,9 +27,11 @@
 // over the OpenMP threads; the 16 GEMMs are split over the threads by k, each
 // a single-threaded sgemm over all tiles, so every sum has one fixed order and
 // results are bit-identical for a thread count. When all tiles' V and M pass
-// 8 MiB (big maps: the transforms would stream them through memory), the
-// forward and input gradient instead run each thread's tiles in blocks that
-// stay in its L2: transform, 16 GEMMs, inverse transform. Workspace (V, M,
+// 8 MiB (big maps), the forward and input gradient instead run each thread's
+// tiles in blocks of ~512 KiB: transform, 16 GEMMs, inverse transform (as
+// fast here, and the workspace stays small); so does the weight
+// gradient while each thread's own 16 O×C sums are small (≤ 256 KiB), which
+// are then added in thread order. Workspace (V, M,
 // Z, S) is the op's scratchpad; U is kept by the op from the forward pass to
 // the backward.
 //
@@ -89,7 +91,8 @@ class WinogradConv final : public OwnKernels {
   WinogradPasses passes_;
   int64_t tiles_y_, tiles_x_, tiles_;  // per image, per image, in the batch
   int threads_;                        // fixed at construction: the scratchpad's per-thread parts
-  int64_t block_ = 0;                  // tiles per block of the fused forward; 0: all tiles at once
+  int64_t block_ = 0;                  // tiles per block of the forward passes; 0: all tiles at once
+  int64_t grad_block_ = 0;             // ... of the weight gradient
   AlignedBuffer u_;                    // U[16][O][C], from the latest prepare()
   AlignedBuffer zeros_;                // max(C, O) zeros: a patch's pixels outside the image
   float* scratch_ = nullptr;
