@@ -102,8 +102,8 @@ class WeightedOp : public CpuOp {
     }
   }
 
-  void forward(DnnlEnv& env, bool training) override {
-    if (own_forward_ || (training && want_diff_src_ && own_input_gradient_)) own_->prepare(own_args_.w);
+  void forward(DnnlEnv& env, bool) override {
+    if (own_forward_ || (want_diff_src_ && own_input_gradient_)) own_->prepare(own_args_.w);
     if (own_forward_) return own_->forward(own_args_.src, own_args_.w, own_args_.b, own_args_.dst);
     if (fwd_weights_.reorder) fwd_weights_.reorder.run(env);
     fwd_.run(env);
