@@ -55,18 +55,25 @@ def main():
             else:
                 skipped.append(f"{side} ({t} threads): {why}")
     print(f"{a.model}, 3x{a.size}x{a.size}, batch {a.batch}, SGD momentum 0.9, random data; median of {a.steps} steps")
-    print(f"{'side':<14} {'version':<22} {'thr':>3} {'s/step':>8} {'img/s':>8}")
-    median = {}
+    print(f"{'side':<14} {'version':<22} {'thr':>3} {'s/step':>8} {'img/s':>8} {'cpu s/step':>10}")
+    median, cpu = {}, {}
     for side, version, t, r in rows:
         m = statistics.median(r["step_seconds"])
         median[(side, t)] = m
-        print(f"{side:<14} {version[:22]:<22} {t:>3} {m:>8.3f} {a.batch / m:>8.1f}")
+        cpu[(side, t)] = r.get("cpu_seconds_per_step")
+        c = f"{cpu[(side, t)]:>10.3f}" if cpu[(side, t)] is not None else f"{'-':>10}"
+        print(f"{side:<14} {version[:22]:<22} {t:>3} {m:>8.3f} {a.batch / m:>8.1f} {c}")
     for s in skipped:
         print(f"skipped: {s}")
     t = a.threads[0]
     peers = [m for (side, th), m in median.items() if side != "convoy" and th == t]
     if ("convoy", t) in median and peers:
         print(f"{a.model}_speedup_vs_fastest_pytorch_{t}threads: {min(peers) / median[('convoy', t)]:.2f}x")
+    # On one thread, CPU time per step: a ratio that survives a busy machine
+    # (two threads that spin at barriers do not; see docs/benchmarks.md).
+    peers = [c for (side, th), c in cpu.items() if side != "convoy" and th == 1 and c]
+    if cpu.get(("convoy", 1)) and peers:
+        print(f"{a.model}_cpu_time_speedup_vs_fastest_pytorch_1thread: {min(peers) / cpu[('convoy', 1)]:.2f}x")
 
 
 if __name__ == "__main__":

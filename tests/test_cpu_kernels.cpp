@@ -12,6 +12,7 @@
 
 #include "convoy/backends/executable.h"
 #include "convoy/core/threads.h"
+#include "conv_algo_env.h"
 #include "test_helpers.h"
 
 namespace convoy {
@@ -53,6 +54,9 @@ struct ConvCase {
   const char* name;
   int64_t batch, channels, height, width;
   Conv2d conv;
+  // Of the gradients. Tens of thousands of logits (the outputs) leave each
+  // gradient tiny beside the float rounding of the softmax itself.
+  double tolerance = 1e-5;
 };
 
 // A Conv2d followed by Flatten: the logits are the convolution's output in
@@ -127,11 +131,12 @@ void check_conv_gradients(const ConvCase& k) {
       for (int64_t r = 0; r < oh * ow; ++r) bias += dy[(n * filters + o) * oh * ow + r];
     db[o] = static_cast<float>(bias);
   }
-  EXPECT_LT(testing::relative_error({grads.data() + slots[0].offset, dw.size()}, dw), 1e-5) << "weight";
+  EXPECT_LT(testing::relative_error({grads.data() + slots[0].offset, dw.size()}, dw), k.tolerance) << "weight";
   if (k.conv.bias) {
-    EXPECT_LT(testing::relative_error({grads.data() + slots[1].offset, db.size()}, db), 1e-5) << "bias";
+    EXPECT_LT(testing::relative_error({grads.data() + slots[1].offset, db.size()}, db), k.tolerance) << "bias";
   }
-  EXPECT_LT(testing::relative_error(dx, std::vector<float>(want_dx.begin(), want_dx.end())), 1e-5) << "input";
+  EXPECT_LT(testing::relative_error(dx, std::vector<float>(want_dx.begin(), want_dx.end())), k.tolerance)
+      << "input";
 }
 
 const ConvCase kConvCases[] = {
@@ -152,6 +157,22 @@ const ConvCase kConvCases[] = {
     {"groups 2", 3, 4, 8, 8, {.filters = 4, .kernel = 3, .groups = 2}},
     {"seed conv 10->20 k5", 3, 10, 12, 12, {.filters = 20, .kernel = 5}},
     {"k9", 2, 1, 12, 12, {.filters = 3, .kernel = 9}},
+};
+
+// 3×3, stride 1, pad 1: the shapes Winograd F(2×2, 3×3) serves (odd sizes
+// clip the last tile; 1×1 and 2×2 maps are one tile; channel counts that do
+// not fill a vector of 8 take the scalar remainder).
+const ConvCase kWinogradCases[] = {
+    {"16->16, 8x8, batch 3", 3, 16, 8, 8, {.filters = 16, .kernel = 3, .padding = 1}},
+    {"odd 7x9, 5->11, bias", 2, 5, 7, 9, {.filters = 11, .kernel = 3, .padding = 1}},
+    {"1x1 map, 20->13, no bias", 3, 20, 1, 1, {.filters = 13, .kernel = 3, .padding = 1, .bias = false}},
+    {"2x2 map, 24->32, batch 5", 5, 24, 2, 2, {.filters = 32, .kernel = 3, .padding = 1}},
+    {"3x5 map, 9->17", 1, 9, 3, 5, {.filters = 17, .kernel = 3, .padding = 1}},
+    {"1 input channel, 6x6", 2, 1, 6, 6, {.filters = 8, .kernel = 3, .padding = 1}},
+    {"same padding, 12->7, 5x4", 3, 12, 5, 4, {.filters = 7, .kernel = 3, .padding = kSame, .bias = false}},
+    // Over 8 MiB of transformed tiles: the forward and input gradient run in
+    // blocks of tiles per thread (a short last block, clipped tiles).
+    {"blocks of tiles: 16->16, 63x65, batch 4", 4, 16, 63, 65, {.filters = 16, .kernel = 3, .padding = 1}, 1e-4},
 };
 
 struct PoolCase {
@@ -301,6 +322,26 @@ TEST(CpuKernels, ConvOutputAndWeightGradientMatchReferenceSumsOnOneThread) {
   set_num_threads(1);
   for (const ConvCase& k : kConvCases) check_conv_gradients(k);
   set_num_threads(threads);
+}
+
+// Forced Winograd, then forced direct (oneDNN), on the shapes Winograd
+// serves: both match the reference sums, whichever the timing rule picks.
+TEST(CpuKernels, WinogradConvMatchesReferenceSums) {
+  testing::ScopedConvAlgo algo("winograd");
+  for (const ConvCase& k : kWinogradCases) check_conv_gradients(k);
+}
+
+TEST(CpuKernels, WinogradConvMatchesReferenceSumsOnOneThread) {
+  testing::ScopedConvAlgo algo("winograd");
+  const int threads = num_threads();
+  set_num_threads(1);
+  for (const ConvCase& k : kWinogradCases) check_conv_gradients(k);
+  set_num_threads(threads);
+}
+
+TEST(CpuKernels, DirectConvMatchesReferenceSumsOnWinogradShapes) {
+  testing::ScopedConvAlgo algo("direct");
+  for (const ConvCase& k : kWinogradCases) check_conv_gradients(k);
 }
 
 }  // namespace convoy

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "convoy/backends/executable.h"
+#include "conv_algo_env.h"
 #include "test_helpers.h"
 
 namespace convoy {
@@ -108,6 +109,15 @@ void check_gradients(const Case& c) {
 
 TEST(GradCheck, Conv2d) {
   check_gradients({"conv2d", Sequential({2, 6, 6}, {Conv2d{.filters = 3, .kernel = 3}, Flatten{}})});
+}
+// Two 3×3 pad-1 convolutions by Winograd F(2×2, 3×3) (odd 5×5 maps: the
+// last tiles clipped), the second without a bias and taking the first's
+// input gradient through a ReLU.
+TEST(GradCheck, Conv3x3WinogradNetwork) {
+  testing::ScopedConvAlgo algo("winograd");
+  check_gradients({"winograd 3->6->5", Sequential({3, 5, 5}, {Conv2d{.filters = 6, .kernel = 3, .padding = 1}, ReLU{},
+                                                              Conv2d{.filters = 5, .kernel = 3, .padding = 1, .bias = false},
+                                                              Flatten{}})});
 }
 TEST(GradCheck, Conv2dStridedPadded) {
   check_gradients(

@@ -3,13 +3,15 @@
 // oneDNN's grouped weights: PyTorch's [O, C/G, k, k] is, in memory, oneDNN's
 // goihw [G, O/G, C/G, k, k]. "same" padding may be asymmetric (left/right).
 // A stride-1 convolution of a single-channel image runs its forward pass and
-// weight gradient on our own kernels (see planar_conv.h).
+// weight gradient on our own kernels (see planar_conv.h); 3×3 stride-1 pad-1
+// convolutions may run any pass by Winograd F(2×2, 3×3) (winograd_conv.h).
 //   src [N, C, H, W], weight [O, C/G, k, k], bias [O] (optional), dst [N, O, Ho, Wo]
 #include <memory>
 
 #include "backends/cpu/planar_conv.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/weighted_op.h"
+#include "backends/cpu/winograd_conv.h"
 
 namespace convoy::cpu {
 namespace {
@@ -51,7 +53,12 @@ class Conv2dOp final : public WeightedOp {
                                                                       pad_l, pad_r)
                                  : convolution_backward_weights::desc(alg, src_md_, any_w, dst_md_, strides, pad_l,
                                                                       pad_r);
-    set_primitives(fwd_pd, bwd_data_pd, convolution_backward_weights::primitive_desc(bwd_w_desc, attr, env.engine, fwd_pd));
+    const convolution_backward_weights::primitive_desc bwd_w_pd(bwd_w_desc, attr, env.engine, fwd_pd);
+    if (const WinogradPasses passes = WinogradConv::passes(g, conv_algo_from_env()); passes.any()) {
+      set_primitives_and_own_kernels(fwd_pd, bwd_data_pd, bwd_w_pd, std::make_unique<WinogradConv>(g, passes));
+      return;
+    }
+    set_primitives(fwd_pd, bwd_data_pd, bwd_w_pd);
   }
 };
 

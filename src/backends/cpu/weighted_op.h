@@ -10,12 +10,13 @@
 // weights are reordered into a private buffer before use and the weight
 // gradient back out after the backward pass: a few thousand floats per step.
 //
-// A subclass may run the forward pass and the weight (and bias) gradient
-// with kernels of its own (OwnKernels) instead of oneDNN's (Conv2d of a
-// single-channel image); they read and write the canonical layouts, so no
-// weight reorder runs for them.
+// A subclass may run any of the three passes with kernels of its own
+// (OwnKernels) instead of oneDNN's (Conv2d of a single-channel image, Winograd
+// 3×3 convolutions); they read and write the canonical layouts, so no weight
+// reorder runs for them.
 #include <algorithm>
 #include <memory>
+#include <stdexcept>
 
 #include "backends/cpu/cpu_op.h"
 
@@ -24,11 +25,23 @@ namespace convoy::cpu {
 class OwnKernels {
  public:
   virtual ~OwnKernels() = default;
-  // False: the forward pass stays oneDNN's.
+  // False: the pass stays oneDNN's.
   virtual bool runs_forward() const = 0;
+  virtual bool runs_weight_gradient() const { return true; }
+  virtual bool runs_input_gradient() const { return false; }
+  // Workspace for the passes, in the op's scratchpad (shared by all ops).
+  virtual std::size_t scratchpad_bytes() const { return 0; }
+  virtual void set_scratchpad(void* scratchpad) { (void)scratchpad; }
+  // The step's weights, before the forward pass that uses them (ours or
+  // oneDNN's) and so before the backward pass of the same step.
+  virtual void prepare(const float* w) { (void)w; }
   // b and db are null without a bias.
   virtual void forward(const float* src, const float* w, const float* b, float* dst) = 0;
   virtual void weight_gradient(const float* src, const float* diff_dst, float* dw, float* db) = 0;
+  virtual void input_gradient(const float* diff_dst, const float* w, float* diff_src) {
+    (void)diff_dst, (void)w, (void)diff_src;
+    throw std::logic_error("own kernels without an input gradient were asked for one");
+  }
 };
 
 class WeightedOp : public CpuOp {
@@ -39,7 +52,8 @@ class WeightedOp : public CpuOp {
       : src_md_(src), dst_md_(dst), w_md_(w), b_md_(b), trainable_(trainable) {}
 
   std::size_t scratchpad_bytes() const override {
-    return std::max({fwd_.scratchpad_bytes(), bwd_data_.scratchpad_bytes(), bwd_w_.scratchpad_bytes()});
+    return std::max({fwd_.scratchpad_bytes(), bwd_data_.scratchpad_bytes(), bwd_w_.scratchpad_bytes(),
+                     own_ ? own_->scratchpad_bytes() : 0});
   }
 
   void bind(DnnlEnv& env, const OpBuffers& b) override {
@@ -49,6 +63,9 @@ class WeightedOp : public CpuOp {
     own_args_ = {b.src, b.params, has_bias() ? b.params + w_floats : nullptr, b.dst,
                  b.diff_dst, b.grads, has_bias() ? b.grads + w_floats : nullptr};
     own_forward_ = own_ && own_->runs_forward();
+    own_weight_gradient_ = own_ && own_->runs_weight_gradient();
+    own_input_gradient_ = own_ && own_->runs_input_gradient();
+    if (own_) own_->set_scratchpad(b.scratchpad);
     const float* fwd_w = nullptr;  // the forward's weights, refreshed by each forward pass
     if (!own_forward_) {
       fwd_w = relayout_in(env, fwd_w_md_, b.params, fwd_weights_);
@@ -58,7 +75,7 @@ class WeightedOp : public CpuOp {
       fwd_.bind(env, DNNL_ARG_DST, dst_md_, b.dst);
       fwd_.bind_scratchpad(env, b.scratchpad);
     }
-    if (!own_) {
+    if (!own_weight_gradient_) {
       float* diff_w = b.grads;
       if (bwd_w_w_md_ != w_md_) {
         diff_weights_.buffer = AlignedBuffer(bwd_w_w_md_.get_size() / sizeof(float));
@@ -72,7 +89,8 @@ class WeightedOp : public CpuOp {
       bwd_w_.bind_scratchpad(env, b.scratchpad);
     }
     want_diff_src_ = b.diff_src != nullptr;
-    if (want_diff_src_) {
+    own_args_.diff_src = b.diff_src;
+    if (want_diff_src_ && !own_input_gradient_) {
       // Backward-data usually wants the forward's layout, already reordered.
       const float* bwd_w = fwd_w && bwd_data_w_md_ == fwd_w_md_
                                ? fwd_w
@@ -85,19 +103,21 @@ class WeightedOp : public CpuOp {
   }
 
   void forward(DnnlEnv& env, bool) override {
+    if (own_forward_ || (want_diff_src_ && own_input_gradient_)) own_->prepare(own_args_.w);
     if (own_forward_) return own_->forward(own_args_.src, own_args_.w, own_args_.b, own_args_.dst);
     if (fwd_weights_.reorder) fwd_weights_.reorder.run(env);
     fwd_.run(env);
   }
 
   void backward(DnnlEnv& env) override {
-    if (trainable_ && own_) {
+    if (trainable_ && own_weight_gradient_) {
       own_->weight_gradient(own_args_.src, own_args_.diff_dst, own_args_.dw, own_args_.db);
     } else if (trainable_) {
       bwd_w_.run(env);
       if (diff_weights_.reorder) diff_weights_.reorder.run(env);
     }
     if (!want_diff_src_) return;
+    if (own_input_gradient_) return own_->input_gradient(own_args_.diff_dst, own_args_.w, own_args_.diff_src);
     if (bwd_data_weights_.reorder) bwd_data_weights_.reorder.run(env);
     bwd_data_.run(env);
   }
@@ -114,6 +134,13 @@ class WeightedOp : public CpuOp {
   template <class Fwd, class BwdData>
   void set_own_kernels(const Fwd& fwd, const BwdData& bwd_data, std::unique_ptr<OwnKernels> own) {
     set_forward_and_data(fwd, bwd_data);
+    own_ = std::move(own);
+  }
+  // Own kernels for some passes, oneDNN's primitives for the rest.
+  template <class Fwd, class BwdData, class BwdWeights>
+  void set_primitives_and_own_kernels(const Fwd& fwd, const BwdData& bwd_data, const BwdWeights& bwd_weights,
+                                      std::unique_ptr<OwnKernels> own) {
+    set_primitives(fwd, bwd_data, bwd_weights);
     own_ = std::move(own);
   }
 
@@ -146,15 +173,15 @@ class WeightedOp : public CpuOp {
   Prim fwd_, bwd_data_, bwd_w_;
   dnnl::memory::desc fwd_w_md_, bwd_data_w_md_, bwd_w_w_md_;
   Relayout fwd_weights_, bwd_data_weights_, diff_weights_;
-  std::unique_ptr<OwnKernels> own_;  // null: oneDNN's forward and backward-weights
+  std::unique_ptr<OwnKernels> own_;  // null: oneDNN's passes only
   struct {
     const float *src = nullptr, *w = nullptr, *b = nullptr;
     float* dst = nullptr;
     const float* diff_dst = nullptr;
-    float *dw = nullptr, *db = nullptr;
+    float *dw = nullptr, *db = nullptr, *diff_src = nullptr;
   } own_args_;
   bool trainable_;
-  bool own_forward_ = false;
+  bool own_forward_ = false, own_weight_gradient_ = false, own_input_gradient_ = false;
   bool want_diff_src_ = false;
 };
 

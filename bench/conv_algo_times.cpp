@@ -1,0 +1,134 @@
+// One 3×3 stride-1 pad-1 convolution per shape, timed pass by pass with
+// oneDNN's direct kernels and with Winograd F(2×2, 3×3) (CONVOY_CONV_ALGO,
+// src/backends/cpu/winograd_conv.h): the measurements behind the `auto` rule.
+// Best of --reps runs; on one thread (OMP_NUM_THREADS=1) the thread's CPU
+// time, which other processes on a busy machine barely disturb.
+//
+//   conv_algo_times [--reps 10]                      (a sweep of shapes)
+//   conv_algo_times --channels 64 --filters 64 --size 16 --batch 64 [--reps 10]
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_op.h"
+#include "convoy/core/error.h"
+#include "convoy/core/rng.h"
+#include "convoy/nn/sequential.h"
+
+namespace {
+
+using namespace convoy;
+
+struct Shape4 {
+  int64_t batch, channels, filters, size;
+};
+
+struct PassTimes {
+  double forward = 1e9, weights = 1e9, data = 1e9;  // seconds, best of reps
+};
+
+double seconds(clockid_t clock) {
+  timespec t;
+  clock_gettime(clock, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+PassTimes time_conv(const Shape4& s, const char* algo, int64_t reps, clockid_t clock) {
+  setenv("CONVOY_CONV_ALGO", algo, 1);
+  const nn::Sequential model({s.channels, s.size, s.size},
+                             {nn::Conv2d{.filters = s.filters, .kernel = 3, .padding = 1, .bias = false}});
+  const nn::LayerPlan& plan = model.layers()[0];
+  Rng rng(7);
+  auto random = [&](int64_t n) {
+    std::vector<float> v(static_cast<std::size_t>(n));
+    for (float& x : v) x = rng.uniform(-1.0f, 1.0f);
+    return v;
+  };
+  const int64_t in = s.batch * numel(plan.input_shape), out = s.batch * numel(plan.output_shape);
+  std::vector<float> x = random(in), y(static_cast<std::size_t>(out)), dy = random(out),
+                     dx(static_cast<std::size_t>(in)), p = model.initial_parameters(1), g(p.size());
+  PassTimes best;
+  for (const bool with_data : {false, true}) {  // the weight gradient alone, then the input gradient alone
+    nn::LayerPlan frozen = plan;
+    frozen.trainable = !with_data;  // a frozen layer computes no weight gradient
+    cpu::DnnlEnv env;
+    auto op = cpu::make_cpu_op(env, frozen, s.batch, 1);
+    std::vector<float> scratch(op->scratchpad_bytes() / sizeof(float) + 16);
+    cpu::OpBuffers b;
+    b.src = x.data();
+    b.dst = y.data();
+    b.diff_dst = dy.data();
+    b.diff_src = with_data ? dx.data() : nullptr;
+    b.params = p.data();
+    b.grads = g.data();
+    b.scratchpad = scratch.data();
+    b.srcs = {b.src};
+    b.diff_srcs = {b.diff_src};
+    op->bind(env, b);
+    for (int64_t r = 0; r < reps + 2; ++r) {  // 2 warm-up runs
+      const double t0 = seconds(clock);
+      op->forward(env, true);
+      const double t1 = seconds(clock);
+      op->backward(env);
+      const double t2 = seconds(clock);
+      if (r < 2) continue;
+      if (!with_data) {
+        best.forward = std::min(best.forward, t1 - t0);
+        best.weights = std::min(best.weights, t2 - t1);
+      } else {
+        best.data = std::min(best.data, t2 - t1);
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  int64_t reps = 10;
+  Shape4 one{0, 0, 0, 0};
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--reps") reps = std::stoll(value);
+    else if (flag == "--channels") one.channels = std::stoll(value);
+    else if (flag == "--filters") one.filters = std::stoll(value);
+    else if (flag == "--size") one.size = std::stoll(value);
+    else if (flag == "--batch") one.batch = std::stoll(value);
+    else throw UserError("unknown flag " + flag + "; flags: --channels --filters --size --batch --reps");
+  }
+  std::vector<Shape4> shapes = {
+      {64, 64, 64, 16},   {64, 128, 128, 8}, {64, 256, 256, 4}, {64, 512, 512, 2},  // ResNet-18 at 64×64
+      {64, 3, 16, 32},    {64, 8, 8, 32},    {64, 16, 16, 32},  {64, 32, 32, 32},
+      {64, 16, 16, 8},    {64, 32, 64, 8},   {8, 64, 64, 56},   {128, 10, 20, 12},
+  };
+  if (one.channels > 0) {
+    if (one.filters <= 0) one.filters = one.channels;
+    if (one.size <= 0) one.size = 16;
+    if (one.batch <= 0) one.batch = 64;
+    shapes = {one};
+  }
+  const bool cpu_clock = omp_get_max_threads() == 1;
+  const clockid_t clock = cpu_clock ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
+  std::printf("3x3 stride 1 pad 1, %d thread(s), best of %lld, %s; ms direct / winograd\n", omp_get_max_threads(),
+              static_cast<long long>(reps), cpu_clock ? "thread CPU time" : "wall clock");
+  std::printf("%-22s %17s %17s %17s\n", "batch C->O HxW", "forward", "input grad", "weight grad");
+  for (const Shape4& s : shapes) {
+    const PassTimes d = time_conv(s, "direct", reps, clock), w = time_conv(s, "winograd", reps, clock);
+    char name[64];
+    std::snprintf(name, sizeof name, "%lld %lld->%lld %lldx%lld", static_cast<long long>(s.batch),
+                  static_cast<long long>(s.channels), static_cast<long long>(s.filters),
+                  static_cast<long long>(s.size), static_cast<long long>(s.size));
+    std::printf("%-22s %8.3f/%8.3f %8.3f/%8.3f %8.3f/%8.3f\n", name, 1e3 * d.forward, 1e3 * w.forward,
+                1e3 * d.data, 1e3 * w.data, 1e3 * d.weights, 1e3 * w.weights);
+  }
+  return 0;
+} catch (const convoy::UserError& e) {
+  std::fprintf(stderr, "conv_algo_times: %s\n", e.what());
+  return 2;
+}
