@@ -1,5 +1,6 @@
 #include "backends/cpu/winograd_conv.h"
 
+#include <cstring>
 #include <omp.h>
 
 #include <algorithm>
@@ -30,14 +31,18 @@ constexpr int64_t kOwnSumsBytes = int64_t{256} << 10;
 
 // Eight channels at once with GCC's vector extension (AVX with -march=native),
 // the remainder one at a time; the transforms are written once for both.
-using Vec = float __attribute__((vector_size(32), aligned(4), may_alias));
+// Loads and stores go through memcpy: clang ignores a lowered alignment on
+// a vector type and would emit aligned moves that fault on these pointers.
+using Vec = float __attribute__((vector_size(32)));
 template <class T>
 T load(const float* p) {
-  return *reinterpret_cast<const T*>(p);
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
 }
 template <class T>
 void store(float* p, T v) {
-  *reinterpret_cast<T*>(p) = v;
+  std::memcpy(p, &v, sizeof v);
 }
 template <class Fn>
 void over_range(int64_t begin, int64_t end, Fn&& fn) {
