@@ -46,28 +46,43 @@ bool env_allows() {
 
 #if CONVOY_HAVE_JPEGINT
 
-// Zig-zag position -> natural index, with 16 extra entries so a corrupt run
+// Zig-zag position -> natural index, with 32 extra entries so a corrupt run
 // that pushes the position past 63 writes coefficient 63 (as libjpeg's own
-// table does) instead of outside the block.
-constexpr uint8_t kNatural[80] = {0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33,
+// table does) instead of outside the block: positions reach 63 + 31 (a
+// second coefficient's place in an AC entry).
+constexpr uint8_t kNatural[96] = {0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33,
                                   40, 48, 41, 34, 27, 20, 13, 6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36,
                                   29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54,
-                                  47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63};
+                                  47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63,
+                                  63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63};
 
 constexpr int kFastBits = 10;
 
-// One lookup of the next kFastBits bits. When the code and its magnitude
-// bits both fit, the entry is "full": it holds the coefficient's value, the
-// zero run before it and the bits to consume, so a typical coefficient costs
-// one load. Otherwise it holds the code's length and symbol; length 0 means
-// a code longer than kFastBits (decoded canonically).
+// DC tables: one lookup of the next kFastBits bits. When the code and its
+// magnitude bits both fit, the entry is "full": it holds the difference's
+// value and the bits to consume. Otherwise it holds the code's length and
+// symbol; length 0 means a code longer than kFastBits (decoded canonically).
 //   bits 0-5: bits to consume (x86 shifts use the count's low 6 bits, so the
-//   entry itself is the shift count); bit 6: full; bit 7: end of block;
-//   bits 8-15: zero run (full) or symbol (not full); bits 16-31: value.
-constexpr uint32_t kFull = 1u << 6, kEob = 1u << 7;
+//   entry itself is the shift count); bit 6: full; bits 8-15: symbol (not
+//   full); bits 16-31: value.
+constexpr uint32_t kFull = 1u << 6;
+
+// AC tables: one lookup of the next kFastBits bits gives one coefficient,
+// or two when the second's code and bits fit too, or a coefficient and the
+// end of block. Entropy decoding is bound by the serial chain of table loads
+// (each needs the bits the previous one consumed), and two coefficients per
+// load cut its length by a third on photos.
+//   bits 0-5: bits to consume; bit 6: full (coefficients here); bit 7: end
+//   of block after them; bits 8-11: zero run before the first, bits 12-15:
+//   the first's bits (not full: bits 8-15 hold the symbol); bits 16-23: the
+//   second's position after the current one (a single coefficient writes a
+//   harmless zero there); bits 24-31: positions advanced; bits 32-47 and
+//   48-63: the two values.
+constexpr uint64_t kPairFull = 1u << 6, kPairEob = 1u << 7;
 
 struct HuffTable {
-  uint32_t fast[1 << kFastBits];
+  uint32_t dc[1 << kFastBits];    // DC tables only
+  uint64_t ac[1 << kFastBits];    // AC tables only
   uint32_t maxcode[18];  // per length: first code above it, left-justified to 16 bits; [17] sentinel
   int valoffset[17];     // per length: index into vals minus the first code
   uint8_t vals[256];
@@ -77,6 +92,63 @@ int extend(uint32_t bits, int s) {  // JPEG's sign convention for s magnitude bi
   return s == 0 ? 0 : (bits < (1u << (s - 1)) ? static_cast<int>(bits) - (1 << s) + 1 : static_cast<int>(bits));
 }
 
+// first[idx]: the code that the kFastBits bits idx start with, as
+// length << 8 | symbol; 0 when it is longer than kFastBits.
+void build_dc_lookup(HuffTable* t, const uint16_t* first) {
+  for (uint32_t idx = 0; idx < (1u << kFastBits); ++idx) {
+    const int len = first[idx] >> 8, s = first[idx] & 0xFF;
+    uint32_t e = 0;
+    if (len != 0 && len + s <= kFastBits) {
+      const uint32_t mag = s == 0 ? 0 : (idx >> (kFastBits - len - s)) & ((1u << s) - 1);
+      e = static_cast<uint32_t>(len + s) | kFull | (static_cast<uint32_t>(static_cast<uint16_t>(extend(mag, s))) << 16);
+    } else if (len != 0) {
+      e = static_cast<uint32_t>(len) | (static_cast<uint32_t>(s) << 8);
+    }
+    t->dc[idx] = e;
+  }
+}
+
+void build_ac_lookup(HuffTable* t, const uint16_t* first) {
+  for (uint32_t idx = 0; idx < (1u << kFastBits); ++idx) {
+    const int len1 = first[idx] >> 8, sym1 = first[idx] & 0xFF;
+    const int r1 = sym1 >> 4, s1 = sym1 & 15;
+    uint64_t e;
+    if (len1 == 0) {
+      e = 0;  // a longer code: decoded canonically
+    } else if (s1 == 0 && r1 != 15) {
+      e = static_cast<uint64_t>(len1) | kPairEob;  // end of block (libjpeg reads every such run so)
+    } else if (len1 + s1 > kFastBits) {
+      e = static_cast<uint64_t>(len1) | static_cast<uint64_t>(sym1) << 8;
+    } else {
+      // A coefficient (r1 = 15, s1 = 0: sixteen zeros, the last one "written").
+      const int used1 = len1 + s1;
+      const uint32_t mag1 = s1 == 0 ? 0 : (idx >> (kFastBits - used1)) & ((1u << s1) - 1);
+      int used = used1, second_at = r1 + 1, advance = r1 + 1, v2 = 0;
+      uint64_t flags = kPairFull;
+      // What follows in the bits left, read the same way.
+      const int rest = kFastBits - used1;
+      const uint32_t idx2 = (idx << used1) & ((1u << kFastBits) - 1);
+      const int len2 = first[idx2] >> 8, sym2 = first[idx2] & 0xFF;
+      const int r2 = sym2 >> 4, s2 = sym2 & 15;
+      if (len2 != 0 && len2 <= rest && s2 == 0 && r2 != 15) {
+        used += len2;
+        flags |= kPairEob;
+      } else if (len2 != 0 && len2 + s2 <= rest) {
+        const uint32_t mag2 = s2 == 0 ? 0 : (idx2 >> (kFastBits - len2 - s2)) & ((1u << s2) - 1);
+        v2 = extend(mag2, s2);
+        used += len2 + s2;
+        second_at = r1 + 1 + r2;
+        advance = second_at + 1;
+      }
+      e = static_cast<uint64_t>(used) | flags | static_cast<uint64_t>(r1) << 8 | static_cast<uint64_t>(used1) << 12 |
+          static_cast<uint64_t>(second_at) << 16 | static_cast<uint64_t>(advance) << 24 |
+          static_cast<uint64_t>(static_cast<uint16_t>(extend(mag1, s1))) << 32 |
+          static_cast<uint64_t>(static_cast<uint16_t>(v2)) << 48;
+    }
+    t->ac[idx] = e;
+  }
+}
+
 // False for a table we do not take (libjpeg has already refused really bad
 // ones when it started the scan).
 bool build_table(HuffTable* t, const JHUFF_TBL* src, bool dc) {
@@ -84,39 +156,26 @@ bool build_table(HuffTable* t, const JHUFF_TBL* src, bool dc) {
   for (int len = 1; len <= 16; ++len) total += src->bits[len];
   if (total > 256) return false;
   std::memcpy(t->vals, src->huffval, static_cast<size_t>(total));
-  std::memset(t->fast, 0, sizeof t->fast);
+  uint16_t first[1 << kFastBits] = {};
   uint32_t code = 0;
   int k = 0;
   for (int len = 1; len <= 16; ++len) {
     t->valoffset[len] = k - static_cast<int>(code);
     for (int i = 0; i < src->bits[len]; ++i, ++k, ++code) {
       const int sym = t->vals[k];
-      const int r = dc ? 0 : sym >> 4, s = dc ? sym : sym & 15;
-      if (s > 15) return false;
+      if ((dc ? sym : sym & 15) > 15) return false;
       if (len > kFastBits) continue;
       const int shift = kFastBits - len;
-      for (uint32_t fill = 0; fill < (1u << shift); ++fill) {
-        const uint32_t idx = (code << shift) | fill;
-        uint32_t e;
-        if (!dc && sym == 0) {
-          e = static_cast<uint32_t>(len) | kEob;
-        } else if (!dc && sym == 0xF0) {  // sixteen zeros: a run of 15, then a zero
-          e = static_cast<uint32_t>(len) | kFull | (15u << 8);
-        } else if (len + s <= kFastBits && (s != 0 || dc)) {
-          const uint32_t mag = s == 0 ? 0 : (idx >> (shift - s)) & ((1u << s) - 1);
-          e = static_cast<uint32_t>(len + s) | kFull | (static_cast<uint32_t>(r) << 8) |
-              (static_cast<uint32_t>(static_cast<uint16_t>(extend(mag, s))) << 16);
-        } else {
-          e = static_cast<uint32_t>(len) | (static_cast<uint32_t>(sym) << 8);
-        }
-        t->fast[idx] = e;
-      }
+      for (uint32_t fill = 0; fill < (1u << shift); ++fill)
+        first[(code << shift) | fill] = static_cast<uint16_t>(len << 8 | sym);
     }
     if (code > (1u << len)) return false;  // over-full table
     t->maxcode[len] = code << (16 - len);
     code <<= 1;
   }
   t->maxcode[17] = 0xFFFFFFFFu;
+  if (dc) build_dc_lookup(t, first);
+  else build_ac_lookup(t, first);
   return true;
 }
 
@@ -210,7 +269,7 @@ struct BitState {
   };
   refill();
   {
-    const uint32_t t = dc.fast[buf >> (64 - kFastBits)];
+    const uint32_t t = dc.dc[buf >> (64 - kFastBits)];
     int diff;
     if (t & kFull) {
       diff = static_cast<int32_t>(t) >> 16;
@@ -229,38 +288,66 @@ struct BitState {
     if (__builtin_add_overflow(*pred, diff, pred)) fail(cinfo, JERR_BAD_DCT_COEF);
     blk[0] = static_cast<JCOEF>(*pred);
   }
-  for (int k = 1; k < 64;) {
-    if (nbits < 32) refill();
-    const uint32_t t = ac.fast[buf >> (64 - kFastBits)];
-    if (t & kFull) {
-      k += (t >> 8) & 0xFF;
-      blk[kNatural[k]] = static_cast<JCOEF>(static_cast<int32_t>(t) >> 16);
-      ++k;
-      skip(t);
-      continue;
-    }
-    if (t & kEob) {
-      skip(t);
-      break;
-    }
-    int rs;
-    if (t & 63) {
-      rs = static_cast<int>(t >> 8) & 0xFF;
-      skip(t);
-    } else {
-      rs = decode_long_code(cinfo, buf, nbits, ac);
-    }
-    const int r = rs >> 4, s = rs & 15;
-    if (s) {
-      k += r;
-      blk[kNatural[k]] = static_cast<JCOEF>(take(s));
-      ++k;
-    } else if (r == 15) {
-      k += 16;
-    } else {
-      break;  // end of block (libjpeg reads any run with s = 0 but 15 so too)
+  int k = 1;
+  for (;;) {
+    // Refilled, the buffer holds >= 56 bits: four full entries (<= kFastBits
+    // bits each) fit without checking, so the common path never branches on
+    // the bit count (that branch, taken at irregular intervals, used to be
+    // mispredicted about once a block).
+    refill();
+    for (int j = 0; j < 4; ++j) {
+      const uint64_t t = ac.ac[buf >> (64 - kFastBits)];
+      if (__builtin_expect((t & (kPairFull | kPairEob)) == kPairFull, 1)) {
+        // The second first: a single coefficient's harmless zero may land
+        // on the first's place (at position 63), never the other way.
+        const int first_at = k + static_cast<int>((t >> 8) & 15);
+        blk[kNatural[k + ((t >> 16) & 0xFF)]] = static_cast<JCOEF>(t >> 48);
+        blk[kNatural[first_at]] = static_cast<JCOEF>(t >> 32);
+        k += (t >> 24) & 0xFF;
+        if (__builtin_expect(k >= 64, 0)) {
+          // The block is full: a second symbol after a first at position
+          // 63 belongs to the next block, so take the first's bits only.
+          skip(first_at >= 63 ? static_cast<uint32_t>(t >> 12) & 15 : static_cast<uint32_t>(t));
+          goto done;
+        }
+        skip(static_cast<uint32_t>(t));
+        continue;
+      }
+      if (t & kPairEob) {
+        if (t & kPairFull) {
+          const int first_at = k + static_cast<int>((t >> 8) & 15);
+          blk[kNatural[first_at]] = static_cast<JCOEF>(t >> 32);
+          if (first_at >= 63) {  // full without an end of block: that one is the next block's
+            skip(static_cast<uint32_t>(t >> 12) & 15);
+            goto done;
+          }
+        }
+        skip(static_cast<uint32_t>(t));
+        goto done;
+      }
+      if (nbits < 32) refill();  // a long code and its bits take up to 31
+      int rs;
+      if (t & 63) {
+        rs = static_cast<int>(t >> 8) & 0xFF;
+        skip(static_cast<uint32_t>(t));
+      } else {
+        rs = decode_long_code(cinfo, buf, nbits, ac);
+      }
+      const int r = rs >> 4, s = rs & 15;
+      if (s) {
+        k += r;
+        blk[kNatural[k]] = static_cast<JCOEF>(take(s));
+        ++k;
+      } else if (r == 15) {
+        k += 16;
+      } else {
+        goto done;  // end of block (libjpeg reads any run with s = 0 but 15 so too)
+      }
+      if (k >= 64) goto done;
+      break;  // after a long symbol, refill before the next
     }
   }
+done:
   st.buf = buf;
   st.nbits = nbits;
   st.p = p;
