@@ -15,7 +15,9 @@ decode, resize to 224x224, random horizontal flip, random rotation up to
 Every side runs on one thread, pinned to one core, and is timed by its
 process's CPU time (images per CPU-second = per core; robust when other work
 shares the machine); wall-clock rates are printed beside it. Each figure is
-the median of --rounds rounds of --passes passes over the files.
+the median of --rounds rounds of --passes passes over the files; every side
+runs --repeats times, interleaved, and the headline is the median over the
+repeats of convoy's rate over the fastest peer's in the same repeat.
 
 Sides (those whose packages are missing are skipped with a note):
   convoy                      bench/decode_convoy.cpp: decode_map (DCT scaling to >= 224, area
@@ -29,7 +31,7 @@ Sides (those whose packages are missing are skipped with a note):
   tf.data ratio=4             the same with decode_jpeg(ratio=4): TF's DCT scaling (fixed per
                               pipeline; 4 is the right one for these files)
 
-  python3 bench/decode_vs_peers.py [--rounds 5] [--passes 3] [--convoy build/decode_convoy]
+  python3 bench/decode_vs_peers.py [--rounds 5] [--passes 3] [--repeats 3] [--convoy build/decode_convoy]
 
 Runs PIL/torchvision under /usr/bin/python3 (Debian's torch, torchvision,
 PIL) and tf.data under this interpreter. Ends with the headline line:
@@ -111,6 +113,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--passes", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--convoy", default=os.path.join(ROOT, "build", "decode_convoy"))
     ap.add_argument("--files", default="/tmp/convoy-decode-bench")
     a = ap.parse_args()
@@ -131,24 +134,43 @@ def main():
     print(f"{len(paths)} JPEGs {SIZE[0]}x{SIZE[1]} q90 ({mean_kb:.0f} KB mean) -> 224x224, flip, rotation, "
           f"f32 CHW; one thread pinned to one core; {os.cpu_count()} cores on the machine")
     print(f"{'side':<26} {'img/s per core':>15} {'img/s wall':>11}")
-    results = {}
-    for name, cmd, available in sides:
-        if not available:
+    # Every side runs --repeats times, the sides interleaved (the order turned
+    # each repeat), so a slow spell of a shared machine falls on all of them
+    # rather than on whichever ran then. A side's figure is the median of its
+    # repeats; the headline is the median, over repeats, of convoy's rate
+    # over the fastest peer's in the same repeat.
+    available = [(name, cmd) for name, cmd, ok in sides if ok]
+    for name, cmd, ok in sides:
+        if not ok:
             print(f"{name:<26} {'skipped: its Python packages are missing':>27}")
+    runs = {name: [] for name, _ in available}
+    failed = {}
+    for rep in range(a.repeats):
+        turn = rep % len(available)
+        for name, cmd in available[turn:] + available[:turn]:
+            if name in failed:
+                continue
+            r, err = run(cmd)
+            if r is None:
+                failed[name] = err
+            else:
+                runs[name].append(r)
+    results = {}
+    for name, _ in available:
+        if name in failed:
+            print(f"{name:<26} failed: {failed[name]}")
             continue
-        r, err = run(cmd)
-        if r is None:
-            print(f"{name:<26} failed: {err}")
-            continue
-        results[name] = r
-        print(f"{name:<26} {r[0]:>15.1f} {r[1]:>11.1f}")
+        cpu = statistics.median(r[0] for r in runs[name])
+        wall = statistics.median(r[1] for r in runs[name])
+        results[name] = (cpu, wall)
+        print(f"{name:<26} {cpu:>15.1f} {wall:>11.1f}")
     peers = {k: v for k, v in results.items() if k != "convoy"}
     if "convoy" not in results or not peers:
         raise SystemExit("decode_speedup_vs_fastest_peer: n/a (convoy or every peer missing)")
     fastest = max(peers, key=lambda k: peers[k][0])
-    print(f"fastest peer per core: {fastest}")
-    print(f"decode_speedup_vs_fastest_peer: {results['convoy'][0] / peers[fastest][0]:.2f}")
-
+    ratios = [c[0] / p[0] for c, p in zip(runs["convoy"], runs[fastest])]
+    print(f"fastest peer per core: {fastest}; convoy / it per repeat: " + ", ".join(f"{r:.2f}" for r in ratios))
+    print(f"decode_speedup_vs_fastest_peer: {statistics.median(ratios):.2f}")
 
 if __name__ == "__main__":
     main()

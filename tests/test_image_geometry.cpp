@@ -143,19 +143,25 @@ TEST(ImageWarp, RotationMatchesTensorFlow) {
   }
 }
 
-// RGB warps take a vectorised path for pixels well inside the source; it
-// must give the very bits of the per-pixel path (used for gray images).
+// RGB warps take a vectorised path (inside the source, and for reflect and
+// nearest fills in the corners a rotation uncovers); it must give the very
+// bits of the per-pixel path (used for gray images).
 TEST(ImageWarp, VectorPathMatchesThePerPixelPath) {
   const Image src = testing::test_picture(61, 47);
   Image out(50, 40, 3), plane_out(50, 40, 1);
-  for (const Affine& m : {Affine::rotation(0.37, 61, 47), Affine::zoom(0.7, 0.7, 61, 47).after(Affine::translation(3.3, -2.1)),
-                          Affine::window(5.5, 3.25, 40, 30, 50, 40)}) {
-    image::warp_affine(src, out.view(), m, FillMode::reflect);
-    for (int c = 0; c < 3; ++c) {
-      Image plane(61, 47, 1);
-      for (std::size_t i = 0; i < plane.bytes(); ++i) plane.data()[i] = src.data()[3 * i + c];
-      image::warp_affine(plane, plane_out.view(), m, FillMode::reflect);
-      for (std::size_t i = 0; i < plane_out.bytes(); ++i) ASSERT_EQ(out.data()[3 * i + c], plane_out.data()[i]) << i;
+  for (FillMode fill : {FillMode::reflect, FillMode::nearest, FillMode::constant, FillMode::wrap}) {
+    for (const Affine& m :
+         {Affine::rotation(0.37, 61, 47), Affine::rotation(-0.6, 61, 47),
+          Affine::zoom(0.7, 0.7, 61, 47).after(Affine::translation(3.3, -2.1)), Affine::zoom(1.6, 1.3, 61, 47),
+          Affine::window(5.5, 3.25, 40, 30, 50, 40), Affine::translation(-70.5, 30.25)}) {
+      image::warp_affine(src, out.view(), m, fill, 17);
+      for (int c = 0; c < 3; ++c) {
+        Image plane(61, 47, 1);
+        for (std::size_t i = 0; i < plane.bytes(); ++i) plane.data()[i] = src.data()[3 * i + c];
+        image::warp_affine(plane, plane_out.view(), m, fill, 17);
+        for (std::size_t i = 0; i < plane_out.bytes(); ++i)
+          ASSERT_EQ(out.data()[3 * i + c], plane_out.data()[i]) << i << " fill " << static_cast<int>(fill);
+      }
     }
   }
 }

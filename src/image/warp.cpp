@@ -115,29 +115,69 @@ inline void warp_pixel(ImageView src, float sx, float sy, FillMode mode, const u
 }
 
 #if defined(__AVX2__) && defined(__FMA__)
-// Eight RGB output pixels at once when all their 2x2 neighbourhoods lie
-// inside src (the bulk of any rotation or zoom): gathers, then the same
-// arithmetic as warp_pixel. Returns false, writing nothing, otherwise.
-inline bool warp8_rgb(ImageView src, __m256 sx, __m256 sy, uint8_t* out) {
+// Fill-mode indices for eight positions i, each in [-n, 2n): reflect folds
+// once at either edge, nearest clamps (fill_index's rules).
+inline __m256i fill_index8(__m256i i, int n, FillMode mode) {
+  const __m256i zero = _mm256_setzero_si256(), last = _mm256_set1_epi32(n - 1);
+  if (mode == FillMode::nearest) return _mm256_min_epi32(_mm256_max_epi32(i, zero), last);
+  const __m256i below = _mm256_sub_epi32(_mm256_set1_epi32(-1), i);                  // -i - 1
+  const __m256i above = _mm256_sub_epi32(_mm256_set1_epi32(2 * n - 1), i);           // 2n - 1 - i
+  const __m256i folded = _mm256_blendv_epi8(i, below, _mm256_cmpgt_epi32(zero, i));  // i < 0
+  return _mm256_blendv_epi8(folded, above, _mm256_cmpgt_epi32(i, last));              // i > n - 1
+}
+
+// Eight RGB output pixels at once: gathers, then the same arithmetic as
+// warp_pixel. Neighbourhoods wholly inside src take the direct offsets;
+// others (the corners a rotation uncovers) take reflect or nearest indices
+// computed here when every position is within one image size of src.
+// Returns false, writing nothing, when the per-pixel path must do it.
+inline bool warp8_rgb(ImageView src, __m256 sx, __m256 sy, FillMode mode, uint8_t* out) {
   const __m256 fx0 = _mm256_floor_ps(sx), fy0 = _mm256_floor_ps(sy);
   const __m256 zero = _mm256_setzero_ps();
+  const int W = src.width, H = src.height;
   const __m256 inside =
       _mm256_and_ps(_mm256_and_ps(_mm256_cmp_ps(fx0, zero, _CMP_GE_OQ), _mm256_cmp_ps(fy0, zero, _CMP_GE_OQ)),
-                    _mm256_and_ps(_mm256_cmp_ps(fx0, _mm256_set1_ps(static_cast<float>(src.width - 2)), _CMP_LE_OQ),
-                                  _mm256_cmp_ps(fy0, _mm256_set1_ps(static_cast<float>(src.height - 2)), _CMP_LE_OQ)));
-  if (_mm256_movemask_ps(inside) != 0xff) return false;
+                    _mm256_and_ps(_mm256_cmp_ps(fx0, _mm256_set1_ps(static_cast<float>(W - 2)), _CMP_LE_OQ),
+                                  _mm256_cmp_ps(fy0, _mm256_set1_ps(static_cast<float>(H - 2)), _CMP_LE_OQ)));
   const int stride = static_cast<int>(src.row_bytes());
-  const __m256i off = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_cvttps_epi32(fy0), _mm256_set1_epi32(stride)),
-                                       _mm256_mullo_epi32(_mm256_cvttps_epi32(fx0), _mm256_set1_epi32(3)));
+  const __m256i vstride = _mm256_set1_epi32(stride), three = _mm256_set1_epi32(3);
+  __m256i o00, o01, o10, o11;
+  if (_mm256_movemask_ps(inside) == 0xff) {
+    o00 = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_cvttps_epi32(fy0), vstride),
+                           _mm256_mullo_epi32(_mm256_cvttps_epi32(fx0), three));
+    o01 = _mm256_add_epi32(o00, three);
+    o10 = _mm256_add_epi32(o00, vstride);
+    o11 = _mm256_add_epi32(o10, three);
+  } else {
+    if (mode != FillMode::reflect && mode != FillMode::nearest) return false;
+    // In range (and not NaN) for one fold: -n <= i and i + 1 <= 2n - 1.
+    const __m256 in_range = _mm256_and_ps(
+        _mm256_and_ps(_mm256_cmp_ps(fx0, _mm256_set1_ps(static_cast<float>(-W)), _CMP_GE_OQ),
+                      _mm256_cmp_ps(fy0, _mm256_set1_ps(static_cast<float>(-H)), _CMP_GE_OQ)),
+        _mm256_and_ps(_mm256_cmp_ps(fx0, _mm256_set1_ps(static_cast<float>(2 * W - 2)), _CMP_LE_OQ),
+                      _mm256_cmp_ps(fy0, _mm256_set1_ps(static_cast<float>(2 * H - 2)), _CMP_LE_OQ)));
+    if (_mm256_movemask_ps(in_range) != 0xff) return false;
+    const __m256i x0 = _mm256_cvttps_epi32(fx0), y0 = _mm256_cvttps_epi32(fy0), one = _mm256_set1_epi32(1);
+    const __m256i xa = _mm256_mullo_epi32(fill_index8(x0, W, mode), three);
+    const __m256i xb = _mm256_mullo_epi32(fill_index8(_mm256_add_epi32(x0, one), W, mode), three);
+    const __m256i ya = _mm256_mullo_epi32(fill_index8(y0, H, mode), vstride);
+    const __m256i yb = _mm256_mullo_epi32(fill_index8(_mm256_add_epi32(y0, one), H, mode), vstride);
+    o00 = _mm256_add_epi32(ya, xa);
+    o01 = _mm256_add_epi32(ya, xb);
+    o10 = _mm256_add_epi32(yb, xa);
+    o11 = _mm256_add_epi32(yb, xb);
+  }
   // Each gather reads 4 bytes for a 3-byte pixel: the bottom-right pixel
   // would read one byte past the image, so leave that to the scalar path.
-  const __m256i last = _mm256_set1_epi32(static_cast<int>(src.bytes()) - 4 - stride - 3);
-  if (_mm256_movemask_epi8(_mm256_cmpgt_epi32(off, last)) != 0) return false;
+  const __m256i last = _mm256_set1_epi32(static_cast<int>(src.bytes()) - 4);
+  const __m256i past = _mm256_or_si256(_mm256_or_si256(_mm256_cmpgt_epi32(o00, last), _mm256_cmpgt_epi32(o01, last)),
+                                       _mm256_or_si256(_mm256_cmpgt_epi32(o10, last), _mm256_cmpgt_epi32(o11, last)));
+  if (_mm256_movemask_epi8(past) != 0) return false;
   const int* base = reinterpret_cast<const int*>(src.data);
-  const __m256i g00 = _mm256_i32gather_epi32(base, off, 1);
-  const __m256i g01 = _mm256_i32gather_epi32(base, _mm256_add_epi32(off, _mm256_set1_epi32(3)), 1);
-  const __m256i g10 = _mm256_i32gather_epi32(base, _mm256_add_epi32(off, _mm256_set1_epi32(stride)), 1);
-  const __m256i g11 = _mm256_i32gather_epi32(base, _mm256_add_epi32(off, _mm256_set1_epi32(stride + 3)), 1);
+  const __m256i g00 = _mm256_i32gather_epi32(base, o00, 1);
+  const __m256i g01 = _mm256_i32gather_epi32(base, o01, 1);
+  const __m256i g10 = _mm256_i32gather_epi32(base, o10, 1);
+  const __m256i g11 = _mm256_i32gather_epi32(base, o11, 1);
   const __m256 fx = _mm256_sub_ps(sx, fx0), fy = _mm256_sub_ps(sy, fy0);
   const __m256i byte = _mm256_set1_epi32(0xff);
   __m256i packed = _mm256_setzero_si256();
@@ -178,7 +218,7 @@ void warp(ImageView src, MutableImageView dst, const Affine& m, FillMode mode, u
         const __m256 xs = _mm256_add_ps(_mm256_set1_ps(static_cast<float>(x)), steps);
         const __m256 sx = _mm256_fmadd_ps(_mm256_set1_ps(a), xs, _mm256_set1_ps(row_x));
         const __m256 sy = _mm256_fmadd_ps(_mm256_set1_ps(d), xs, _mm256_set1_ps(row_y));
-        if (warp8_rgb(src, sx, sy, out + 3 * x)) continue;
+        if (warp8_rgb(src, sx, sy, mode, out + 3 * x)) continue;
         for (int i = x; i < x + 8; ++i)
           warp_pixel<3>(src, mul_add(a, static_cast<float>(i), row_x), mul_add(d, static_cast<float>(i), row_y), mode,
                         fill, out + 3 * i);
