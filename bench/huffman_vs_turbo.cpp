@@ -44,6 +44,7 @@
 // (jerror.h's message codes after jpeglib.h, as libjpeg's own sources include them)
 #include <jerror.h>
 
+#include "image/jpeg_errors.h"
 #include "image/jpeg_huffman.h"
 
 #if CONVOY_HAVE_JPEGINT
@@ -51,36 +52,15 @@ namespace {
 
 namespace huff = convoy::image::detail;
 
-// libjpeg's error callback must not return; it longjmps back to the setjmp in
-// the McuStream method that called into libjpeg (no C++ frame with a
-// destructor lies in between; see src/image/jpeg.cpp).
-struct ErrorTrap {
-  jpeg_error_mgr mgr;  // first member: libjpeg hands back a pointer to it
-  std::jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-};
-
-[[noreturn]] void on_error(j_common_ptr cinfo) {
-  auto* trap = reinterpret_cast<ErrorTrap*>(cinfo->err);
-  (*cinfo->err->format_message)(cinfo, trap->message);
-  std::longjmp(trap->jump, 1);
-}
-
-// Our decoder reports damage with libjpeg's warning codes through error_exit;
-// libjpeg-turbo's warns and goes on. Warnings stop both alike here.
-void on_message(j_common_ptr cinfo, int level) {
-  if (level < 0) on_error(cinfo);
-}
-
 // One file's decompressor, entropy decoding MCU by MCU into one reused MCU
 // buffer, as libjpeg's single-pass coefficient controller does before its IDCT.
+// Errors, and warnings of damaged data, end decoding as in convoy's decodes:
+// through jpeg_errors.h's longjmp to the setjmp in the method that called
+// into libjpeg (ours reports damage with libjpeg's warning codes too).
 class McuStream {
  public:
   McuStream() {
-    cinfo_.err = jpeg_std_error(&trap_.mgr);
-    trap_.mgr.error_exit = on_error;
-    trap_.mgr.emit_message = on_message;
-    trap_.message[0] = '\0';
+    cinfo_.err = convoy::image::detail::install_errors(&err_);
     jpeg_create_decompress(&cinfo_);
     for (int i = 0; i < D_MAX_BLOCKS_IN_MCU; ++i) rows_[i] = &blocks_[i];
   }
@@ -92,7 +72,7 @@ class McuStream {
   // decoder. False when libjpeg fails (error()); then supported() says
   // whether the chosen decoder runs this file.
   bool open(const std::vector<unsigned char>& bytes, bool ours) {
-    if (setjmp(trap_.jump)) return false;
+    if (setjmp(err_.jump)) return false;
     jpeg_mem_src(&cinfo_, bytes.data(), static_cast<unsigned long>(bytes.size()));
     jpeg_read_header(&cinfo_, TRUE);
     jpeg_start_decompress(&cinfo_);
@@ -104,17 +84,17 @@ class McuStream {
   long mcus_left() const { return left_; }
   int blocks_in_mcu() const { return cinfo_.blocks_in_MCU; }
   int component_of(int block) const { return cinfo_.MCU_membership[block]; }
-  const char* error() const { return trap_.message; }
+  const char* error() const { return err_.message; }
 
   // The next MCU's blocks; nullptr when decoding fails.
   const JBLOCK* next() {
-    if (setjmp(trap_.jump)) return nullptr;
+    if (setjmp(err_.jump)) return nullptr;
     decode_one();
     return blocks_;
   }
   // Decodes every MCU left; false when decoding fails.
   bool rest() {
-    if (setjmp(trap_.jump)) return false;
+    if (setjmp(err_.jump)) return false;
     while (left_ > 0) decode_one();
     return true;
   }
@@ -128,7 +108,7 @@ class McuStream {
   }
 
   jpeg_decompress_struct cinfo_;
-  ErrorTrap trap_;
+  convoy::image::detail::JpegError err_;
   alignas(64) JBLOCK blocks_[D_MAX_BLOCKS_IN_MCU];
   JBLOCKROW rows_[D_MAX_BLOCKS_IN_MCU];
   bool supported_ = false;
