@@ -15,8 +15,9 @@
 // (so load on a shared machine hits both alike) and prints each side's median
 // CPU time and the ratio; at the end, the median ratio over all files. Files
 // our decoder does not take (progressive, arithmetic, 12-bit) are reported as
-// unsupported. Exit status 1 when any file's coefficients differ, or when one
-// side fails on a file where the other does not.
+// unsupported; damaged files that fail on both sides alike, as "both fail"
+// (neither is timed). Exit status 1 when any file's coefficients differ, or
+// when one side fails on a file where the other does not.
 //
 // Both sides are driven as libjpeg's single-pass decompressor drives them:
 // after jpeg_start_decompress, decode_mcu once per MCU into a zeroed MCU
@@ -50,7 +51,7 @@
 #if CONVOY_HAVE_JPEGINT
 namespace {
 
-namespace huff = convoy::image::detail;
+namespace detail = convoy::image::detail;
 
 // One file's decompressor, entropy decoding MCU by MCU into one reused MCU
 // buffer, as libjpeg's single-pass coefficient controller does before its IDCT.
@@ -60,7 +61,7 @@ namespace huff = convoy::image::detail;
 class McuStream {
  public:
   McuStream() {
-    cinfo_.err = convoy::image::detail::install_errors(&err_);
+    cinfo_.err = detail::install_errors(&err_);
     jpeg_create_decompress(&cinfo_);
     for (int i = 0; i < D_MAX_BLOCKS_IN_MCU; ++i) rows_[i] = &blocks_[i];
   }
@@ -76,7 +77,7 @@ class McuStream {
     jpeg_mem_src(&cinfo_, bytes.data(), static_cast<unsigned long>(bytes.size()));
     jpeg_read_header(&cinfo_, TRUE);
     jpeg_start_decompress(&cinfo_);
-    supported_ = ours ? huff::use_fast_huffman(&cinfo_) : !cinfo_.inputctl->has_multiple_scans;
+    supported_ = ours ? detail::use_fast_huffman(&cinfo_) : !cinfo_.inputctl->has_multiple_scans;
     left_ = static_cast<long>(cinfo_.MCUs_per_row) * static_cast<long>(cinfo_.MCU_rows_in_scan);
     return true;
   }
@@ -108,7 +109,7 @@ class McuStream {
   }
 
   jpeg_decompress_struct cinfo_;
-  convoy::image::detail::JpegError err_;
+  detail::JpegError err_;
   alignas(64) JBLOCK blocks_[D_MAX_BLOCKS_IN_MCU];
   JBLOCKROW rows_[D_MAX_BLOCKS_IN_MCU];
   bool supported_ = false;
@@ -139,7 +140,8 @@ Verdict check(const std::string& name, const std::vector<unsigned char>& bytes) 
       if (std::memcmp(theirs[b], mine[b], sizeof(JBLOCK)) == 0) continue;
       int k = 0;
       while (theirs[b][k] == mine[b][k]) ++k;
-      std::printf("%-34s first difference: MCU %ld, block %d (component %d), coefficient %d: ours %d, libjpeg-turbo %d\n",
+      std::printf("%-34s first difference: MCU %ld, block %d (component %d), coefficient %d: ours %d, "
+                  "libjpeg-turbo %d\n",
                   name.c_str(), mcu, b, turbo.component_of(b), k, mine[b][k], theirs[b][k]);
       return Verdict::differ;
     }
@@ -208,9 +210,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s", kUsage);
     return 2;
   }
-  if (!huff::fast_huffman_available() || !huff::fast_huffman_enabled()) {
+  if (!detail::fast_huffman_available() || !detail::fast_huffman_enabled()) {
     std::fprintf(stderr, "huffman_vs_turbo: convoy's decoder is %s\n",
-                 huff::fast_huffman_available() ? "switched off (unset CONVOY_JPEG_HUFFMAN)"
+                 detail::fast_huffman_available() ? "switched off (unset CONVOY_JPEG_HUFFMAN)"
                                                 : "missing from this build (no jpegint.h)");
     return 2;
   }
