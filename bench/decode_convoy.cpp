@@ -9,12 +9,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "convoy/core/error.h"
@@ -28,22 +30,63 @@ double cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+constexpr const char* kUsage = "usage: decode_convoy --dir DIR [--rounds 5] [--passes 4] [--size 224]\n";
+
+// A whole number from 1 to 100000 for flag, or 0 (after printing why).
+int positive(const char* flag, const char* text) {
+  char* end = nullptr;
+  const long n = std::strtol(text, &end, 10);
+  if (*end != '\0' || n < 1 || n > 100000) {
+    std::fprintf(stderr, "decode_convoy: %s needs a whole number from 1 to 100000, not '%s'\n", flag, text);
+    return 0;
+  }
+  return static_cast<int>(n);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace convoy;
   std::string dir;
   int rounds = 5, passes = 4, size = 224;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--dir")) dir = argv[i + 1];
-    if (!std::strcmp(argv[i], "--rounds")) rounds = std::stoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--passes")) passes = std::stoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--size")) size = std::stoi(argv[i + 1]);
+  for (int i = 1; i < argc; ++i) {
+    const char* flag = argv[i];
+    if (!std::strcmp(flag, "--help") || !std::strcmp(flag, "-h")) {
+      std::printf("%s", kUsage);
+      return 0;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "decode_convoy: %s needs a value\n%s", flag, kUsage);
+      return 2;
+    }
+    const char* value = argv[++i];
+    if (!std::strcmp(flag, "--dir")) {
+      dir = value;
+      continue;
+    }
+    int* target = !std::strcmp(flag, "--rounds") ? &rounds
+                  : !std::strcmp(flag, "--passes") ? &passes
+                  : !std::strcmp(flag, "--size")   ? &size
+                                                   : nullptr;
+    if (!target) {
+      std::fprintf(stderr, "decode_convoy: unknown flag %s\n%s", flag, kUsage);
+      return 2;
+    }
+    if ((*target = positive(flag, value)) == 0) return 2;
+  }
+  if (dir.empty()) {
+    std::fprintf(stderr, "decode_convoy: --dir DIR is missing (the JPEGs bench/decode_vs_peers.py makes)\n");
+    return 2;
   }
   try {
     std::vector<std::string> paths;
-    for (const auto& entry : std::filesystem::directory_iterator(dir))
-      if (entry.path().extension() == ".jpg") paths.push_back(entry.path().string());
+    std::error_code error;
+    for (std::filesystem::directory_iterator it(dir, error), end; !error && it != end; it.increment(error))
+      if (it->path().extension() == ".jpg") paths.push_back(it->path().string());
+    if (error) {
+      std::fprintf(stderr, "decode_convoy: cannot read the folder %s (%s)\n", dir.c_str(), error.message().c_str());
+      return 2;
+    }
     std::sort(paths.begin(), paths.end());
     convoy::require(!paths.empty(), dir + ": no .jpg files; run bench/decode_vs_peers.py to make them");
     std::vector<Tensor> files;

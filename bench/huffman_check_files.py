@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""JPEGs that exercise bench/huffman_vs_turbo's decoder beyond the decode
-benchmark's files: scikit-image's sample photos re-encoded by PIL at several
-qualities and chroma subsamplings, grey ones, odd sizes (partial MCUs),
+"""JPEGs that exercise convoy's Huffman decoder (src/image/jpeg_huffman.cpp,
+as bench/huffman_vs_turbo drives it) beyond the decode benchmark's files:
+scikit-image's sample photos re-encoded by PIL at several qualities and
+chroma subsamplings, grey ones, odd sizes (partial MCUs),
 optimised Huffman tables, restart markers, and progressive ones (which the
 decoder must report as unsupported).
 

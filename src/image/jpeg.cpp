@@ -2,10 +2,10 @@
 //
 // libjpeg reports errors through a callback that must not return; its default
 // calls exit(). Throwing a C++ exception through libjpeg's C frames is
-// undefined, so the callback longjmps back to a setjmp in run_decode /
-// run_encode, which then returns false; the C++ caller throws. Nothing with a
-// destructor lives in those frames between setjmp and the calls into libjpeg:
-// everything they fill belongs to the caller.
+// undefined, so the callback (jpeg_errors.h) longjmps back to a setjmp in
+// run_decode / run_encode, which then returns false; the C++ caller throws.
+// Nothing with a destructor lives in those frames between setjmp and the calls
+// into libjpeg: everything they fill belongs to the caller.
 #include <algorithm>
 #include <csetjmp>
 #include <cstdio>
@@ -14,57 +14,22 @@
 
 // jpeglib.h needs size_t and FILE declared first.
 #include <jpeglib.h>
-#include <jerror.h>
 
 #include "codec_internal.h"
+#include "jpeg_errors.h"
 #include "jpeg_huffman.h"
 #include "convoy/core/error.h"
 
 namespace convoy::image {
 namespace {
 
-struct JpegError {
-  jpeg_error_mgr mgr;  // first member: libjpeg hands back a pointer to it
-  std::jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-};
-
-[[noreturn]] void on_error(j_common_ptr cinfo) {
-  auto* err = reinterpret_cast<JpegError*>(cinfo->err);
-  (*cinfo->err->format_message)(cinfo, err->message);
-  std::longjmp(err->jump, 1);
-}
-
-// Warnings that mean pixels are missing or wrong are errors: a truncated
-// photo would otherwise train as a grey smear. Benign ones (unknown JFIF
-// revision, stray bytes before a marker) are ignored, as PIL and TF do.
-bool is_data_damage(int code) {
-  switch (code) {
-    case JWRN_JPEG_EOF: case JWRN_HIT_MARKER: case JWRN_HUFF_BAD_CODE: case JWRN_ARITH_BAD_CODE:
-    case JWRN_MUST_RESYNC: case JWRN_BOGUS_PROGRESSION: case JWRN_NOT_SEQUENTIAL:
-      return true;
-    default:
-      return false;
-  }
-}
-
-void on_message(j_common_ptr cinfo, int level) {
-  if (level < 0 && is_data_damage(cinfo->err->msg_code)) on_error(cinfo);
-}
-
-void install_errors(jpeg_error_mgr* mgr) {
-  jpeg_std_error(mgr);
-  mgr->error_exit = on_error;
-  mgr->emit_message = on_message;
-}
+using detail::JpegError;
 
 struct Decompressor {
   jpeg_decompress_struct cinfo;
   JpegError err;
   Decompressor() {
-    cinfo.err = &err.mgr;
-    install_errors(&err.mgr);
-    err.message[0] = '\0';
+    cinfo.err = detail::install_errors(&err);
     jpeg_create_decompress(&cinfo);
   }
   ~Decompressor() { jpeg_destroy_decompress(&cinfo); }
@@ -144,9 +109,7 @@ struct Compressor {
   unsigned char* buffer = nullptr;
   unsigned long size = 0;
   Compressor() {
-    cinfo.err = &err.mgr;
-    install_errors(&err.mgr);
-    err.message[0] = '\0';
+    cinfo.err = detail::install_errors(&err);
     jpeg_create_compress(&cinfo);
   }
   ~Compressor() {
