@@ -2,11 +2,11 @@
 // libjpeg's internal module interface (jpegint.h); jdcoefct calls
 // decode_mcu once per MCU with zeroed blocks to fill, then runs its IDCT.
 //
-// Errors longjmp out through libjpeg's error manager (see jpeg.cpp), across
-// the functions here: nothing in them has a destructor, and all their memory
-// comes from libjpeg's image pool, which jpeg_destroy_decompress frees.
-// The bench program bench/huffman_vs_turbo.cpp holds the same decoder
-// standalone, with the measurements that justified it (docs/benchmarks.md).
+// Errors longjmp out through libjpeg's error manager (see jpeg_errors.h),
+// across the functions here: nothing in them has a destructor, and all their
+// memory comes from libjpeg's image pool, which jpeg_destroy_decompress
+// frees. bench/huffman_vs_turbo.cpp times this decoder against
+// libjpeg-turbo's and checks the coefficients (docs/benchmarks.md).
 #include "jpeg_huffman.h"
 
 #include <atomic>

@@ -3,9 +3,10 @@
 // libjpeg-turbo in place of its own (docs/images.md, "JPEG decoding").
 //
 // Entropy decoding is most of the time of a DCT-scaled decode, and this one
-// is faster than libjpeg-turbo's (one table lookup gives a coefficient's
-// run, length and value; the scan is unstuffed once, so the bit reader never
-// looks for 0xFF). Everything else — IDCT, upsampling, colour conversion —
+// is faster than libjpeg-turbo's (one table lookup gives up to two
+// coefficients' runs, lengths and values; the bit count is checked once per
+// four lookups; the scan is unstuffed once, so the bit reader never looks
+// for 0xFF). Everything else — IDCT, upsampling, colour conversion —
 // stays libjpeg-turbo's, and the coefficients are the same, so the pixels
 // are identical to libjpeg-turbo's alone.
 
