@@ -16,8 +16,11 @@ Every side runs on one thread, pinned to one core, and is timed by its
 process's CPU time (images per CPU-second = per core; robust when other work
 shares the machine); wall-clock rates are printed beside it. Each figure is
 the median of --rounds rounds of --passes passes over the files; every side
-runs --repeats times, interleaved, and the headline is the median over the
-repeats of convoy's rate over the fastest peer's in the same repeat.
+runs --repeats times, interleaved. The headline then comes from --pairs
+short runs (3 rounds of 1 pass) of convoy and the fastest peer back to back:
+the median of convoy's rate over the peer's within each pair. (The shared
+machine's speed drifts by tens of percent over seconds; a pair a few seconds
+apart sees nearly the same machine.)
 
 Sides (those whose packages are missing are skipped with a note):
   convoy                      bench/decode_convoy.cpp: decode_map (DCT scaling to >= 224, area
@@ -31,7 +34,7 @@ Sides (those whose packages are missing are skipped with a note):
   tf.data ratio=4             the same with decode_jpeg(ratio=4): TF's DCT scaling (fixed per
                               pipeline; 4 is the right one for these files)
 
-  python3 bench/decode_vs_peers.py [--rounds 5] [--passes 3] [--repeats 3] [--convoy build/decode_convoy]
+  python3 bench/decode_vs_peers.py [--rounds 5] [--passes 3] [--repeats 2] [--pairs 9] [--convoy build/decode_convoy]
 
 Runs PIL/torchvision under /usr/bin/python3 (Debian's torch, torchvision,
 PIL) and tf.data under this interpreter. Ends with the headline line:
@@ -113,7 +116,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--passes", type=int, default=3)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--pairs", type=int, default=9)
     ap.add_argument("--convoy", default=os.path.join(ROOT, "build", "decode_convoy"))
     ap.add_argument("--files", default="/tmp/convoy-decode-bench")
     a = ap.parse_args()
@@ -137,8 +141,7 @@ def main():
     # Every side runs --repeats times, the sides interleaved (the order turned
     # each repeat), so a slow spell of a shared machine falls on all of them
     # rather than on whichever ran then. A side's figure is the median of its
-    # repeats; the headline is the median, over repeats, of convoy's rate
-    # over the fastest peer's in the same repeat.
+    # repeats.
     available = [(name, cmd) for name, cmd, ok in sides if ok]
     for name, cmd, ok in sides:
         if not ok:
@@ -168,8 +171,21 @@ def main():
     if "convoy" not in results or not peers:
         raise SystemExit("decode_speedup_vs_fastest_peer: n/a (convoy or every peer missing)")
     fastest = max(peers, key=lambda k: peers[k][0])
-    ratios = [c[0] / p[0] for c, p in zip(runs["convoy"], runs[fastest])]
-    print(f"fastest peer per core: {fastest}; convoy / it per repeat: " + ", ".join(f"{r:.2f}" for r in ratios))
+    # The headline from short runs of convoy and the fastest peer back to
+    # back: this machine's speed drifts by tens of percent over seconds, and
+    # a pair of runs a few seconds apart sees nearly the same machine.
+    cmds = dict(available)
+    short = ["--rounds", "3", "--passes", "1"]
+    ratios = []
+    for _ in range(a.pairs):
+        c, _err = run(cmds["convoy"] + short)
+        p, _err = run(cmds[fastest] + short)
+        if c and p:
+            ratios.append(c[0] / p[0])
+    if not ratios:
+        raise SystemExit("decode_speedup_vs_fastest_peer: n/a (the paired runs failed)")
+    print(f"fastest peer per core: {fastest}; convoy / it in {len(ratios)} back-to-back pairs: "
+          + ", ".join(f"{r:.2f}" for r in sorted(ratios)))
     print(f"decode_speedup_vs_fastest_peer: {statistics.median(ratios):.2f}")
 
 if __name__ == "__main__":
