@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_op.h"
+#include "op_timing.h"
 #include "convoy/core/error.h"
 #include "convoy/core/rng.h"
 #include "convoy/nn/sequential.h"
@@ -31,12 +32,6 @@ struct Shape4 {
 struct PassTimes {
   double forward = 1e9, weights = 1e9, data = 1e9;  // seconds, best of reps
 };
-
-double seconds(clockid_t clock) {
-  timespec t;
-  clock_gettime(clock, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
 
 PassTimes time_conv(const Shape4& s, const char* algo, int64_t reps, clockid_t clock) {
   setenv("CONVOY_CONV_ALGO", algo, 1);
@@ -70,19 +65,12 @@ PassTimes time_conv(const Shape4& s, const char* algo, int64_t reps, clockid_t c
     b.srcs = {b.src};
     b.diff_srcs = {b.diff_src};
     op->bind(env, b);
-    for (int64_t r = 0; r < reps + 2; ++r) {  // 2 warm-up runs
-      const double t0 = seconds(clock);
-      op->forward(env, true);
-      const double t1 = seconds(clock);
-      op->backward(env);
-      const double t2 = seconds(clock);
-      if (r < 2) continue;
-      if (!with_data) {
-        best.forward = std::min(best.forward, t1 - t0);
-        best.weights = std::min(best.weights, t2 - t1);
-      } else {
-        best.data = std::min(best.data, t2 - t1);
-      }
+    const bench::BestPasses t = bench::best_passes(*op, env, clock, reps, 2);
+    if (!with_data) {
+      best.forward = t.forward;
+      best.weights = t.backward;
+    } else {
+      best.data = t.backward;
     }
   }
   return best;

@@ -17,17 +17,12 @@
 #include <vector>
 
 #include "backends/cpu/cpu_op.h"
+#include "op_timing.h"
 #include "convoy/core/error.h"
 #include "convoy/core/rng.h"
 #include "convoy/nn/zoo.h"
 
 namespace {
-
-double seconds(clockid_t clock) {
-  timespec t;
-  clock_gettime(clock, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
 
 std::vector<float> uniform(int64_t count, convoy::Rng& rng) {
   std::vector<float> v(static_cast<std::size_t>(count));
@@ -83,18 +78,8 @@ int main(int argc, char** argv) try {
     b.srcs = {b.src};
     b.diff_srcs = {b.diff_src};
     op->bind(env, b);
-    double forward = 1e9, backward = 1e9;
-    for (int64_t r = 0; r < reps + 3; ++r) {  // 3 warm-up runs
-      const double t0 = seconds(clock);
-      op->forward(env, true);
-      const double t1 = seconds(clock);
-      op->backward(env);
-      const double t2 = seconds(clock);
-      if (r < 3) continue;
-      forward = std::min(forward, t1 - t0);
-      backward = std::min(backward, t2 - t1);
-    }
-    std::printf("%-16s %10.3f %10.3f\n", plan.name.c_str(), 1e3 * forward, 1e3 * backward);
+    const bench::BestPasses best = bench::best_passes(*op, env, clock, reps, 3);
+    std::printf("%-16s %10.3f %10.3f\n", plan.name.c_str(), 1e3 * best.forward, 1e3 * best.backward);
   }
   return 0;
 } catch (const convoy::UserError& e) {

@@ -299,6 +299,16 @@ void check_batch_norm(const char* name, int64_t batch, const Shape& shape) {
   EXPECT_LT(testing::relative_error(state, want_state), 1e-5) << "running statistics";
 }
 
+// Runs f on one thread (each thread count splits the batch differently),
+// then restores the thread count.
+template <class F>
+void on_one_thread(F f) {
+  const int threads = num_threads();
+  set_num_threads(1);
+  f();
+  set_num_threads(threads);
+}
+
 }  // namespace
 
 TEST(CpuKernels, BatchNormMatchesReferenceFormulas) {
@@ -318,10 +328,9 @@ TEST(CpuKernels, ConvOutputAndWeightGradientMatchReferenceSums) {
 
 // The same with one thread: each thread count splits the batch differently.
 TEST(CpuKernels, ConvOutputAndWeightGradientMatchReferenceSumsOnOneThread) {
-  const int threads = num_threads();
-  set_num_threads(1);
-  for (const ConvCase& k : kConvCases) check_conv_gradients(k);
-  set_num_threads(threads);
+  on_one_thread([] {
+    for (const ConvCase& k : kConvCases) check_conv_gradients(k);
+  });
 }
 
 // Forced Winograd, then forced direct (oneDNN), on the shapes Winograd
@@ -333,10 +342,9 @@ TEST(CpuKernels, WinogradConvMatchesReferenceSums) {
 
 TEST(CpuKernels, WinogradConvMatchesReferenceSumsOnOneThread) {
   testing::ScopedConvAlgo algo("winograd");
-  const int threads = num_threads();
-  set_num_threads(1);
-  for (const ConvCase& k : kWinogradCases) check_conv_gradients(k);
-  set_num_threads(threads);
+  on_one_thread([] {
+    for (const ConvCase& k : kWinogradCases) check_conv_gradients(k);
+  });
 }
 
 TEST(CpuKernels, DirectConvMatchesReferenceSumsOnWinogradShapes) {

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 // jpeglib.h needs size_t and FILE declared first; JPEG_INTERNALS exposes the
 // module structs (cinfo->entropy, cinfo->inputctl) from jpegint.h, which
@@ -80,13 +81,16 @@ constexpr uint32_t kFull = 1u << 6;
 //   48-63: the two values.
 constexpr uint64_t kPairFull = 1u << 6, kPairEob = 1u << 7;
 
+// Entry: uint32_t for DC tables, uint64_t for AC ones (the layouts above).
+template <class Entry>
 struct HuffTable {
-  uint32_t dc[1 << kFastBits];    // DC tables only
-  uint64_t ac[1 << kFastBits];    // AC tables only
+  Entry lookup[1 << kFastBits];
   uint32_t maxcode[18];  // per length: first code above it, left-justified to 16 bits; [17] sentinel
   int valoffset[17];     // per length: index into vals minus the first code
   uint8_t vals[256];
 };
+using DcTable = HuffTable<uint32_t>;
+using AcTable = HuffTable<uint64_t>;
 
 int extend(uint32_t bits, int s) {  // JPEG's sign convention for s magnitude bits
   return s == 0 ? 0 : (bits < (1u << (s - 1)) ? static_cast<int>(bits) - (1 << s) + 1 : static_cast<int>(bits));
@@ -94,7 +98,7 @@ int extend(uint32_t bits, int s) {  // JPEG's sign convention for s magnitude bi
 
 // first[idx]: the code that the kFastBits bits idx start with, as
 // length << 8 | symbol; 0 when it is longer than kFastBits.
-void build_dc_lookup(HuffTable* t, const uint16_t* first) {
+void build_lookup(DcTable* t, const uint16_t* first) {
   for (uint32_t idx = 0; idx < (1u << kFastBits); ++idx) {
     const int len = first[idx] >> 8, s = first[idx] & 0xFF;
     uint32_t e = 0;
@@ -104,11 +108,11 @@ void build_dc_lookup(HuffTable* t, const uint16_t* first) {
     } else if (len != 0) {
       e = static_cast<uint32_t>(len) | (static_cast<uint32_t>(s) << 8);
     }
-    t->dc[idx] = e;
+    t->lookup[idx] = e;
   }
 }
 
-void build_ac_lookup(HuffTable* t, const uint16_t* first) {
+void build_lookup(AcTable* t, const uint16_t* first) {
   for (uint32_t idx = 0; idx < (1u << kFastBits); ++idx) {
     const int len1 = first[idx] >> 8, sym1 = first[idx] & 0xFF;
     const int r1 = sym1 >> 4, s1 = sym1 & 15;
@@ -145,13 +149,15 @@ void build_ac_lookup(HuffTable* t, const uint16_t* first) {
           static_cast<uint64_t>(static_cast<uint16_t>(extend(mag1, s1))) << 32 |
           static_cast<uint64_t>(static_cast<uint16_t>(v2)) << 48;
     }
-    t->ac[idx] = e;
+    t->lookup[idx] = e;
   }
 }
 
 // False for a table we do not take (libjpeg has already refused really bad
 // ones when it started the scan).
-bool build_table(HuffTable* t, const JHUFF_TBL* src, bool dc) {
+template <class Entry>
+bool build_table(HuffTable<Entry>* t, const JHUFF_TBL* src) {
+  constexpr bool dc = std::is_same_v<Entry, uint32_t>;
   int total = 0;
   for (int len = 1; len <= 16; ++len) total += src->bits[len];
   if (total > 256) return false;
@@ -174,8 +180,7 @@ bool build_table(HuffTable* t, const JHUFF_TBL* src, bool dc) {
     code <<= 1;
   }
   t->maxcode[17] = 0xFFFFFFFFu;
-  if (dc) build_dc_lookup(t, first);
-  else build_ac_lookup(t, first);
+  build_lookup(t, first);
   return true;
 }
 
@@ -193,9 +198,10 @@ constexpr size_t kPad = 4096;
 
 struct FastHuffman {
   jpeg_entropy_decoder pub;                        // first member: libjpeg holds a pointer to it
-  HuffTable dc[NUM_HUFF_TBLS], ac[NUM_HUFF_TBLS];  // by table number: shared tables stay shared in cache
-  const HuffTable* dc_of_block[D_MAX_BLOCKS_IN_MCU];
-  const HuffTable* ac_of_block[D_MAX_BLOCKS_IN_MCU];
+  DcTable dc[NUM_HUFF_TBLS];  // by table number: shared tables stay shared in cache
+  AcTable ac[NUM_HUFF_TBLS];
+  const DcTable* dc_of_block[D_MAX_BLOCKS_IN_MCU];
+  const AcTable* ac_of_block[D_MAX_BLOCKS_IN_MCU];
   int comp_of_block[D_MAX_BLOCKS_IN_MCU];
   int blocks;
   const uint8_t* clean;  // the scan with 0xFF00 unstuffed and markers removed, kPad zeros after
@@ -226,7 +232,8 @@ struct FastHuffman {
 }
 
 // Codes longer than kFastBits, canonically; buf holds at least 16 bits.
-inline int decode_long_code(j_decompress_ptr cinfo, uint64_t& buf, int& nbits, const HuffTable& t) {
+template <class Entry>
+inline int decode_long_code(j_decompress_ptr cinfo, uint64_t& buf, int& nbits, const HuffTable<Entry>& t) {
   const uint32_t code16 = static_cast<uint32_t>(buf >> 48);
   int len = kFastBits + 1;
   while (code16 >= t.maxcode[len]) ++len;
@@ -245,8 +252,8 @@ struct BitState {
 };
 
 // One block's coefficients into blk (zeroed by the caller), natural order.
-[[gnu::always_inline]] inline void decode_block(j_decompress_ptr cinfo, BitState& st, const HuffTable& dc,
-                                                const HuffTable& ac, int* pred, JCOEF* blk) {
+[[gnu::always_inline]] inline void decode_block(j_decompress_ptr cinfo, BitState& st, const DcTable& dc,
+                                                const AcTable& ac, int* pred, JCOEF* blk) {
   uint64_t buf = st.buf;
   int nbits = st.nbits;
   const uint8_t* p = st.p;
@@ -269,7 +276,7 @@ struct BitState {
   };
   refill();
   {
-    const uint32_t t = dc.dc[buf >> (64 - kFastBits)];
+    const uint32_t t = dc.lookup[buf >> (64 - kFastBits)];
     int diff;
     if (t & kFull) {
       diff = static_cast<int32_t>(t) >> 16;
@@ -296,7 +303,7 @@ struct BitState {
     // mispredicted about once a block).
     refill();
     for (int j = 0; j < 4; ++j) {
-      const uint64_t t = ac.ac[buf >> (64 - kFastBits)];
+      const uint64_t t = ac.lookup[buf >> (64 - kFastBits)];
       if (__builtin_expect((t & (kPairFull | kPairEob)) == kPairFull, 1)) {
         // The second first: a single coefficient's harmless zero may land
         // on the first's place (at position 63), never the other way.
@@ -468,8 +475,8 @@ bool use_fast_huffman(jpeg_decompress_struct* cinfo) {
     if (d < 0 || d >= NUM_HUFF_TBLS || a < 0 || a >= NUM_HUFF_TBLS || !cinfo->dc_huff_tbl_ptrs[d] ||
         !cinfo->ac_huff_tbl_ptrs[a])
       return false;
-    if (!built_dc[d] && !build_table(&e->dc[d], cinfo->dc_huff_tbl_ptrs[d], true)) return false;
-    if (!built_ac[a] && !build_table(&e->ac[a], cinfo->ac_huff_tbl_ptrs[a], false)) return false;
+    if (!built_dc[d] && !build_table(&e->dc[d], cinfo->dc_huff_tbl_ptrs[d])) return false;
+    if (!built_ac[a] && !build_table(&e->ac[a], cinfo->ac_huff_tbl_ptrs[a])) return false;
     built_dc[d] = built_ac[a] = true;
   }
   for (int b = 0; b < cinfo->blocks_in_MCU; ++b) {
