@@ -10,6 +10,7 @@ cd "$(dirname "$0")"
 packages=(
   build-essential cmake          # compiler and build
   libdnnl-dev                    # oneDNN: the CPU kernels
+  opencl-c-headers ocl-icd-opencl-dev  # oneDNN's CMake package requires OpenCL's headers and loader
   zlib1g-dev                     # gzip-compressed IDX files and TFRecords
   libjpeg62-turbo-dev libpng-dev # image decoding (libjpeg-turbo, libpng)
   libcli11-dev nlohmann-json3-dev  # CLI flags, JSON (summaries, safetensors headers)
