@@ -9,6 +9,7 @@ cd "$(dirname "$0")"
 
 packages=(
   build-essential cmake          # compiler and build
+  ccache                         # rebuilds (and CI's three builds) reuse compiled objects
   libdnnl-dev                    # oneDNN: the CPU kernels
   opencl-c-headers ocl-icd-opencl-dev  # oneDNN's CMake package requires OpenCL's headers and loader
   zlib1g-dev                     # gzip-compressed IDX files and TFRecords
@@ -86,6 +87,7 @@ fi
 bash tools/fetch_pretrained.sh >/dev/null 2>&1 ||
   echo "setup: could not fetch the pretrained EfficientNet-Lite0; its top-5 test will be skipped"
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" \
+  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache >/dev/null
 cmake --build build -j2
 echo "setup: built build/convoy"
