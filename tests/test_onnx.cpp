@@ -709,6 +709,10 @@ TEST(OnnxIssue23, GemmScalingClipWithoutBoundsAndWeightsAsInputs) {
   EXPECT_EQ(import_error(graph({3}, {op("Gemm", "g", {"x", "w", "b"}, {integer("transB", 1)})}, {w, rows})),
             "g.onnx: node 'g' (Gemm): the bias 'b' is [4, 2]; convoy's Dense takes one value per unit ([2] or [1, 2]) or "
             "a scalar, the same for every row");
+  // A scalar bias is broadcast no wider than the weight: a [0, 2^40] weight is refused, not a 4 TB bias.
+  const onnx::Tensor empty{.name = "w", .dims = {0, int64_t{1} << 40}};
+  EXPECT_NE(import_error(graph({3}, {op("Gemm", "g", {"x", "w", "b"})}, {empty, one})).find("node 'g' (Gemm): the weight has 0 values"),
+            std::string::npos);
   // Clip without bounds is the identity.
   const ImportedModel clip = import(graph({3}, {op("Clip", "c", {"x"}), op("Relu", "r", {"c"})}));
   EXPECT_EQ(clip.model.layers().size(), 1u);

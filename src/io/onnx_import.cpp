@@ -420,8 +420,12 @@ class Importer {
   // A Dense's bias from a constant that broadcasts over [N, units] the same for
   // every row: one value, or [units] with any leading 1s. A bias that differs
   // by row ([N, units]) has no Dense equivalent.
-  std::vector<float> bias_for(const Node& n, const onnx::Tensor& b, int64_t units) const {
-    if (b.numel() == 1) return std::vector<float>(static_cast<std::size_t>(std::max<int64_t>(units, 0)), b.floats.at(0));
+  // (`weights` is the weight's value count: a valid weight has at least one per
+  // unit, so a scalar is broadcast only that far; dense() refuses the rest.)
+  std::vector<float> bias_for(const Node& n, const onnx::Tensor& b, int64_t units, std::size_t weights) const {
+    if (b.numel() == 1)
+      return units > 0 && static_cast<std::size_t>(units) <= weights ? std::vector<float>(static_cast<std::size_t>(units), b.floats.at(0))
+                                                                       : b.floats;
     bool per_unit = !b.dims.empty() && b.dims.back() == units;
     for (std::size_t i = 0; i + 1 < b.dims.size(); ++i) per_unit = per_unit && b.dims[i] == 1;
     if (!per_unit)
@@ -782,7 +786,7 @@ class Importer {
         for (float& v : rows) v *= alpha;
       std::vector<float> bias;
       if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
-        bias = bias_for(n, need_float(n, 2), units);
+        bias = bias_for(n, need_float(n, 2), units, rows.size());
         if (beta != 1)
           for (float& v : bias) v *= beta;
       }
@@ -803,7 +807,7 @@ class Importer {
         const std::string& other = a.inputs.at(a.inputs[0] == n.outputs[0] ? 1 : 0);
         if (constant(other)) {
           skip_.insert(next);
-          std::vector<float> bias = bias_for(a, need_float(a, a.inputs[0] == other ? 0 : 1), units);
+          std::vector<float> bias = bias_for(a, need_float(a, a.inputs[0] == other ? 0 : 1), units, rows.size());
           return dense(n, n.inputs[0], std::move(rows), units, std::move(bias), w.name, &a.outputs.at(0));
         }
       }
