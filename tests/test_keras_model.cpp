@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include "convoy/data/fashion_mnist.h"
+#include "convoy/io/safetensors.h"
+#include "convoy/nn/sequential.h"
 #include "convoy/nn/zoo.h"
 #include "convoy/train/keras_model.h"
 #include "test_helpers.h"
@@ -54,6 +56,33 @@ TEST(KerasModel, CompileFitEvaluatePredictAgree) {
   ASSERT_EQ(more.epochs.size(), 3u);
   EXPECT_EQ(more.epochs.back().epoch, 3);
   EXPECT_EQ(model.history().epochs.size(), 3u);
+}
+
+// save_weights / load_weights: the file the CLI writes as model.safetensors
+// (io::to_named's names); loaded before compile it waits for it, and the
+// reloaded model scores exactly as the saved one.
+TEST(KerasModel, SavedWeightsLoadIntoAFreshModelAndScoreTheSame) {
+  const auto train = data::take(fashion().train, 512);
+  const auto test = data::take(fashion().test, 256);
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/model.safetensors";
+  KerasModel a(nn::seed_cnn());
+  a.compile({.loss = Loss::nll, .batch_size = 64});
+  a.fit(train, {.epochs = 1, .verbose = 0});
+  a.save_weights(path);
+  const Metrics want = a.evaluate(test);
+  const io::NamedTensors saved = io::read_safetensors(path);
+  EXPECT_TRUE(saved.count("conv2d_0.weight") && saved.count("batch_norm_0.running_mean"));
+
+  KerasModel b(nn::seed_cnn());
+  b.load_weights(path);  // before compile: applied by it
+  b.compile({.loss = Loss::nll, .batch_size = 32, .seed = 9});
+  const Metrics got = b.evaluate(test);
+  EXPECT_EQ(got.correct, want.correct);
+  EXPECT_NEAR(got.mean_loss(), want.mean_loss(), 1e-6);
+
+  KerasModel other(nn::Sequential({1, 28, 28}, {nn::Flatten{}, nn::Dense{.units = 10}, nn::LogSoftmax{}}));
+  EXPECT_THROW(other.load_weights(path), UserError);
 }
 
 TEST(KerasModel, RecompilingKeepsTheWeightsAndNoValidationGivesNoValidationFigures) {

@@ -6,6 +6,8 @@
 
 #include "convoy/backends/devices.h"
 #include "convoy/core/error.h"
+#include "convoy/io/model_weights.h"
+#include "convoy/io/safetensors.h"
 #include "convoy/train/evaluation.h"
 
 namespace convoy::train {
@@ -40,11 +42,43 @@ void KerasModel::compile(const CompileSettings& settings) {
   const DeviceChoice device = choose_device(settings.device, model_);
   device_note_ = device.fallback;
   exe_ = compile_on(device.kind, model_, options, settings.seed);
+  if (!loaded_params_.empty()) {  // load_weights came before the first compile
+    weights = std::move(loaded_params_);
+    state = std::move(loaded_state_);
+    loaded_params_.clear();
+    loaded_state_.clear();
+  }
   if (!weights.empty()) {
     exe_->set_parameters(weights);
     exe_->set_state(state);
   }
   settings_ = settings;
+}
+
+void KerasModel::save_weights(const std::string& path) {
+  std::vector<float> params(static_cast<std::size_t>(model_.num_parameters()));
+  std::vector<float> state(static_cast<std::size_t>(model_.num_state()));
+  if (exe_) {
+    exe_->get_parameters(params);
+    exe_->get_state(state);
+  } else if (!loaded_params_.empty()) {
+    params = loaded_params_;
+    state = loaded_state_;
+  } else {
+    throw UserError("save_weights: the model has no weights yet; call compile() or load_weights() first");
+  }
+  io::write_safetensors(path, io::to_named(model_, params, state));
+}
+
+void KerasModel::load_weights(const std::string& path) {
+  io::FlatWeights w = io::from_named(model_, io::read_safetensors(path), path);
+  if (!exe_) {
+    loaded_params_ = std::move(w.params);
+    loaded_state_ = std::move(w.state);
+    return;
+  }
+  exe_->set_parameters(w.params);
+  exe_->set_state(w.state);
 }
 
 Executable& KerasModel::executable() {

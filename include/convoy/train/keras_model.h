@@ -68,6 +68,14 @@ class KerasModel {
   std::vector<float> predict(const data::LabeledImages& data);
   // Why "auto" chose the CPU (no usable GPU, or a layer the GPU lacks); empty otherwise.
   const std::string& device_note() const { return device_note_; }
+  // Keras's save_weights / load_weights: the weights and batch-norm
+  // statistics as safetensors under PyTorch's names — the file
+  // `convoy train --out DIR` writes as DIR/model.safetensors, so either side
+  // reads the other's. load_weights needs this model's architecture (a
+  // missing or mis-shaped tensor is a UserError naming it); before compile()
+  // the weights wait for it.
+  void save_weights(const std::string& path);
+  void load_weights(const std::string& path);
   // Keras-style table: layers, output shapes, parameter counts.
   std::string summary() const { return model_.summary(); }
 
@@ -82,6 +90,7 @@ class KerasModel {
   std::unique_ptr<Executable> exe_;
   History history_;
   std::string device_note_;
+  std::vector<float> loaded_params_, loaded_state_;  // load_weights before compile()
 };
 
 }  // namespace convoy::train
