@@ -11,6 +11,7 @@
 #include "convoy/backends/devices.h"
 #include "convoy/core/cpu_info.h"
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 #include "convoy/data/bad_examples.h"
 #include "convoy/data/fashion_mnist.h"
 #include "convoy/image/plant_demo.h"
@@ -326,7 +327,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "convoy: error: " << e.what() << "; see 'convoy --help'" << std::endl;
+    std::cerr << "convoy: error: " << convoy::one_line(e.what()) << "; see 'convoy --help'" << std::endl;
     return 2;
   }
   try {
@@ -343,13 +344,13 @@ int main(int argc, char** argv) {
     if (shards->parsed()) return run_shards(sf);
     if (demo_data->parsed()) return run_demo_data(demo);
   } catch (const convoy::UserError& e) {
-    std::cerr << "convoy: error: " << e.what() << std::endl;
+    std::cerr << "convoy: error: " << convoy::one_line(e.what()) << std::endl;
     return 2;
   } catch (const std::bad_alloc&) {
     std::cerr << "convoy: error: out of memory; use a smaller --batch-size or free memory" << std::endl;
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "convoy: internal error: " << e.what() << " (please report this)" << std::endl;
+    std::cerr << "convoy: internal error: " << convoy::one_line(e.what()) << " (please report this)" << std::endl;
     return 1;
   }
   return 0;

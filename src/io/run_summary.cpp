@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 
 namespace convoy::io {
 namespace {
@@ -54,7 +55,7 @@ double number(const nlohmann::json& j, const char* key, const std::string& where
 
 train::History parse_history_json(const std::string& text, const std::string& where) {
   try {
-    const auto j = nlohmann::json::parse(text);
+    const auto j = parse_json_bounded(text, where + ": bad training history");
     require(j.is_object() && j.contains("epochs") && j.at("epochs").is_array(),
             where + ": bad training history (no list of epochs); the checkpoint is corrupt");
     train::History h;

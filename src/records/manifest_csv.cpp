@@ -8,6 +8,7 @@
 #include <set>
 
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 #include "convoy/records/csv.h"
 #include "convoy/records/manifest.h"
 
@@ -16,9 +17,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The first few names, each cut: a message stays short however many there are.
 std::string joined(const std::vector<std::string>& names) {
+  constexpr std::size_t kNamed = 8;
   std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  for (std::size_t i = 0; i < names.size() && i < kNamed; ++i) out += (i ? ", " : "") + shown(names[i]);
+  if (names.size() > kNamed) out += " and " + std::to_string(names.size() - kNamed) + " more";
   return out;
 }
 
@@ -105,7 +109,7 @@ Manifest read_csv_manifest(const std::string& csv_path, const CsvManifestOptions
       continue;
     }
     if (auto [it, fresh] = first_line_of_id.emplace(e.id, r.line); !fresh) {
-      bad.add(r.line, o.id_column + " '" + e.id + "' appears again (first on line " + std::to_string(it->second) + ")",
+      bad.add(r.line, o.id_column + " '" + shown(e.id) + "' appears again (first on line " + std::to_string(it->second) + ")",
               "list each image once");
       continue;
     }
@@ -117,7 +121,7 @@ Manifest read_csv_manifest(const std::string& csv_path, const CsvManifestOptions
         continue;
       }
       if (it == class_index.end()) {
-        bad.add(r.line, "unknown class '" + name + "' in column '" + o.label_column + "'",
+        bad.add(r.line, "unknown class '" + shown(name) + "' in column '" + o.label_column + "'",
                 "use one of: " + joined(m.classes));
         continue;
       }
@@ -129,7 +133,7 @@ Manifest read_csv_manifest(const std::string& csv_path, const CsvManifestOptions
         if (auto x = zero_or_one(v))
           e.one_hot.push_back(*x);
         else
-          problem = "column '" + m.classes[c] + "' holds '" + v + "', not 0 or 1";
+          problem = "column '" + shown(m.classes[c]) + "' holds '" + shown(v) + "', not 0 or 1";
       }
       if (!problem.empty()) {
         bad.add(r.line, problem, "a class column holds 0 or 1");
@@ -140,10 +144,22 @@ Manifest read_csv_manifest(const std::string& csv_path, const CsvManifestOptions
         continue;
       }
     }
+    if (const auto why = outside_root(image_dir, e.id + o.extension)) {
+      bad.add(r.line, o.id_column + " '" + shown(e.id) + "' leads outside the image folder " + image_dir.string() +
+                          " (" + *why + ")",
+              "ids name files inside the image folder");
+      continue;
+    }
     e.path = (image_dir / (e.id + o.extension)).string();
     std::error_code ec;
     if (o.check_files && !fs::is_regular_file(e.path, ec)) {
-      bad.add(r.line, "image file " + e.path + " is missing", "add it, or fix image_dir/extension");
+      bad.add(r.line, "image file " + shown(e.path, 2 * kShownChars) + " is missing", "add it, or fix image_dir/extension");
+      continue;
+    }
+    if (const uint64_t size = o.check_files ? fs::file_size(e.path, ec) : 0; !ec && size > o.max_image_bytes) {
+      bad.add(r.line, "image file " + shown(e.path, 2 * kShownChars) + " has " + std::to_string(size) +
+                          " bytes, more than the " + std::to_string(o.max_image_bytes) + " an image may have",
+              "shrink it or raise data.max_image_bytes");
       continue;
     }
     m.entries.push_back(std::move(e));

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 #include "convoy/records/manifest.h"
 
 namespace convoy::records {
@@ -50,12 +51,17 @@ Manifest read_folder_manifest(const std::string& root, const FolderManifestOptio
       for (const fs::directory_entry& f : fs::recursive_directory_iterator(dir))
         if (f.is_regular_file() && wanted(f.path(), options.extensions)) files.push_back(f.path());
       std::sort(files.begin(), files.end());
-      for (const fs::path& f : files)
+      for (const fs::path& f : files) {
+        // Class folders and files may be links, but only to places inside the root.
+        if (const auto why = outside_root(root, f.lexically_relative(root).string()))
+          throw UserError(f.string() + ": leads outside the data folder " + root + " (" + *why +
+                          "); copy the image into the folder instead of linking it");
         m.entries.push_back({.id = f.lexically_relative(root).string(),
                              .path = f.string(),
                              .label = static_cast<int32_t>(c),
                              .one_hot = {},
                              .where = f.string()});
+      }
     }
   } catch (const fs::filesystem_error& e) {
     throw UserError(root + ": cannot list the folder (" + e.code().message() + " at " + e.path1().string() +

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 #include "convoy/io/atomic_file.h"
 #include "convoy/io/model_weights.h"
 #include "convoy/io/run_summary.h"
@@ -144,12 +145,7 @@ Checkpoint parse_checkpoint_metadata(const io::Metadata& meta, const std::string
     return c;
   }
   require(meta.count("position"), where + ": no position in the checkpoint metadata; the checkpoint is corrupt");
-  json p;
-  try {
-    p = json::parse(meta.at("position"));
-  } catch (const json::exception& e) {
-    throw UserError(where + ": bad checkpoint position (" + e.what() + "); the checkpoint is corrupt");
-  }
+  const json p = parse_json_bounded(meta.at("position"), where + ": the checkpoint is corrupt: bad position");
   require(p.is_object(), where + ": bad checkpoint position; the checkpoint is corrupt");
   c.epoch = field<int64_t>(p, "epoch", where);
   c.progress.step = field<int64_t>(p, "step", where);

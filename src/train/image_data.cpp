@@ -89,14 +89,17 @@ data::MapFn tolerant(data::MapFn fn, data::OnBadExample policy, std::shared_ptr<
   };
 }
 
+image::DecodeMapOptions decode_options(const RunConfig& c) {
+  return {.width = static_cast<int>(c.data.width), .height = static_cast<int>(c.data.height),
+          .channels = static_cast<int>(c.data.channels),
+          .method = c.data.resize == "bilinear" ? image::ResizeMethod::bilinear : image::ResizeMethod::area,
+          .fit = c.data.fit == "cover" ? image::Fit::cover : image::Fit::stretch,
+          .max_bytes = static_cast<uint64_t>(c.data.max_image_bytes)};
+}
+
 data::Dataset decoded(const data::Dataset& source, const RunConfig& c, bool labeled,
                       const std::shared_ptr<data::SkippedExamples>& skipped) {
-  const image::DecodeMapOptions decode{
-      .width = static_cast<int>(c.data.width), .height = static_cast<int>(c.data.height),
-      .channels = static_cast<int>(c.data.channels),
-      .method = c.data.resize == "bilinear" ? image::ResizeMethod::bilinear : image::ResizeMethod::area,
-      .fit = c.data.fit == "cover" ? image::Fit::cover : image::Fit::stretch};
-  data::MapFn decode_fn = image::decode_map("image_bytes", "image", decode);
+  data::MapFn decode_fn = image::decode_map("image_bytes", "image", decode_options(c));
   data::MapFn prepare = labeled ? data::MapFn([label = single_label(), decode_fn](data::Example e, Rng& rng) {
     return decode_fn(label(std::move(e), rng), rng);
   })
@@ -144,6 +147,7 @@ Split manifest_split(const RunConfig& c, ImageData& out, const std::shared_ptr<d
                                    {.id_column = c.data.id_column, .label_column = c.data.label_column,
                                     .classes = c.data.label_column.empty() ? std::vector<std::string>{} : c.data.classes,
                                     .image_dir = c.data.images, .extension = c.data.extension,
+                                    .max_image_bytes = static_cast<uint64_t>(c.data.max_image_bytes),
                                     .on_bad_example = policy, .log = no_log()});
     require(m.label_kind != records::LabelKind::none,
             data_path(c, c.data.train_csv) + ": has no class columns; give one 0/1 column per class or data.label_column");
@@ -158,7 +162,8 @@ Split manifest_split(const RunConfig& c, ImageData& out, const std::shared_ptr<d
   out.one_hot = m.label_kind == records::LabelKind::one_hot;
   out.skipped.insert(out.skipped.end(), m.skipped.begin(), m.skipped.end());
   const records::ManifestSplit s = records::stratified_split(m, c.data.validation_split, c.seed);
-  const records::ManifestDatasetOptions o{.on_bad_example = policy, .skipped = skipped, .log = no_log()};
+  const records::ManifestDatasetOptions o{.max_image_bytes = static_cast<uint64_t>(c.data.max_image_bytes),
+                                          .on_bad_example = policy, .skipped = skipped, .log = no_log()};
   return {records::manifest_dataset(s.train, o), records::manifest_dataset(s.validation, o)};
 }
 
@@ -255,11 +260,7 @@ int64_t write_submission(Executable& exe, const RunConfig& c, const std::string&
   auto bad_ids = std::make_shared<std::set<std::string>>();
   auto mu = std::make_shared<std::mutex>();
   auto lost = std::make_shared<data::SkippedExamples>();
-  const image::DecodeMapOptions decode{
-      .width = static_cast<int>(c.data.width), .height = static_cast<int>(c.data.height),
-      .channels = static_cast<int>(c.data.channels),
-      .method = c.data.resize == "bilinear" ? image::ResizeMethod::bilinear : image::ResizeMethod::area,
-      .fit = c.data.fit == "cover" ? image::Fit::cover : image::Fit::stretch};
+  const image::DecodeMapOptions decode = decode_options(c);
   const data::MapFn decode_fn = image::decode_map("file", "image", decode);
   const data::MapFn read = [=](data::Example e, Rng& rng) {
     const std::string id = e.text("id"), file = e.text("file");
