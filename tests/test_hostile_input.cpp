@@ -6,15 +6,20 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
 #include "convoy/core/untrusted.h"
 #include "convoy/image/codec.h"
+#include "convoy/io/run_summary.h"
 #include "convoy/io/safetensors.h"
 #include "convoy/records/csv.h"
 #include "convoy/records/manifest.h"
+#include "convoy/train/checkpoint.h"
+#include "convoy/train/metrics.h"
 #include "convoy/train/run_config.h"
 #include "test_helpers.h"
 #include "test_records_helpers.h"
@@ -204,6 +209,53 @@ TEST(HostileInput, CsvValuesAreEchoedCutAndRowsAreBounded) {
   EXPECT_EQ(shown(std::string_view("a\nb\x01\xff", 5)), "a\\nb\\x01\\xff");
   EXPECT_EQ(shown("caf\xc3\xa9"), "caf\xc3\xa9");  // UTF-8 kept
   EXPECT_EQ(one_line(std::string(1000, 'x') + " do this").size(), kMaxMessageChars);
+}
+
+}  // namespace convoy
+
+// Class 9: what a blown-up run produces is total for the metrics and reads back.
+namespace convoy {
+
+TEST(HostileInput, MetricsAreTotalOverNaN) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> scores = {0.1f, nan, 0.7f, nan, 0.3f};
+  const std::vector<uint8_t> truth = {0, 1, 1, 0, 1};
+  EXPECT_TRUE(std::isnan(train::roc_auc(scores, truth)));  // returns (it used to spin forever)
+  const std::vector<float> all_nan(1000, nan);
+  EXPECT_TRUE(std::isnan(train::roc_auc(all_nan, std::vector<uint8_t>(1000, 1))));
+  // A row of NaN scores is never a hit, whatever k.
+  const std::vector<float> rows = {nan, nan, nan, 0.1f, 0.8f, 0.1f};
+  EXPECT_DOUBLE_EQ(train::top_k_accuracy(rows, 3, std::vector<int32_t>{0, 1}, 3), 0.5);
+}
+
+TEST(HostileInput, AHistoryWithNaNFiguresReadsBack) {
+  train::History h;
+  h.epochs.push_back({.epoch = 1, .train_loss = std::numeric_limits<double>::quiet_NaN(), .train_accuracy = 0.1,
+                      .test_loss = std::numeric_limits<double>::quiet_NaN(),
+                      .test_accuracy = std::numeric_limits<double>::quiet_NaN(), .train_seconds = 1,
+                      .images_per_second = 10, .lr = 1e30, .input_wait_seconds = 0});
+  const train::History back = io::parse_history_json(io::history_json(h), "h");
+  ASSERT_EQ(back.epochs.size(), 1u);
+  EXPECT_TRUE(std::isnan(back.epochs[0].test_loss));
+  EXPECT_TRUE(std::isnan(back.epochs[0].train_loss));
+  EXPECT_EQ(back.epochs[0].lr, 1e30);
+}
+
+TEST(HostileInput, ALearningRateARunMayUseItsCheckpointsMayHold) {
+  train::RunConfig c;
+  c.lr = 1e30;
+  EXPECT_NO_THROW(train::validate(c));
+  c.lr = 1e39;  // no float holds it
+  expect_message(error_of([&] { train::validate(c); }), "optimizer.lr (--lr) must be positive and finite");
+  c.lr = 1e30;
+  io::Metadata meta{{"format", "convoy-checkpoint-2"},
+                    {"config", train::run_config_json(c)},
+                    {"history", io::history_json({})},
+                    {"position", nlohmann::json{{"epoch", 0}, {"step", 3}, {"loss_sum", 1.0}, {"correct", 0},
+                                                {"count", 3}, {"train_seconds", 1.0}, {"input_wait_seconds", 0.0},
+                                                {"lr", static_cast<double>(static_cast<float>(1e30))}}
+                                     .dump()}};
+  EXPECT_NEAR(train::parse_checkpoint_metadata(meta, "ck").lr, 1e30f, 1e24f);
 }
 
 }  // namespace convoy

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <iterator>
 
 #include <nlohmann/json.hpp>
@@ -155,7 +156,9 @@ Checkpoint parse_checkpoint_metadata(const io::Metadata& meta, const std::string
   c.progress.train_seconds = field<double>(p, "train_seconds", where);
   c.progress.input_wait_seconds = field<double>(p, "input_wait_seconds", where);
   const double lr = field<double>(p, "lr", where);
-  require(lr > 0 && lr < 1e30, where + ": checkpoint learning rate out of range; the checkpoint is corrupt");
+  // What validate() lets a run use (a positive float) is what a checkpoint may hold.
+  require(lr > 0 && lr <= std::numeric_limits<float>::max(),
+          where + ": checkpoint learning rate out of range; the checkpoint is corrupt");
   c.lr = static_cast<float>(lr);
   require(c.progress.metrics.correct <= c.progress.metrics.count && c.epoch <= c.config.epochs &&
               (c.history.epochs.empty() ? c.epoch == 0 : c.history.epochs.back().epoch == c.epoch),

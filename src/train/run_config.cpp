@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -249,7 +250,8 @@ void validate(const RunConfig& c) {
   require(c.checkpoint_every_steps >= 0,
           "training.checkpoint_every_steps (--checkpoint-every-steps) must be 0 (off) or positive");
   parse_on_nan(c.on_nan, "callbacks.on_nan (--on-nan)");
-  require(c.lr > 0, "optimizer.lr (--lr) must be positive");
+  require(c.lr > 0 && c.lr <= std::numeric_limits<float>::max(),
+          "optimizer.lr (--lr) must be positive and finite (at most 3.4e38, a float)");
   require(c.momentum >= 0 && c.momentum < 1, "optimizer.momentum (--momentum) must be in [0, 1)");
   require(c.weight_decay >= 0, "optimizer.weight_decay must be 0 or more");
   require(c.threads >= 0, "training.threads (--threads) must be 0 (all cores) or positive");
