@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -329,6 +330,9 @@ RunConfig parse_run_config(const std::string& text, const std::string& where, bo
 }
 
 RunConfig load_run_config(const std::string& path) {
+  std::error_code ec;
+  require(!std::filesystem::is_directory(path, ec),
+          path + ": is a folder, not a config file; pass a .yaml, .yml or .json file");
   std::ifstream in(path);
   require(static_cast<bool>(in), path + ": cannot open the config file; check the path");
   std::stringstream text;
