@@ -203,6 +203,28 @@ std::vector<std::string> messages(const data::SkippedExamples& s) {
 
 }  // namespace
 
+namespace {
+
+records::Manifest test_manifest(const RunConfig& c, const std::string& test_csv) {
+  // Every row stays (a submission needs them all), so files are not checked
+  // here: a missing one fails or is skipped where it is decoded.
+  return records::read_csv_manifest(test_csv, {.id_column = c.data.id_column, .classes = {}, .image_dir = c.data.images,
+                                               .extension = c.data.extension, .check_files = false,
+                                               .on_bad_example = policy_of(c), .log = no_log()});
+}
+
+}  // namespace
+
+void check_test_images(const RunConfig& c) {
+  if (c.data.kind != "csv" || c.data.test_csv.empty() || policy_of(c) != data::OnBadExample::fail) return;
+  const records::Manifest m = test_manifest(c, data_path(c, c.data.test_csv));
+  const data::Dataset decoded = records::manifest_dataset(m, {.read_bytes = false, .log = no_log()})
+                                    .map(image::decode_map("file", "image", decode_options(c)),
+                                         {.parallelism = data::kAutotune});
+  for (auto it = decoded.iterate(0); it->next();) {
+  }
+}
+
 std::string data_path(const RunConfig& c, const std::string& path) {
   return (fs::path(c.data_dir) / path).string();  // an absolute `path` replaces the folder
 }
@@ -252,11 +274,7 @@ int64_t write_submission(Executable& exe, const RunConfig& c, const std::string&
   require(c.data.kind == "csv", "a submission needs a test CSV of image ids beside the images; data.kind " +
                                     c.data.kind + " has none (use kind csv)");
   const data::OnBadExample policy = policy_of(c);
-  // Every row stays (a submission needs them all), so files are not checked
-  // up front: a missing one fails or is skipped where it is decoded.
-  const records::Manifest m = records::read_csv_manifest(
-      test_csv, {.id_column = c.data.id_column, .classes = {}, .image_dir = c.data.images,
-                 .extension = c.data.extension, .check_files = false, .on_bad_example = policy, .log = no_log()});
+  const records::Manifest m = test_manifest(c, test_csv);
   auto bad_ids = std::make_shared<std::set<std::string>>();
   auto mu = std::make_shared<std::mutex>();
   auto lost = std::make_shared<data::SkippedExamples>();

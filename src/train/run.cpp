@@ -19,6 +19,7 @@
 #include "convoy/dist/data_parallel.h"
 #include "convoy/io/atomic_file.h"
 #include "convoy/io/model_weights.h"
+#include "convoy/io/output_folder.h"
 #include "convoy/io/plots.h"
 #include "convoy/io/pretrained.h"
 #include "convoy/io/run_summary.h"
@@ -151,10 +152,10 @@ Callbacks make_callbacks(const RunConfig& c, const RunConfig& saved, const nn::M
   return cbs;
 }
 
-// on_nan: stop. The faulty step changed nothing, so the weights are the last
+// on_nan: stop (or a diverged step). The faulty step changed nothing, so the weights are the last
 // good step's: write them, then fail with one line saying where and what to do.
 [[noreturn]] void stop_for_fault(const NumericalFault& fault, const RunConfig& c, const nn::Model& model,
-                                 const Executable& exe) {
+                                 const Executable& exe, io::FolderGuard* folder) {
   std::vector<float> params(model.num_parameters()), state(model.num_state());
   exe.get_parameters(params);
   exe.get_state(state);
@@ -162,13 +163,17 @@ Callbacks make_callbacks(const RunConfig& c, const RunConfig& saved, const nn::M
     return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
   };
   std::string kept = "; nothing written (no --out)";
-  if (!finite(params) || !finite(state)) {
+  if (fault.diverged) {  // its update was applied: nothing here is worth keeping
+    throw UserError(describe(fault) + "; stopped, model.safetensors not written; lower the learning rate or check "
+                                      "the data");
+  } else if (!finite(params) || !finite(state)) {
     // An earlier update overflowed the weights themselves (finite gradients
     // times a huge learning rate): they are not worth keeping.
     kept = "; the weights had already overflowed, so model.safetensors was not written (checkpoints hold earlier ones)";
   } else if (!c.out_dir.empty()) {
     const std::string path = (fs::path(c.out_dir) / "model.safetensors").string();
     io::write_safetensors(path, io::to_named(model, params, state));
+    if (folder) folder->keep();  // the message points to them
     kept = "; the last good weights are in " + path;
   }
   throw UserError(describe(fault) + "; stopped (on_nan: stop)" + kept +
@@ -204,8 +209,14 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
   RunConfig c = scaled_for_replicas(config, replicas->world_size());
   require(c.checkpoint_every_steps == 0 || !c.out_dir.empty(),
           "training.checkpoint_every_steps (--checkpoint-every-steps) needs an output folder; pass --out DIR");
+  // One run per output folder; one that fails before its first checkpoint
+  // leaves the folder as it found it (removed, when it made it).
+  std::optional<io::FolderGuard> folder;
+  std::optional<io::OutputLock> lock;
   if (!c.out_dir.empty() && primary) {
+    folder.emplace(c.out_dir, std::vector<std::string>{kCheckpointFile});
     io::ensure_writable_dir(c.out_dir);  // fail now, not after training
+    lock.emplace(c.out_dir);
     io::remove_stale_temporaries(c.out_dir);  // left by a run killed inside a write
   }
   set_num_threads(c.threads > 0 ? c.threads : dist::default_threads_per_process());
@@ -216,6 +227,7 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
   std::optional<ImageData> images;
   if (config.data.reads_images()) {
     images = load_image_data(config, /*with_training=*/true);
+    check_test_images(config);  // found now, not after training
     c.data.classes = config.data.classes = images->classes;
     if (!images->skipped.empty()) {  // one line per example: which file or row, and why
       log << "skipped " << images->skipped.size() << " bad example(s) (on_bad_example: skip):";
@@ -324,7 +336,7 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
           << std::flush;
   }
   if (out.stopped_by_signal) return out;  // the checkpoint has the position; no reports for an unfinished run
-  if (out.history.fault) stop_for_fault(*out.history.fault, c, model, *exe);
+  if (out.history.fault) stop_for_fault(*out.history.fault, c, model, *exe, folder ? &*folder : nullptr);
   if (c.profile) log << profile_table(exe->profile(), exe->profiled_steps()) << communication_report(*replicas)
                      << std::flush;
   const auto& h = out.history;
