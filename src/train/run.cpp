@@ -180,6 +180,29 @@ Callbacks make_callbacks(const RunConfig& c, const RunConfig& saved, const nn::M
                   "; lower the learning rate, check the data, or set callbacks.on_nan: skip_step");
 }
 
+// The model must meet its data before the first step: the data's example
+// shape is its input, its output has one value per class (a label past it
+// would index out of the loss's row), and the loss reads what it outputs.
+void check_model_meets_data(const nn::Model& model, const RunConfig& c, const Shape& example, int64_t classes) {
+  const std::string name = "model '" + (c.layers.empty() ? c.model : std::string("model.layers")) + "'";
+  require(model.input_shape() == example,
+          name + " takes " + to_string(model.input_shape()) + " inputs but the data's examples are " +
+              to_string(example) + "; give the data that shape (data.channels, width, height) or use a model for it");
+  const Shape& out = model.output_shape();
+  require(out.size() == 1 && out[0] == classes,
+          name + " outputs " + to_string(out) + " but the data has " + std::to_string(classes) +
+              " classes; use a model with a head of " + std::to_string(classes) + " (zoo models size theirs)");
+  const bool log_probabilities = std::holds_alternative<nn::LogSoftmax>(model.layers().back().layer);
+  const Loss loss = loss_kind(c);
+  if (loss == Loss::nll)
+    require(log_probabilities, "loss " + c.loss + " reads log-probabilities but " + name +
+                                   " ends in logits (no log_softmax); set loss.from_logits: true with "
+                                   "categorical_crossentropy, or end the model with log_softmax");
+  else
+    require(!log_probabilities, "loss " + c.loss + " with from_logits reads logits but " + name +
+                                    " ends in log_softmax; use loss nll, or drop the log_softmax");
+}
+
 // Every tensor but the head's from model.pretrained (Keras' include_top=False):
 // the head is sized for this data's classes and starts from fresh weights.
 void load_pretrained(Executable& exe, const nn::Model& model, const RunConfig& c, std::ostream& log) {
@@ -239,6 +262,18 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
   const data::TrainTest data = images ? data::TrainTest{} : data::load_fashion_mnist(c.data_dir);
   const data::LabeledImages& test = images ? images->validation : data.test;
   const int64_t train_count = images ? images->train_examples : data.train.size();
+  if (images) {
+    check_model_meets_data(model, c, model_input_shape(c), static_cast<int64_t>(images->classes.size()));
+  } else {  // IDX: the files' image size, and every label within the model's outputs
+    int32_t top = 0;
+    for (const data::LabeledImages* d : {&data.train, &data.test})
+      for (int32_t y : d->labels.data<int32_t>()) top = std::max(top, y);
+    const Shape& out = model.output_shape();
+    check_model_meets_data(model, c, data.train.example_shape(), out.size() == 1 && out[0] > top ? out[0] : top + 1);
+    require(data.test.example_shape() == data.train.example_shape(),
+            c.data_dir + ": the test images are " + to_string(data.test.example_shape()) + " but the training images " +
+                to_string(data.train.example_shape()) + "; use one data set's files");
+  }
   // A resumed run continues in the phase its checkpoint was written in.
   const std::vector<Phase> phases = phases_of(c);
   std::size_t phase = resume ? phase_at(phases, resume->epoch) : 0;
