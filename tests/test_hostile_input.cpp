@@ -14,6 +14,7 @@
 
 #include "convoy/core/untrusted.h"
 #include "convoy/image/codec.h"
+#include "convoy/io/output_folder.h"
 #include "convoy/io/run_summary.h"
 #include "convoy/io/safetensors.h"
 #include "convoy/records/csv.h"
@@ -256,6 +257,71 @@ TEST(HostileInput, ALearningRateARunMayUseItsCheckpointsMayHold) {
                                                 {"lr", static_cast<double>(static_cast<float>(1e30))}}
                                      .dump()}};
   EXPECT_NEAR(train::parse_checkpoint_metadata(meta, "ck").lr, 1e30f, 1e24f);
+}
+
+}  // namespace convoy
+
+// Classes 8 and 10: the output folder's guard and lock.
+namespace convoy {
+
+TEST(HostileInput, AFailedRunRemovesOnlyWhatItWrote) {
+  TempDir dir;
+  const std::string out = dir.file("out");
+  fs::create_directories(out);
+  write_bytes(out + "/mine.txt", "a user's file");
+  try {
+    io::FolderGuard guard(out, {"checkpoint.safetensors"}, {"history.csv", "tensorboard"});
+    write_bytes(out + "/history.csv", "epoch\n");
+    fs::create_directories(out + "/tensorboard");
+    write_bytes(out + "/x.convoy-tmp.1", "");
+    write_bytes(out + "/other.txt", "another program's, written meanwhile");
+    throw UserError("the run failed");
+  } catch (const UserError&) {
+  }
+  EXPECT_TRUE(fs::exists(out + "/mine.txt"));
+  EXPECT_TRUE(fs::exists(out + "/other.txt"));
+  EXPECT_FALSE(fs::exists(out + "/history.csv"));
+  EXPECT_FALSE(fs::exists(out + "/tensorboard"));
+  EXPECT_FALSE(fs::exists(out + "/x.convoy-tmp.1"));
+
+  const std::string fresh = dir.file("fresh");  // made by the run: removed with it
+  try {
+    io::FolderGuard guard(fresh, {"checkpoint.safetensors"}, {"history.csv"});
+    fs::create_directories(fresh);
+    write_bytes(fresh + "/history.csv", "epoch\n");
+    throw UserError("the run failed");
+  } catch (const UserError&) {
+  }
+  EXPECT_FALSE(fs::exists(fresh));
+
+  try {  // a checkpoint was written: everything stays, for --resume
+    io::FolderGuard guard(fresh, {"checkpoint.safetensors"}, {"history.csv"});
+    fs::create_directories(fresh);
+    write_bytes(fresh + "/history.csv", "epoch\n");
+    write_bytes(fresh + "/checkpoint.safetensors", "ck");
+    throw UserError("the run failed later");
+  } catch (const UserError&) {
+  }
+  EXPECT_TRUE(fs::exists(fresh + "/history.csv"));
+
+  {  // no exception: nothing is removed
+    io::FolderGuard guard(dir.file("ok"), {"checkpoint.safetensors"}, {"history.csv"});
+    fs::create_directories(dir.file("ok"));
+    write_bytes(dir.file("ok/history.csv"), "epoch\n");
+  }
+  EXPECT_TRUE(fs::exists(dir.file("ok/history.csv")));
+}
+
+TEST(HostileInput, OneRunHoldsAnOutputFolder) {
+  TempDir dir;
+  {
+    io::OutputLock first(dir.path());
+    const std::string msg = error_of([&] { io::OutputLock second(dir.path()); });
+    expect_message(msg, "another run is writing to this folder (convoy pid " + std::to_string(::getpid()) + " on ");
+  }
+  EXPECT_FALSE(fs::exists(dir.file(io::kLockFile)));  // gone with its run
+  write_bytes(dir.file(io::kLockFile), "convoy pid 999999 on elsewhere");  // a killed run's: nobody holds it
+  EXPECT_NO_THROW(io::OutputLock taken_over(dir.path()));
 }
 
 }  // namespace convoy

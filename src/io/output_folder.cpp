@@ -12,6 +12,7 @@
 
 #include "convoy/core/error.h"
 #include "convoy/core/untrusted.h"
+#include "convoy/io/atomic_file.h"
 
 namespace convoy::io {
 namespace {
@@ -69,8 +70,9 @@ OutputLock::~OutputLock() {
   ::close(fd_);
 }
 
-FolderGuard::FolderGuard(const std::string& dir, std::vector<std::string> progress)
-    : dir_(dir), exceptions_(std::uncaught_exceptions()) {
+FolderGuard::FolderGuard(const std::string& dir, std::vector<std::string> progress, std::vector<std::string> outputs)
+    : dir_(dir), exceptions_(std::uncaught_exceptions()), outputs_(outputs.begin(), outputs.end()) {
+  outputs_.insert(kLockFile);
   std::error_code ec;
   created_ = !fs::exists(dir_, ec);
   for (const auto& entry : fs::directory_iterator(dir_, ec)) before_.insert(entry.path().filename().string());
@@ -88,8 +90,11 @@ FolderGuard::~FolderGuard() {
     if (!ec && now != when) return;  // a checkpoint to resume from: keep everything
   }
   std::vector<fs::path> added;
-  for (const auto& entry : fs::directory_iterator(dir_, ec))
-    if (!before_.count(entry.path().filename().string())) added.push_back(entry.path());
+  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool ours = outputs_.count(name) || name.find(kTemporaryMark) != std::string::npos;
+    if (ours && !before_.count(name)) added.push_back(entry.path());
+  }
   for (const fs::path& p : added) fs::remove_all(p, ec);
   if (created_) fs::remove(dir_, ec);  // only when empty: nothing of anyone else's goes
 }

@@ -152,6 +152,14 @@ Callbacks make_callbacks(const RunConfig& c, const RunConfig& saved, const nn::M
   return cbs;
 }
 
+// What a run writes into its output folder (a failed run's FolderGuard removes
+// only these).
+std::vector<std::string> run_outputs() {
+  return {kCheckpointFile, kPreviousCheckpointFile, "best.safetensors", "model.safetensors", "history.csv",
+          "tensorboard",   "summary.json",          "curves.png",       "predictions.png",   "confusion.png",
+          "comparison.png", "report.html",          "submission.csv",   "scratch"};
+}
+
 // on_nan: stop (or a diverged step). The faulty step changed nothing, so the weights are the last
 // good step's: write them, then fail with one line saying where and what to do.
 [[noreturn]] void stop_for_fault(const NumericalFault& fault, const RunConfig& c, const nn::Model& model,
@@ -237,7 +245,7 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
   std::optional<io::FolderGuard> folder;
   std::optional<io::OutputLock> lock;
   if (!c.out_dir.empty() && primary) {
-    folder.emplace(c.out_dir, std::vector<std::string>{kCheckpointFile});
+    folder.emplace(c.out_dir, std::vector<std::string>{kCheckpointFile}, run_outputs());
     io::ensure_writable_dir(c.out_dir);  // fail now, not after training
     lock.emplace(c.out_dir);
     io::remove_stale_temporaries(c.out_dir);  // left by a run killed inside a write

@@ -29,12 +29,14 @@ inline constexpr const char* kLockFile = ".convoy-lock";
 
 // Snapshot of `dir` taken before a run writes into it. Destroyed while an
 // exception unwinds, unless keep() was called or one of `progress` (files a
-// resume can start from) was written since, it removes every entry the run
-// added, and the folder itself when the run created it. Entries that were
-// there before are left alone.
+// resume can start from) was written since, it removes the entries the run
+// added — only those named in `outputs` (what a run writes), the lock and
+// convoy's temporaries, so nothing another program put there meanwhile goes —
+// and the folder itself when the run created it and it is empty then.
+// Entries that were there before are left alone.
 class FolderGuard {
  public:
-  FolderGuard(const std::string& dir, std::vector<std::string> progress);
+  FolderGuard(const std::string& dir, std::vector<std::string> progress, std::vector<std::string> outputs);
   ~FolderGuard();
   FolderGuard(const FolderGuard&) = delete;
   FolderGuard& operator=(const FolderGuard&) = delete;
@@ -44,7 +46,7 @@ class FolderGuard {
   std::filesystem::path dir_;
   bool created_ = false, kept_ = false;
   int exceptions_ = 0;
-  std::set<std::string> before_;
+  std::set<std::string> before_, outputs_;
   std::vector<std::pair<std::string, std::filesystem::file_time_type>> progress_;
 };
 
