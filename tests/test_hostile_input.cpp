@@ -325,3 +325,21 @@ TEST(HostileInput, OneRunHoldsAnOutputFolder) {
 }
 
 }  // namespace convoy
+
+namespace convoy {
+
+TEST(HostileInput, FilesReadWholeAreSizeBoundedBeforeReading) {
+  TempDir dir;
+  for (const char* name : {"big.csv", "big.yaml"}) {
+    std::FILE* f = std::fopen(dir.file(name).c_str(), "wb");
+    ASSERT_TRUE(f);
+    std::fclose(f);
+    fs::resize_file(dir.file(name), (uint64_t{1} << 30) + 1);  // sparse
+  }
+  expect_message(error_of([&] { records::read_csv(dir.file("big.csv")); }),
+                 "big.csv: 1073741825 bytes, more than the 1073741824 a CSV file may have");
+  expect_message(error_of([&] { train::load_run_config(dir.file("big.yaml")); }),
+                 "big.yaml: 1073741825 bytes, more than the 16777216 a run config may have");
+}
+
+}  // namespace convoy

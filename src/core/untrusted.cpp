@@ -93,6 +93,14 @@ std::string one_line(std::string_view message) {
   return line.substr(0, h) + " ... " + line.substr(t);
 }
 
+void require_file_size_at_most(const std::string& path, uint64_t max_bytes, const std::string& what) {
+  std::error_code ec;
+  const uint64_t size = fs::file_size(path, ec);
+  if (!ec && size > max_bytes)
+    throw UserError(path + ": " + std::to_string(size) + " bytes, more than the " + std::to_string(max_bytes) + " a " +
+                    what + " may have; is it the right file?");
+}
+
 json parse_json_bounded(std::string_view text, const std::string& what) {
   // Keys seen in each open object (an empty set stands for an open array).
   std::vector<std::vector<std::string>> open;

@@ -117,6 +117,7 @@ int CsvTable::require_column(std::string_view name, std::string_view purpose) co
 }
 
 CsvTable read_csv(const std::string& path) {
+  require_file_size_at_most(path, kMaxCsvBytes, "CSV file");
   std::ifstream in(path, std::ios::binary);
   require(in.good(), path + ": cannot open CSV file; check the path");
   std::ostringstream buffer;

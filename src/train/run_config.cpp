@@ -333,6 +333,7 @@ RunConfig load_run_config(const std::string& path) {
   std::error_code ec;
   require(!std::filesystem::is_directory(path, ec),
           path + ": is a folder, not a config file; pass a .yaml, .yml or .json file");
+  require_file_size_at_most(path, kMaxConfigBytes, "run config");
   std::ifstream in(path);
   require(static_cast<bool>(in), path + ": cannot open the config file; check the path");
   std::stringstream text;

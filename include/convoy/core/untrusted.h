@@ -22,6 +22,9 @@ inline constexpr std::size_t kMaxMessageChars = 300;
 inline constexpr int kMaxNesting = 64;
 // How many values a YAML config may expand to, an alias counted at each use.
 inline constexpr int64_t kMaxYamlNodes = 100'000;
+// Files read whole into memory: a run config, a manifest CSV.
+inline constexpr uint64_t kMaxConfigBytes = uint64_t{16} << 20;
+inline constexpr uint64_t kMaxCsvBytes = uint64_t{1} << 30;
 // Fields in one CSV record (a line of 10 million commas would otherwise cost
 // hundreds of MB in empty strings).
 inline constexpr std::size_t kMaxCsvFields = 65'536;
@@ -33,6 +36,11 @@ std::string shown(std::string_view value, std::size_t max = kShownChars);
 // A JSON value the same way, written out only up to `max` characters (never
 // whole: a 100,000-deep array is not walked).
 std::string shown_json(const nlohmann::json& value, std::size_t max = kShownChars);
+
+// Throws UserError "<path>: N bytes, more than the M a <what> may have" when
+// the file at `path` is larger than `max_bytes`; checked before reading it.
+// (A missing file is left to the reader to report.)
+void require_file_size_at_most(const std::string& path, uint64_t max_bytes, const std::string& what);
 
 // A message cut to kMaxMessageChars: its head and its tail (the advice) kept.
 std::string one_line(std::string_view message);
