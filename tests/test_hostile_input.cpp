@@ -114,7 +114,15 @@ TEST(HostileInput, AClassFolderFileLinkedOutIsRefused) {
   EXPECT_EQ(records::read_folder_manifest(dir.file("root")).entries.size(), 3u);
   fs::create_symlink("../../secret.jpg", dir.file("root/dog/3.jpg"));
   expect_message(error_of([&] { records::read_folder_manifest(dir.file("root")); }),
-                 "dog/3.jpg: leads outside the data folder");
+                 "root: dog/3.jpg: leads outside the data folder");
+  std::vector<std::string> log;
+  const records::Manifest m = records::read_folder_manifest(
+      dir.file("root"), {.on_bad_example = data::OnBadExample::skip, .log = [&](const std::string& l) { log.push_back(l); }});
+  EXPECT_EQ(m.entries.size(), 3u);
+  ASSERT_EQ(m.skipped.size(), 1u);
+  expect_message(m.skipped[0], "root: dog/3.jpg: leads outside the data folder");
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_NE(log[0].find("root: skipped 1 bad file: dog/3.jpg: leads outside"), std::string::npos) << log[0];
   fs::remove(dir.file("root/dog/3.jpg"));
   fs::create_directory_symlink(dir.path(), dir.file("root/bird"));  // a class folder linked out
   expect_message(error_of([&] { records::read_folder_manifest(dir.file("root")); }), "leads outside the data folder");

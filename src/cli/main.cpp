@@ -121,7 +121,7 @@ int run_shards(const ShardFlags& f) {
   convoy::require(f.csv.empty() != f.folder.empty(), "shards: pass either --csv FILE or --folder DIR (one of them)");
   const auto policy = convoy::data::parse_on_bad_example(f.on_bad_example, "--on-bad-example");
   const records::Manifest manifest =
-      f.csv.empty() ? records::read_folder_manifest(f.folder, {.classes = f.classes})
+      f.csv.empty() ? records::read_folder_manifest(f.folder, {.classes = f.classes, .on_bad_example = policy})
                     : records::read_csv_manifest(f.csv, {.id_column = f.id_column,
                                                          .label_column = f.label_column,
                                                          .classes = f.classes,

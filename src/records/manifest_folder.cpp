@@ -8,6 +8,7 @@
 #include "convoy/core/error.h"
 #include "convoy/core/untrusted.h"
 #include "convoy/records/manifest.h"
+#include "records/bad_entries.h"
 
 namespace convoy::records {
 namespace {
@@ -39,6 +40,7 @@ Manifest read_folder_manifest(const std::string& root, const FolderManifestOptio
   require(fs::is_directory(root, ec), root + ": no such folder; pass a folder with one subfolder per class");
   Manifest m;
   m.label_kind = LabelKind::index;
+  BadEntries bad(root, "file", options.on_bad_example);
   try {
     m.classes = options.classes.empty() ? subfolders(root) : options.classes;
     require(!m.classes.empty(), root + ": no class subfolders; put each class's images in root/<class>/");
@@ -53,9 +55,11 @@ Manifest read_folder_manifest(const std::string& root, const FolderManifestOptio
       std::sort(files.begin(), files.end());
       for (const fs::path& f : files) {
         // Class folders and files may be links, but only to places inside the root.
-        if (const auto why = outside_root(root, f.lexically_relative(root).string()))
-          throw UserError(f.string() + ": leads outside the data folder " + root + " (" + *why +
-                          "); copy the image into the folder instead of linking it");
+        if (const auto why = outside_root(root, f.lexically_relative(root).string())) {
+          bad.add(f.lexically_relative(root).string(), "leads outside the data folder (" + *why + ")",
+                  "copy the image into the folder instead of linking it");
+          continue;
+        }
         m.entries.push_back({.id = f.lexically_relative(root).string(),
                              .path = f.string(),
                              .label = static_cast<int32_t>(c),
@@ -67,6 +71,7 @@ Manifest read_folder_manifest(const std::string& root, const FolderManifestOptio
     throw UserError(root + ": cannot list the folder (" + e.code().message() + " at " + e.path1().string() +
                     "); check permissions");
   }
+  m.skipped = bad.finish(options.log);
   std::string extensions;
   for (const std::string& e : options.extensions) extensions += (extensions.empty() ? "" : ", ") + e;
   require(!m.entries.empty(), root + ": no images (" + extensions + ") in its class folders");

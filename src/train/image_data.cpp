@@ -152,7 +152,7 @@ Split manifest_split(const RunConfig& c, ImageData& out, const std::shared_ptr<d
     require(m.label_kind != records::LabelKind::none,
             data_path(c, c.data.train_csv) + ": has no class columns; give one 0/1 column per class or data.label_column");
   } else {
-    m = records::read_folder_manifest(c.data_dir, {.classes = c.data.classes});
+    m = records::read_folder_manifest(c.data_dir, {.classes = c.data.classes, .on_bad_example = policy, .log = no_log()});
   }
   if (!c.data.classes.empty() && c.data.label_column.empty() && c.data.kind == "csv")
     require(m.classes == c.data.classes, data_path(c, c.data.train_csv) +

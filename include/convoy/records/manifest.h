@@ -66,6 +66,10 @@ Manifest read_csv_manifest(const std::string& csv_path, const CsvManifestOptions
 struct FolderManifestOptions {
   std::vector<std::string> extensions = {".jpg", ".jpeg", ".png"};  // matched ignoring case
   std::vector<std::string> classes;  // default: every subfolder of the root, sorted by name
+  // A file (or class folder) linked out of the root is a bad entry: fail, or
+  // under skip left out, listed in Manifest::skipped and logged in one line.
+  data::OnBadExample on_bad_example = data::OnBadExample::fail;
+  data::LogFn log = data::stderr_log();
 };
 Manifest read_folder_manifest(const std::string& root, const FolderManifestOptions& options = {});
 
