@@ -25,6 +25,7 @@
 #include <sstream>
 
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 #include "convoy/io/onnx.h"
 
 namespace convoy::io {
@@ -121,19 +122,19 @@ class Importer {
     const onnx::ValueInfo* input = nullptr;
     for (const auto& v : g.inputs)
       if (!constants_.count(v.name)) {
-        require(!input, where_ + ": the graph has several inputs ('" + (input ? input->name : "") + "', '" + v.name +
+        require(!input, where_ + ": the graph has several inputs ('" + shown(input ? input->name : "") + "', '" + shown(v.name) +
                             "'); convoy models take one image batch");
         input = &v;
       }
     require(input != nullptr, where_ + ": the graph has no input");
     require(input->dims.size() == 4 || input->dims.size() == 2,
-            where_ + ": input '" + input->name + "' has " + std::to_string(input->dims.size()) +
+            where_ + ": input '" + shown(input->name) + "' has " + std::to_string(input->dims.size()) +
                 " dimensions; convoy takes [N, C, H, W] images or [N, features] rows");
     batch_ = input->dims[0] > 0 ? input->dims[0] : -1;
     Shape shape(input->dims.begin() + 1, input->dims.end());
     for (int64_t d : shape)
-      require(d > 0, where_ + ": input '" + input->name + "' has a dimension of unknown size besides the batch");
-    require(bounded_numel(shape) > 0, where_ + ": input '" + input->name + "' is " + to_string(shape) +
+      require(d > 0, where_ + ": input '" + shown(input->name) + "' has a dimension of unknown size besides the batch");
+    require(bounded_numel(shape) > 0, where_ + ": input '" + shown(input->name) + "' is " + to_string(shape) +
                                           " per example: more than 2^31 values, which convoy does not take");
     // TensorFlow's layout: an [N, H, W, C] input that every reader transposes to NCHW.
     input_nhwc_ = shape.size() == 3 && read_only_by_transposes_to_nchw(input->name);
@@ -151,9 +152,9 @@ class Importer {
                                   "Identity, Transpose, Softmax, Constant and the like)");
     const Value& out = value(g.outputs[0].name, "the graph output");
     require(!out.nhwc && out.hwc_image.empty() && !out.unsqueezed,
-            where_ + ": the graph output '" + g.outputs[0].name + "' is in NHWC order or unsqueezed, which convoy models do not give");
+            where_ + ": the graph output '" + shown(g.outputs[0].name) + "' is in NHWC order or unsqueezed, which convoy models do not give");
     require(layer_count_ > 0 && out.ref.index == layer_count_ - 1,
-            where_ + ": the graph output '" + g.outputs[0].name + "' is not computed by the last node");
+            where_ + ": the graph output '" + shown(g.outputs[0].name) + "' is not computed by the last node");
     std::optional<nn::Model> built;
     try {
       built.emplace(builder_->build());
@@ -191,7 +192,7 @@ class Importer {
 
  private:
   [[noreturn]] void fail(const Node& n, const std::string& what) const {
-    throw UserError(where_ + ": node '" + n.name + "' (" + n.op_type + "): " + what);
+    throw UserError(where_ + ": node '" + shown(n.name) + "' (" + shown(n.op_type) + "): " + what);
   }
   const Value& value(const std::string& name, const std::string& what) const {
     auto it = values_.find(name);

@@ -95,7 +95,7 @@ int64_t parse_epoch_v1(const std::string& text, const std::string& where) {
     if (used != text.size()) epoch = -1;
   } catch (const std::exception&) {
   }
-  require(epoch >= 0, where + ": bad epoch '" + text + "' in the checkpoint metadata; the checkpoint is corrupt");
+  require(epoch >= 0, where + ": bad epoch '" + shown(text) + "' in the checkpoint metadata; the checkpoint is corrupt");
   return epoch;
 }
 
