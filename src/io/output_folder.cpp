@@ -39,6 +39,12 @@ OutputLock::OutputLock(const std::string& dir) : path_((fs::path(dir) / kLockFil
                       "); pass a writable --out DIR");
     if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       const int err = errno;
+      if (err == ENOLCK || err == EOPNOTSUPP) {  // a file system without locks (some NFS setups): run unlocked
+        ::close(fd_);
+        fd_ = -1;
+        ::unlink(path_.c_str());
+        return;
+      }
       const std::string holder = err == EWOULDBLOCK ? holder_of(fd_) : std::string();
       ::close(fd_);
       fd_ = -1;

@@ -13,7 +13,8 @@ namespace convoy::io {
 // names the holder (pid, host, start). A second run fails with a UserError
 // naming the holder. The kernel drops the lock when its process dies, so the
 // lock of a killed run is taken over, never waited on. The file is removed
-// when the lock is released.
+// when the lock is released. On a file system without locks (ENOLCK, some
+// NFS setups) the run goes on unlocked.
 class OutputLock {
  public:
   explicit OutputLock(const std::string& dir);
