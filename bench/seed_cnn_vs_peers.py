@@ -6,7 +6,7 @@ the same thread counts:
   convoy            build/convoy train
   PyTorch (pip)     bench/pytorch_seed_cnn.py under .peers/torch (bench/setup_peers.sh)
   PyTorch (Debian)  bench/pytorch_seed_cnn.py under /usr/bin/python3 (python3-torch)
-  TensorFlow/Keras  bench/keras_seed_cnn.py under python3 (pip tensorflow-cpu)
+  TensorFlow/Keras  bench/keras_seed_cnn.py under .peers/py (setup.sh: pip tensorflow-cpu)
 
 Every side trains --epochs epochs on all 60,000 images and evaluates on the
 10,000 test images after each. The table shows, per side and thread count:
@@ -31,6 +31,10 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# TensorFlow lives in the project's environment (setup.sh makes .peers/py).
+PEERS_PYTHON = os.path.join(ROOT, ".peers", "py", "bin", "python")
+if not os.path.exists(PEERS_PYTHON):
+    PEERS_PYTHON = sys.executable
 BENCH = os.path.join(ROOT, "bench")
 # Per training image: forward conv1 288,000 + conv2 640,000 + dense 32,000 +
 # 1,000 FLOPs; backward twice that, less conv1's unneeded input gradient.
@@ -53,7 +57,7 @@ def side_command(side, epochs, threads, out_json):
     script = {"torch-pip": "pytorch_seed_cnn.py", "torch-debian": "pytorch_seed_cnn.py",
               "keras": "keras_seed_cnn.py"}[side]
     python = {"torch-pip": os.path.join(ROOT, ".peers", "torch", "bin", "python"),
-              "torch-debian": "/usr/bin/python3", "keras": sys.executable}[side]
+              "torch-debian": "/usr/bin/python3", "keras": PEERS_PYTHON}[side]
     return [python, os.path.join(BENCH, script), "--epochs", str(epochs), "--threads", str(threads)], python
 
 

@@ -48,9 +48,10 @@ expect_error "export without a checkpoint" "checkpoint.safetensors" -- export --
 expect_error "export to a missing folder" "$tmp/no/such" -- export --checkpoint "$tmp/run" --onnx "$tmp/no/such/m.onnx"
 
 # The exported model in ONNX Runtime predicts what convoy predicts.
-if python3 -c "import onnxruntime, numpy" 2>/dev/null; then
+peers_python="${CONVOY_PEERS_PYTHON:-python3}"  # .peers/py, made by setup.sh
+if "$peers_python" -c "import onnxruntime, numpy" 2>/dev/null; then
   "$convoy" predict --checkpoint "$tmp/run" --input "$tmp/data/t10k-images-idx3-ubyte" --output "$tmp/pred.csv" >/dev/null
-  python3 - "$tmp" <<'PY' || fail "ONNX Runtime disagrees with convoy predict"
+  "$peers_python" - "$tmp" <<'PY' || fail "ONNX Runtime disagrees with convoy predict"
 import sys, numpy as np, onnxruntime
 tmp = sys.argv[1]
 raw = np.fromfile(f"{tmp}/data/t10k-images-idx3-ubyte", dtype=np.uint8)[16:].reshape(-1, 1, 28, 28)

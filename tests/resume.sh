@@ -48,5 +48,5 @@ for r in rows[1:]:
     assert abs(sum(map(float, r[1:])) - 1) < 1e-3, r
 PY
 # The peers' own readers load what convoy wrote (skips cleanly without them).
-TF_CPP_MIN_LOG_LEVEL=3 python3 "$(dirname "$0")/peer_readers.py" "$tmp/cut" 2>/dev/null | grep -E "^(ok|skip)"
+TF_CPP_MIN_LOG_LEVEL=3 "${CONVOY_PEERS_PYTHON:-python3}" "$(dirname "$0")/peer_readers.py" "$tmp/cut" 2>/dev/null | grep -E "^(ok|skip)"
 echo "1 passed, 0 failed: resume is bit-identical; evaluate reproduces $reported; predict writes a submission"

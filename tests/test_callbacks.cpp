@@ -117,10 +117,43 @@ TEST(ProgressLogger, PlainModePrintsOneLinePerEpochAndNoBar) {
   EXPECT_EQ(out.str().find('\r'), std::string::npos);
   EXPECT_NE(out.str().find("epoch   1/10"), std::string::npos);
   std::ostringstream live;
-  ProgressLogger bar(live, /*live_bar=*/true);
+  ProgressLogger bar(live, /*live_bar=*/true, /*columns=*/120);
   bar.on_epoch_begin(h.state);
   bar.on_batch_end(h.state, 5, {.loss_sum = 1, .correct = 1, .count = 10});  // last step always drawn
-  EXPECT_NE(live.str().find("5/5 [=============================="), std::string::npos);
+  EXPECT_NE(live.str().find("Epoch 1/10 5/5 [=============================="), std::string::npos) << live.str();
+}
+
+// Every redraw of the live bar fits the terminal: at 80 columns (and at 40)
+// no line reaches the last column, so the terminal never wraps it.
+TEST(ProgressLogger, TheBarFitsTheTerminalAndNamesTheEpochAndTheEvaluation) {
+  for (int columns : {80, 40}) {
+    Harness h;
+    std::ostringstream live;
+    ProgressLogger bar(live, /*live_bar=*/true, columns);
+    bar.on_train_begin(h.state);
+    h.state.epoch = 1;
+    bar.on_epoch_begin(h.state);
+    bar.on_batch_end(h.state, 5, {.loss_sum = 123.456, .correct = 9, .count = 10});
+    const std::string drawn = live.str();
+    const std::size_t at = drawn.rfind("\033[K");
+    ASSERT_NE(at, std::string::npos);
+    const std::string line = drawn.substr(at + 3);
+    EXPECT_LT(line.size(), static_cast<std::size_t>(columns)) << line;
+    EXPECT_EQ(line.find('\n'), std::string::npos);
+    EXPECT_EQ(line.rfind("Epoch 1/10", 0), 0u) << line;
+    if (columns == 80) {
+      EXPECT_NE(line.find("ETA"), std::string::npos) << line;
+    }
+  }
+  Harness h;
+  std::ostringstream live;
+  ProgressLogger bar(live, /*live_bar=*/true, 80);
+  h.state.epoch = 1;
+  bar.on_epoch_begin(h.state);
+  bar.on_evaluate_batch(h.state, 1);
+  EXPECT_NE(live.str().find("Epoch 1/10 evaluating 1 batch"), std::string::npos) << live.str();
+  h.epoch(bar, 1.0f, 0.5);
+  EXPECT_NE(live.str().find("acc "), std::string::npos) << live.str();  // the epoch line has the train accuracy
 }
 
 }  // namespace convoy::train

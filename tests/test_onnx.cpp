@@ -9,12 +9,14 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
 
 #include "convoy/backends/executable.h"
+#include "convoy/core/protobuf_wire.h"
 #include "convoy/core/rng.h"
 #include "convoy/io/onnx.h"
 #include "convoy/io/pretrained.h"
@@ -517,6 +519,217 @@ TEST(OnnxFuzzRegressions, LayerErrorsAndEmptyGraphsNameTheFile) {
   EXPECT_EQ(import_error(graph({2}, {op("Softmax", "s", {"x"})})),
             "g.onnx: the graph has no node convoy imports as a layer (only Identity, Transpose, Softmax, Constant and "
             "the like)");
+}
+
+// Issue 23: ONNX's conformance suite (tests/test_onnx_conformance.cpp) found
+// these; each has its own regression here.
+
+// Concat's axis is normalised by the tensor's rank: the channel axis as 1 or
+// -3 (images), 1 or -1 (rows) imports; the batch axis (0, or -4 on an image)
+// was imported as a channel concat, and is refused now, as is any other axis.
+TEST(OnnxIssue23, ConcatAxesAreNormalisedByRankAndOnlyChannelsImport) {
+  auto concat = [](std::vector<int64_t> in, int64_t axis) {
+    return graph(std::move(in), {op("Relu", "a", {"x"}), op("Sigmoid", "b", {"x"}), op("Concat", "c", {"a", "b"}, {integer("axis", axis)})});
+  };
+  EXPECT_EQ(import(concat({3, 2, 2}, 1)).model.output_shape(), (Shape{6, 2, 2}));
+  EXPECT_EQ(import(concat({3, 2, 2}, -3)).model.output_shape(), (Shape{6, 2, 2}));
+  EXPECT_EQ(import(concat({5}, -1)).model.output_shape(), (Shape{10}));
+  EXPECT_EQ(import(concat({5}, 1)).model.output_shape(), (Shape{10}));
+  EXPECT_EQ(import_error(concat({3, 2, 2}, -4)),
+            "g.onnx: node 'c' (Concat): axis -4 concatenates along the batch axis; convoy concatenates only channels (axis 1)");
+  EXPECT_EQ(import_error(concat({3, 2, 2}, 0)),
+            "g.onnx: node 'c' (Concat): axis 0 concatenates along the batch axis; convoy concatenates only channels (axis 1)");
+  EXPECT_EQ(import_error(concat({5}, -2)),
+            "g.onnx: node 'c' (Concat): axis -2 concatenates along the batch axis; convoy concatenates only channels (axis 1)");
+  EXPECT_EQ(import_error(concat({3, 2, 2}, -1)),
+            "g.onnx: node 'c' (Concat): axis -1 is not the channel axis; convoy concatenates only channels (axis 1)");
+  EXPECT_EQ(import_error(concat({3, 2, 2}, 4)),
+            "g.onnx: node 'c' (Concat): axis 4 is out of range for a tensor of 4 dimensions");
+  EXPECT_EQ(import_error(concat({3, 2, 2}, -5)),
+            "g.onnx: node 'c' (Concat): axis -5 is out of range for a tensor of 4 dimensions");
+}
+
+// Flatten, Softmax and LogSoftmax by either sign of their axis.
+TEST(OnnxIssue23, NegativeAxesOfEveryAxisOpAreNormalised) {
+  const auto w = weights("w", {4, 3, 1, 1});
+  for (int64_t axis : {1, -3})
+    EXPECT_EQ(import(graph({3, 2, 2}, {conv("c", "x", "w", 1), op("Flatten", "f", {"c"}, {integer("axis", axis)})}, {w}))
+                  .model.output_shape(),
+              (Shape{16}));
+  EXPECT_EQ(import_error(graph({3, 2, 2}, {conv("c", "x", "w", 1), op("Flatten", "f", {"c"}, {integer("axis", -2)})}, {w})),
+            "g.onnx: node 'f' (Flatten): only Flatten with axis 1 is supported");
+  for (const char* type : {"LogSoftmax", "Softmax"}) {
+    for (int64_t axis : {1, -1}) {
+      const ImportedModel m = import(graph({5}, {op("Relu", "r", {"x"}), op(type, "s", {"r"}, {integer("axis", axis)})}));
+      EXPECT_EQ(m.model.output_shape(), (Shape{5})) << type << axis;
+    }
+    for (int64_t axis : {0, -2})
+      EXPECT_NE(import_error(graph({5}, {op("Relu", "r", {"x"}), op(type, "s", {"r"}, {integer("axis", axis)})}))
+                    .find("g.onnx: node 's' (" + std::string(type) + "): only " + type + " over the features"),
+                std::string::npos)
+          << type << axis;
+    EXPECT_EQ(import_error(graph({5}, {op("Relu", "r", {"x"}), op(type, "s", {"r"}, {integer("axis", 2)})})),
+              "g.onnx: node 's' (" + std::string(type) + "): axis 2 is out of range for a tensor of 2 dimensions");
+  }
+}
+
+// Every element type ONNX defines is read with its own width, from raw_data
+// and from its typed field; one convoy cannot use is refused by name where it
+// is used, never "malformed".
+TEST(OnnxIssue23, EveryElementTypeDecodesWithItsOwnWidth) {
+  auto tensor_bytes = [](int32_t type, std::vector<int64_t> dims, auto&& fill) {
+    proto::Writer w;
+    w.packed_int64s(1, dims);
+    w.varint(2, static_cast<uint64_t>(type));
+    w.bytes(8, "t");
+    fill(w);
+    return std::string(w.bytes());
+  };
+  auto raw = [&](int32_t type, std::vector<int64_t> dims, std::string bytes) {
+    return onnx::decode_tensor(tensor_bytes(type, dims, [&](proto::Writer& w) { w.bytes(9, bytes); }), "t.pb");
+  };
+  auto le = [](std::initializer_list<int> bytes) {
+    std::string s;
+    for (int b : bytes) s.push_back(static_cast<char>(b));
+    return s;
+  };
+  EXPECT_EQ(raw(onnx::kBool, {3}, le({1, 0, 1})).int64s, (std::vector<int64_t>{1, 0, 1}));
+  EXPECT_EQ(raw(onnx::kInt8, {2}, le({0xfd, 4})).int64s, (std::vector<int64_t>{-3, 4}));
+  EXPECT_EQ(raw(onnx::kUint8, {2}, le({250, 7})).int64s, (std::vector<int64_t>{250, 7}));
+  EXPECT_EQ(raw(onnx::kInt16, {1}, le({0xd4, 0xfe})).int64s, (std::vector<int64_t>{-300}));
+  EXPECT_EQ(raw(onnx::kUint16, {1}, le({0xff, 0xff})).int64s, (std::vector<int64_t>{65535}));
+  EXPECT_EQ(raw(onnx::kInt32, {1}, le({0xfe, 0xff, 0xff, 0xff})).int64s, (std::vector<int64_t>{-2}));
+  EXPECT_EQ(raw(onnx::kUint32, {1}, le({0xff, 0xff, 0xff, 0xff})).int64s, (std::vector<int64_t>{4294967295}));
+  EXPECT_EQ(raw(onnx::kInt64, {1}, le({0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})).int64s, (std::vector<int64_t>{-1}));
+  EXPECT_EQ(raw(onnx::kUint64, {1}, le({0, 0, 0, 0, 0, 1, 0, 0})).int64s, (std::vector<int64_t>{int64_t{1} << 40}));
+  // 1.5 and -2.25 as float16 (0x3e00, 0xc080), 1.0 and -3.5 as bfloat16 (0x3f80, 0xc060), 0.1 as a double.
+  EXPECT_EQ(raw(onnx::kFloat16, {2}, le({0x00, 0x3e, 0x80, 0xc0})).floats, (std::vector<float>{1.5f, -2.25f}));
+  EXPECT_EQ(raw(onnx::kBfloat16, {2}, le({0x80, 0x3f, 0x60, 0xc0})).floats, (std::vector<float>{1.0f, -3.5f}));
+  EXPECT_EQ(raw(onnx::kDouble, {1}, le({0x9a, 0x99, 0x99, 0x99, 0x99, 0x99, 0xb9, 0x3f})).floats, (std::vector<float>{0.1f}));
+  // float16 subnormal, infinity.
+  EXPECT_EQ(raw(onnx::kFloat16, {2}, le({0x01, 0x00, 0x00, 0x7c})).floats,
+            (std::vector<float>{std::ldexp(1.0f, -24), std::numeric_limits<float>::infinity()}));
+  // The typed fields: int32_data for the narrow types and float16 bits, double_data, uint64_data.
+  auto int32_data = [&](int32_t type, std::vector<int64_t> values) {
+    return onnx::decode_tensor(tensor_bytes(type, {static_cast<int64_t>(values.size())},
+                                            [&](proto::Writer& w) { w.packed_int64s(5, values); }),
+                               "t.pb");
+  };
+  EXPECT_EQ(int32_data(onnx::kBool, {1, 0}).int64s, (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(int32_data(onnx::kInt8, {-3, 4}).int64s, (std::vector<int64_t>{-3, 4}));
+  EXPECT_EQ(int32_data(onnx::kUint8, {250}).int64s, (std::vector<int64_t>{250}));
+  EXPECT_EQ(int32_data(onnx::kInt32, {-70000}).int64s, (std::vector<int64_t>{-70000}));
+  EXPECT_EQ(int32_data(onnx::kFloat16, {0x3e00}).floats, (std::vector<float>{1.5f}));
+  const double d = 0.25;
+  std::string d_bytes(8, '\0');
+  std::memcpy(d_bytes.data(), &d, 8);
+  EXPECT_EQ(onnx::decode_tensor(tensor_bytes(onnx::kDouble, {1}, [&](proto::Writer& w) { w.bytes(10, d_bytes); }), "t.pb").floats,
+            (std::vector<float>{0.25f}));
+  EXPECT_EQ(onnx::decode_tensor(tensor_bytes(onnx::kUint64, {1}, [&](proto::Writer& w) { w.varint(11, 7); }), "t.pb").int64s,
+            (std::vector<int64_t>{7}));
+  // Raw bytes that are no whole number of elements: malformed, saying of what.
+  EXPECT_EQ(testing::error_of([&] { raw(onnx::kInt16, {1}, le({1, 2, 3})); }),
+            "t.pb: malformed ONNX tensor: tensor 't' has 3 raw bytes, not a whole number of INT16 elements of 2 bytes "
+            "(at byte 13)");
+
+  // In a model: float16 weights are converted, int32 indices read, a STRING
+  // weight refused by its type's name, and one bool initializer no longer
+  // makes the file "malformed".
+  const onnx::Model o = graph({3, 2, 2}, {conv("c", "x", "w", 1)}, {weights("w", {4, 3, 1, 1})});
+  const ImportedModel plain = import(o);
+  auto with_weight = [&](int32_t type, std::string weight_bytes) {
+    onnx::Model typed = onnx::decode(onnx::encode(o), "g.onnx");
+    typed.graph.initializers[0] = onnx::decode_tensor(tensor_bytes(type, {4, 3, 1, 1}, [&](proto::Writer& w) { w.bytes(9, weight_bytes); }), "w.pb");
+    typed.graph.initializers[0].name = "w";
+    return from_onnx(typed, "g.onnx");
+  };
+  std::string half_ones;
+  for (int i = 0; i < 12; ++i) half_ones += le({0x00, 0x3c});  // 1.0 in float16
+  const ImportedModel half = with_weight(onnx::kFloat16, half_ones);
+  EXPECT_EQ(half.weights.params, std::vector<float>(12, 1.0f));
+  EXPECT_EQ(testing::error_of([&] { with_weight(onnx::kString, ""); }),
+            "g.onnx: node 'c' (Conv): tensor 'w' has ONNX data type STRING, which convoy does not read (it reads "
+            "floating-point, integer and bool tensors)");
+  EXPECT_EQ(testing::error_of([&] { with_weight(onnx::kUint8, std::string(12, '\1')); }),
+            "g.onnx: node 'c' (Conv): tensor 'w' is UINT8; this input takes floating-point values");
+  EXPECT_EQ(plain.model.num_parameters(), half.model.num_parameters());
+}
+
+// The input's element type is checked: a UINT8 input was read as floats.
+TEST(OnnxIssue23, NonFloatInputsAreRefusedByTypeName) {
+  onnx::Model o = graph({3}, {op("Relu", "r", {"x"})});
+  o.graph.inputs[0].elem_type = onnx::kUint8;
+  EXPECT_EQ(import_error(o), "g.onnx: input 'x' holds UINT8 elements; convoy models take FLOAT input");
+}
+
+// Messages locate the problem: unnamed nodes by index and op, layer errors
+// of unnamed nodes too, constants where a computed tensor is needed by name.
+TEST(OnnxIssue23, MessagesNameTheNodeAndTheConstantOperand) {
+  auto unnamed = [](onnx::Node n) {
+    n.name.clear();
+    return n;
+  };
+  EXPECT_EQ(import_error(graph({3, 2, 2}, {unnamed(op("Relu", "a", {"x"})),
+                                           unnamed(op("Concat", "c", {"a", "a"}, {integer("axis", 0)}))})),
+            "g.onnx: node #1 (Concat): axis 0 concatenates along the batch axis; convoy concatenates only channels (axis 1)");
+  EXPECT_EQ(import_error(graph({3, 5, 5}, {unnamed(op("MaxPool", "p", {"x"}, {ints("kernel_shape", {3, 3}), ints("pads", {2, 2, 2, 2})}))})),
+            "g.onnx: node #0 (MaxPool): padding 2 is more than half the kernel 3");
+  EXPECT_EQ(import_error(graph({3}, {unnamed(op("Erf", "e", {"x"}))})).substr(0, 41), "g.onnx: node #0 has op Erf, which convoy ");
+  const auto c = weights("k", {1, 3, 2, 2});
+  EXPECT_EQ(import_error(graph({3, 2, 2}, {op("Transpose", "t", {"k"}, {ints("perm", {0, 2, 3, 1})})}, {c})),
+            "g.onnx: node 't' (Transpose): input 'k' is a constant (FLOAT [1, 3, 2, 2]); a constant operand is not "
+            "supported here, only a computed tensor");
+  EXPECT_EQ(import_error(graph({3, 2, 2}, {op("Relu", "r", {"x"}), op("Concat", "c", {"r", "k"}, {integer("axis", 1)})}, {c})),
+            "g.onnx: node 'c' (Concat): input 'k' is a constant (FLOAT [1, 3, 2, 2]); a constant operand is not "
+            "supported here, only a computed tensor");
+  EXPECT_EQ(import_error(graph({3, 2, 2}, {op("Relu", "r", {"x"}), op("Add", "a", {"r", "k"})}, {c})),
+            "g.onnx: node 'a' (Add): input 'k' is a constant (FLOAT [1, 3, 2, 2]); a constant operand is not supported "
+            "(only the bias Add after a MatMul)");
+  EXPECT_EQ(import_error(graph({3, 2, 2}, {op("Relu", "r", {"nothing"})})),
+            "g.onnx: node 'r' (Relu): input 'nothing' is not computed by any earlier node");
+}
+
+// Limits the suite found, now imported: Gemm's alpha, beta and a scalar or
+// [1] bias; Clip without bounds; weights given both as graph inputs and as
+// initializers; Dropout's training_mode false (true is refused).
+TEST(OnnxIssue23, GemmScalingClipWithoutBoundsAndWeightsAsInputs) {
+  const onnx::Tensor one{.name = "b", .dims = {}, .floats = {0.5f}}, vec1{.name = "b", .dims = {1}, .floats = {0.5f}};
+  const auto w = weights("w", {2, 3});
+  for (const auto& bias : {one, vec1}) {
+    const ImportedModel m = import(graph({3}, {op("Gemm", "g", {"x", "w", "b"}, {integer("transB", 1),
+                                                                              {.name = "alpha", .type = onnx::Attribute::kFloatAttr, .f = 2.0f},
+                                                                              {.name = "beta", .type = onnx::Attribute::kFloatAttr, .f = 3.0f}})},
+                                         {w, bias}));
+    std::vector<float> want = w.floats;
+    for (float& v : want) v *= 2.0f;
+    want.insert(want.end(), {1.5f, 1.5f});
+    EXPECT_EQ(m.weights.params, want);
+  }
+  const onnx::Tensor rows{.name = "b", .dims = {4, 2}, .floats = std::vector<float>(8, 1.0f)};
+  EXPECT_EQ(import_error(graph({3}, {op("Gemm", "g", {"x", "w", "b"}, {integer("transB", 1)})}, {w, rows})),
+            "g.onnx: node 'g' (Gemm): the bias 'b' is [4, 2]; convoy's Dense takes one value per unit ([2] or [1, 2]) or "
+            "a scalar, the same for every row");
+  // A scalar bias is broadcast no wider than the weight: a [0, 2^40] weight is refused, not a 4 TB bias.
+  const onnx::Tensor empty{.name = "w", .dims = {0, int64_t{1} << 40}};
+  EXPECT_NE(import_error(graph({3}, {op("Gemm", "g", {"x", "w", "b"})}, {empty, one})).find("node 'g' (Gemm): the weight has 0 values"),
+            std::string::npos);
+  // Clip without bounds is the identity.
+  const ImportedModel clip = import(graph({3}, {op("Clip", "c", {"x"}), op("Relu", "r", {"c"})}));
+  EXPECT_EQ(clip.model.layers().size(), 1u);
+  // Weights as graph inputs with initializers of the same name (IR >= 4).
+  onnx::Model o = graph({3, 2, 2}, {conv("c", "x", "k", 1)}, {weights("k", {2, 3, 1, 1})});
+  o.graph.inputs.push_back({.name = "k", .dims = {2, 3, 1, 1}, .dim_params = std::vector<std::string>(4)});
+  EXPECT_EQ(import(o).model.output_shape(), (Shape{2, 2, 2}));
+  // Dropout's training_mode.
+  for (int64_t mode : {0, 1}) {
+    const onnx::Tensor flag{.name = "mode", .data_type = onnx::kBool, .dims = {}, .int64s = {mode}};
+    const onnx::Tensor ratio{.name = "ratio", .dims = {}, .floats = {0.25f}};
+    const auto model = graph({3}, {op("Dropout", "d", {"x", "ratio", "mode"})}, {ratio, flag});
+    if (mode == 0)
+      EXPECT_EQ(import(model).model.layers().size(), 1u);
+    else
+      EXPECT_EQ(import_error(model), "g.onnx: node 'd' (Dropout): training_mode true (dropout at inference) is not supported");
+  }
 }
 
 // Writes convoy's ONNX files, inputs and outputs for tests/onnx_peers.py

@@ -1,7 +1,9 @@
 // Parity with PyTorch: the seed network on the weights and batch that
 // tests/fixtures/make_parity_fixtures.py fed to PyTorch 1.13. Outputs, loss,
 // every parameter gradient, BatchNorm running statistics, two SGD steps and
-// inference-mode outputs all match to 1e-4 relative.
+// inference-mode outputs all match to 1e-4 relative — for every copy of the
+// CPU kernels this machine runs (base, AVX2, AVX-512; the others are skipped,
+// named).
 #include <gtest/gtest.h>
 
 #include "convoy/backends/executable.h"
@@ -13,13 +15,17 @@ namespace {
 
 constexpr double kTol = 1e-4;
 
-class Parity : public ::testing::Test {
+class Parity : public ::testing::TestWithParam<KernelSet> {
  protected:
   void SetUp() override {
+    if (!cpu_runs(GetParam())) GTEST_SKIP() << "this CPU cannot run the " << kernel_set_name(GetParam()) << " kernels";
     fixture = io::read_safetensors(std::string(CONVOY_FIXTURES_DIR) + "/seed_cnn_parity.safetensors");
     start = io::from_named(model, fixture, "parity fixture");
     batch = fixture.at("labels").dim(0);
-    exe = compile_cpu(model, {.batch_size = batch, .loss = Loss::nll, .optimizer = {.lr = 0.01f, .momentum = 0.5f}}, 0);
+    exe = compile_cpu(model,
+                      {.batch_size = batch, .loss = Loss::nll, .optimizer = {.lr = 0.01f, .momentum = 0.5f},
+                       .cpu_kernels = GetParam()},
+                      0);
     exe->set_parameters(start.params);
     exe->set_state(start.state);
   }
@@ -45,7 +51,7 @@ class Parity : public ::testing::Test {
 
 }  // namespace
 
-TEST_F(Parity, ForwardLossGradientsAndRunningStats) {
+TEST_P(Parity, ForwardLossGradientsAndRunningStats) {
   const double loss = exe->loss_and_gradients(x(), y());
   EXPECT_NEAR(loss, f("loss")[0], kTol * std::abs(f("loss")[0]));
   std::vector<float> out(batch * 10), grads(model.num_parameters()), state(model.num_state());
@@ -57,7 +63,7 @@ TEST_F(Parity, ForwardLossGradientsAndRunningStats) {
   expect_named("after_step1.", state, true);
 }
 
-TEST_F(Parity, TwoSgdMomentumStepsThenInference) {
+TEST_P(Parity, TwoSgdMomentumStepsThenInference) {
   exe->train_step(x(), y());
   exe->train_step(x(), y());
   std::vector<float> params(model.num_parameters());
@@ -68,5 +74,8 @@ TEST_F(Parity, TwoSgdMomentumStepsThenInference) {
   exe->get_output(out);
   EXPECT_LT(testing::relative_error(out, f("eval_output")), kTol);
 }
+
+INSTANTIATE_TEST_SUITE_P(KernelSets, Parity, ::testing::Values(KernelSet::base, KernelSet::avx2, KernelSet::avx512),
+                         [](const auto& info) { return std::string(kernel_set_name(info.param)); });
 
 }  // namespace convoy

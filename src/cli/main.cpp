@@ -141,6 +141,11 @@ int run_devices() {
   std::string isa;
   for (const auto& f : cpu.isa) isa += (isa.empty() ? "" : " ") + f;
   std::printf("cpu   %s | %d threads | %s\n", cpu.model.c_str(), cpu.threads, isa.c_str());
+  std::string sets;
+  for (auto k : {convoy::KernelSet::base, convoy::KernelSet::avx2, convoy::KernelSet::avx512})
+    if (convoy::cpu_runs(k)) sets += std::string(sets.empty() ? "" : ", ") + convoy::kernel_set_name(k);
+  std::printf("cpu   kernels: %s (this CPU runs %s)\n", convoy::kernel_set_name(convoy::best_kernel_set()),
+              sets.c_str());
   const convoy::GpuReport& gpus = convoy::find_gpus();
   for (const auto& g : gpus.gpus)
     std::printf("cuda:%d  %s | %.1f GiB | compute capability %d.%d\n", g.index, g.name.c_str(),

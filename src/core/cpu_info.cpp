@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include "convoy/core/error.h"
 #include "convoy/core/threads.h"
 
 namespace convoy {
@@ -30,6 +31,50 @@ CpuInfo cpu_info() {
     if (flags.count(f)) info.isa.push_back(f);
   if (info.model.empty()) info.model = "unknown CPU";
   return info;
+}
+
+const char* kernel_set_name(KernelSet set) {
+  switch (set) {
+    case KernelSet::automatic: return "auto";
+    case KernelSet::base: return "base";
+    case KernelSet::avx2: return "avx2";
+    case KernelSet::avx512: return "avx512";
+  }
+  return "?";
+}
+
+KernelSet parse_kernel_set(const std::string& name) {
+  for (KernelSet s : {KernelSet::automatic, KernelSet::base, KernelSet::avx2, KernelSet::avx512})
+    if (name == kernel_set_name(s)) return s;
+  throw UserError("unknown CPU kernel set '" + name + "'; available: auto, base, avx2, avx512");
+}
+
+bool cpu_runs(KernelSet set) {
+  // The micro-architecture levels ask for every feature of the level and for
+  // the OS's support of the wider registers (XSAVE state), as the compiler's
+  // -march=x86-64-v3 / -v4 assume.
+  __builtin_cpu_init();
+  switch (set) {
+    case KernelSet::automatic:
+    case KernelSet::base: return true;
+    case KernelSet::avx2: return __builtin_cpu_supports("x86-64-v3");
+    case KernelSet::avx512: return __builtin_cpu_supports("x86-64-v4");
+  }
+  return false;
+}
+
+KernelSet best_kernel_set() {
+  for (KernelSet s : {KernelSet::avx512, KernelSet::avx2})
+    if (cpu_runs(s)) return s;
+  return KernelSet::base;
+}
+
+KernelSet resolve_kernel_set(KernelSet requested) {
+  if (requested == KernelSet::automatic) return best_kernel_set();
+  if (!cpu_runs(requested))
+    throw UserError(std::string("this CPU cannot run the ") + kernel_set_name(requested) +
+                    " kernels; use auto (here: " + kernel_set_name(best_kernel_set()) + ")");
+  return requested;
 }
 
 }  // namespace convoy

@@ -3,7 +3,9 @@
 // output row the vertical taps are summed over whole source rows into one
 // float row (vectorised, cache-resident), then the horizontal taps are
 // summed from that row into the output. No rounding between the passes and
-// no buffer larger than a row.
+// no buffer larger than a row. Compiled once per instruction set
+// (cmake/isa_units.cmake); resize_into outside the copies is
+// src/image/kernels_dispatch.cpp's.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -169,12 +171,6 @@ void resize_into(ImageView src, MutableImageView dst, ResizeMethod method) {
     else horizontal_any<1>(column_sums, tx, row_out);
     to_bytes(row_out, dst.row(o), out_len);
   }
-}
-
-Image resize(ImageView src, int width, int height, ResizeMethod method) {
-  Image out(width, height, src.channels);
-  resize_into(src, out.view(), method);
-  return out;
 }
 
 }  // namespace convoy::image

@@ -127,6 +127,9 @@ class Importer {
         input = &v;
       }
     require(input != nullptr, where_ + ": the graph has no input");
+    require(input->elem_type == onnx::kFloat, where_ + ": input '" + shown(input->name) + "' holds " +
+                                                  onnx::data_type_name(input->elem_type) +
+                                                  " elements; convoy models take FLOAT input");
     require(input->dims.size() == 4 || input->dims.size() == 2,
             where_ + ": input '" + shown(input->name) + "' has " + std::to_string(input->dims.size()) +
                 " dimensions; convoy takes [N, C, H, W] images or [N, features] rows");
@@ -191,14 +194,36 @@ class Importer {
   }
 
  private:
-  [[noreturn]] void fail(const Node& n, const std::string& what) const {
-    throw UserError(where_ + ": node '" + shown(n.name) + "' (" + shown(n.op_type) + "): " + what);
+  // "node 'conv1' (Conv)", or "node #3 (Concat)" (its index in the graph) when it has no name.
+  std::string label(const Node& n) const {
+    if (!n.name.empty()) return "node '" + shown(n.name) + "' (" + shown(n.op_type) + ")";
+    return "node #" + std::to_string(&n - m_.graph.nodes.data()) + " (" + shown(n.op_type) + ")";
   }
+  // The name a node's messages from nn:: start with: its own, else its label.
+  std::string shown_name(const Node& n) const { return n.name.empty() ? label(n) : n.name; }
+  [[noreturn]] void fail(const Node& n, const std::string& what) const { throw UserError(where_ + ": " + label(n) + ": " + what); }
   const Value& value(const std::string& name, const std::string& what) const {
     auto it = values_.find(name);
     require(it != values_.end(), where_ + ": " + what + " '" + name + "' is not computed by any earlier node");
     return it->second;
   }
+  // The computed tensor `name` that node n reads; a constant there is refused as one.
+  const Value& input(const Node& n, const std::string& name) const {
+    auto it = values_.find(name);
+    if (it != values_.end()) return it->second;
+    if (const onnx::Tensor* t = constant(name))
+      fail(n, "input '" + name + "' is a constant (" + onnx::data_type_name(t->data_type) + " " + list(t->dims) +
+                  "); a constant operand is not supported here, only a computed tensor");
+    fail(n, "input '" + name + "' is not computed by any earlier node");
+  }
+  // `axis` of a tensor of `rank` dimensions as a non-negative number (ONNX counts negative ones from the end).
+  int64_t normalized_axis(const Node& n, int64_t axis, int64_t rank) const {
+    if (axis < -rank || axis >= rank)
+      fail(n, "axis " + std::to_string(axis) + " is out of range for a tensor of " + std::to_string(rank) + " dimensions");
+    return axis < 0 ? axis + rank : axis;
+  }
+  // The number of dimensions of the ONNX tensor a value stands for, batch included.
+  static int64_t rank_of(const Value& v) { return v.unsqueezed ? 4 : static_cast<int64_t>(v.shape.size()) + 1; }
   const onnx::Tensor* constant(const std::string& name) const {
     auto it = constants_.find(name);
     return it == constants_.end() ? nullptr : it->second;
@@ -207,12 +232,27 @@ class Importer {
     if (input >= n.inputs.size()) fail(n, "input " + std::to_string(input) + " is missing");
     const onnx::Tensor* t = constant(n.inputs[input]);
     if (!t) fail(n, "input '" + n.inputs[input] + "' must be a constant (weights), not a computed tensor");
-    if (t->data_type != onnx::kFloat && t->data_type != onnx::kInt64)
-      fail(n, "tensor '" + t->name + "' has ONNX data type " + std::to_string(t->data_type) + "; convoy reads float and int64");
-    const std::size_t values = t->data_type == onnx::kFloat ? t->floats.size() : t->int64s.size();
+    if (!onnx::is_floating(t->data_type) && !onnx::is_integer(t->data_type))
+      fail(n, "tensor '" + t->name + "' has ONNX data type " + onnx::data_type_name(t->data_type) +
+                  ", which convoy does not read (it reads floating-point, integer and bool tensors)");
+    const std::size_t values = onnx::is_floating(t->data_type) ? t->floats.size() : t->int64s.size();
     if (t->numel() < 0 || static_cast<std::size_t>(t->numel()) != values)
       fail(n, "tensor '" + t->name + "' holds " + std::to_string(values) + " values, not what its dimensions say");
     return *t;
+  }
+  // A constant input of floating-point values (weights): FLOAT, FLOAT16, BFLOAT16 or DOUBLE, as floats.
+  const onnx::Tensor& need_float(const Node& n, std::size_t input) const {
+    const onnx::Tensor& t = need_constant(n, input);
+    if (!onnx::is_floating(t.data_type))
+      fail(n, "tensor '" + t.name + "' is " + onnx::data_type_name(t.data_type) + "; this input takes floating-point values");
+    return t;
+  }
+  // A constant input of integers (shapes, axes, indices): any integer type or BOOL, as int64s.
+  const onnx::Tensor& need_integers(const Node& n, std::size_t input) const {
+    const onnx::Tensor& t = need_constant(n, input);
+    if (!onnx::is_integer(t.data_type))
+      fail(n, "tensor '" + t.name + "' is " + onnx::data_type_name(t.data_type) + "; this input takes integers");
+    return t;
   }
   static int64_t int_attr(const Node& n, const std::string& name, int64_t fallback) {
     const auto* a = n.find(name);
@@ -242,7 +282,7 @@ class Importer {
     Shape hwc_image;
     bool nonnegative = true;
     for (const auto& in : inputs) {
-      const Value& v = value(in, "input of node '" + n.name + "',");
+      const Value& v = input(n, in);
       if (v.nhwc && !reads_nhwc)
         fail(n, "reads an NHWC tensor (a Transpose with perm [0, 2, 3, 1]), which convoy imports only before a "
                 "flatten, a ReduceMean over H and W, or the Transpose back to NCHW");
@@ -258,7 +298,7 @@ class Importer {
       refs.push_back(v.ref);
       shapes.push_back(v.shape);
     }
-    const std::string shown = name.empty() ? n.name : name;
+    const std::string shown = name.empty() ? shown_name(n) : name;
     Shape out;
     try {
       out = shapes.size() == 1 ? nn::output_shape(layer, shapes[0], shown) : nn::output_shape(layer, shapes, shown);
@@ -275,7 +315,7 @@ class Importer {
     v = {.ref = r, .shape = std::move(out), .hwc_image = std::move(hwc_image), .nonnegative = out_nonnegative};
     return v;
   }
-  void alias(const Node& n, const std::string& from) { values_[n.outputs.at(0)] = value(from, "input of node '" + n.name + "',"); }
+  void alias(const Node& n, const std::string& from) { values_[n.outputs.at(0)] = input(n, from); }
 
   // The padding of a Conv or pool as one convoy value: equal on all sides, or
   // "same" where the pads are TensorFlow's. A Pad folded into the node adds its own.
@@ -287,8 +327,8 @@ class Importer {
     if (auto_pad == "SAME_UPPER") {
       if (folded == folded_pads_.end()) return nn::kSame;
       // "same" for the padded size the node sees.
-      const nn::Window h = nn::window(in[1] + extra[0] + extra[2], kernel, stride, nn::kSame, n.name),
-                       w = nn::window(in[2] + extra[1] + extra[3], kernel, stride, nn::kSame, n.name);
+      const nn::Window h = nn::window(in[1] + extra[0] + extra[2], kernel, stride, nn::kSame, shown_name(n)),
+                       w = nn::window(in[2] + extra[1] + extra[3], kernel, stride, nn::kSame, shown_name(n));
       own = {h.pad_begin, w.pad_begin, h.pad_end, w.pad_end};
     } else if (auto_pad == "NOTSET") {
       const std::vector<int64_t> pads = ints_attr(n, "pads");
@@ -306,7 +346,7 @@ class Importer {
     for (int64_t p : total)
       if (p < 0 || p > kMaxValues) fail(n, "pads " + list(total) + padded + " are out of range");
     if (total[0] == total[1] && total[0] == total[2] && total[0] == total[3]) return total[0];
-    const nn::Window h = nn::window(in[1], kernel, stride, nn::kSame, n.name), w = nn::window(in[2], kernel, stride, nn::kSame, n.name);
+    const nn::Window h = nn::window(in[1], kernel, stride, nn::kSame, shown_name(n)), w = nn::window(in[2], kernel, stride, nn::kSame, shown_name(n));
     if (total == std::vector<int64_t>{h.pad_begin, w.pad_begin, h.pad_end, w.pad_end}) return nn::kSame;
     fail(n, "pads " + list(total) + padded + " are neither equal on all sides nor TensorFlow's \"same\"");
   }
@@ -324,7 +364,7 @@ class Importer {
     return {kernel[0], strides[0]};
   }
   const Shape& image_input(const Node& n) const {
-    const Value& v = value(n.inputs.at(0), "input of node '" + n.name + "',");
+    const Value& v = input(n, n.inputs.at(0));
     if (v.shape.size() != 3) fail(n, "needs an [N, C, H, W] input, gets " + std::to_string(v.shape.size() + 1) + " dimensions");
     if (v.nhwc) fail(n, "needs an [N, C, H, W] input, gets an NHWC tensor");
     return v.shape;
@@ -355,9 +395,7 @@ class Importer {
   // Int64 values from constant input `input`, or from attribute `name` when that input is absent.
   std::optional<std::vector<int64_t>> ints_input(const Node& n, std::size_t input, const std::string& name) const {
     if (input < n.inputs.size() && !n.inputs[input].empty()) {
-      const onnx::Tensor& t = need_constant(n, input);
-      if (t.data_type != onnx::kInt64) fail(n, "input '" + t.name + "' must hold int64 values");
-      return t.int64s;
+      return need_integers(n, input).int64s;
     }
     if (const auto* a = n.find(name)) return a->ints;
     return std::nullopt;
@@ -365,7 +403,7 @@ class Importer {
   // A scalar constant input (Clip's min and max), or nullopt when absent.
   std::optional<float> scalar(const Node& n, std::size_t input) const {
     if (input >= n.inputs.size() || n.inputs[input].empty()) return std::nullopt;
-    const onnx::Tensor& t = need_constant(n, input);
+    const onnx::Tensor& t = need_float(n, input);
     if (t.floats.size() != 1) fail(n, "input '" + t.name + "' must be one float");
     return t.floats[0];
   }
@@ -380,15 +418,31 @@ class Importer {
         }
     return found;
   }
+  // A Dense's bias from a constant that broadcasts over [N, units] the same for
+  // every row: one value, or [units] with any leading 1s. A bias that differs
+  // by row ([N, units]) has no Dense equivalent.
+  // (`weights` is the weight's value count: a valid weight has at least one per
+  // unit, so a scalar is broadcast only that far; dense() refuses the rest.)
+  std::vector<float> bias_for(const Node& n, const onnx::Tensor& b, int64_t units, std::size_t weights) const {
+    if (b.numel() == 1)
+      return units > 0 && static_cast<std::size_t>(units) <= weights ? std::vector<float>(static_cast<std::size_t>(units), b.floats.at(0))
+                                                                       : b.floats;
+    bool per_unit = !b.dims.empty() && b.dims.back() == units;
+    for (std::size_t i = 0; i + 1 < b.dims.size(); ++i) per_unit = per_unit && b.dims[i] == 1;
+    if (!per_unit)
+      fail(n, "the bias '" + b.name + "' is " + list(b.dims) + "; convoy's Dense takes one value per unit ([" +
+                  std::to_string(units) + "] or [1, " + std::to_string(units) + "]) or a scalar, the same for every row");
+    return b.floats;
+  }
   void dense(const Node& n, const std::string& x, std::vector<float> w_rows, int64_t units, std::vector<float> bias,
              const std::string& weight_name, const std::string* output = nullptr) {
-    const Shape& s = value(x, "input of node '" + n.name + "',").shape;
+    const Shape& s = input(n, x).shape;
     if (s.size() != 1) fail(n, "needs [N, features] rows (flatten first), gets " + std::to_string(s.size() + 1) + " dimensions");
     if (units <= 0 || w_rows.size() % static_cast<std::size_t>(units) != 0 ||
         static_cast<int64_t>(w_rows.size()) / units != s[0])
       fail(n, "the weight has " + std::to_string(w_rows.size()) + " values for " + std::to_string(s[0]) + " inputs and " +
                   std::to_string(units) + " units");
-    const Shape& hwc = value(x, "input").hwc_image;
+    const Shape& hwc = input(n, x).hwc_image;
     if (!hwc.empty()) {  // columns in (H, W, C) order, as the NHWC flatten before it: to convoy's (C, H, W)
       const int64_t c = hwc[0], hw = hwc[1] * hwc[2];
       std::vector<float> chw(w_rows.size());
@@ -406,11 +460,10 @@ class Importer {
   // Flatten (axis 1), Reshape to [N, -1], and Squeeze of an image's 1x1 spatial axes: [C, H, W] -> [C*H*W].
   void flatten(const Node& n) {
     const std::string& op = n.op_type;
-    const Value v = value(n.inputs.at(0), "input of node '" + n.name + "',");
-    const int64_t rank = v.unsqueezed ? 4 : static_cast<int64_t>(v.shape.size()) + 1;
+    const Value v = input(n, n.inputs.at(0));
+    const int64_t rank = rank_of(v);
     if (op == "Flatten") {
-      const int64_t axis = int_attr(n, "axis", 1);
-      if (axis != 1 && axis != 1 - rank) fail(n, "only Flatten with axis 1 is supported");
+      if (normalized_axis(n, int_attr(n, "axis", 1), rank) != 1) fail(n, "only Flatten with axis 1 is supported");
     } else if (op == "Reshape") {
       // The target shape: a constant, or computed from the input's shape
       // (PyTorch's x.view(x.size(0), -1) with a free batch size).
@@ -418,9 +471,7 @@ class Importer {
       if (n.inputs.size() > 1 && shape_values_.count(n.inputs[1])) {
         d = shape_values_.at(n.inputs[1]);
       } else {
-        const onnx::Tensor& to = need_constant(n, 1);
-        if (to.data_type != onnx::kInt64) fail(n, "the target shape must be int64");
-        d = to.int64s;
+        d = need_integers(n, 1).int64s;
       }
       // [N, features] by any spelling of N: 0 (copy), -1 (infer), the batch
       // itself, or the batch size the file was exported with ([2, 320]).
@@ -450,7 +501,7 @@ class Importer {
   // Transposes between NHWC and NCHW images: convoy's tensors stay NCHW, the
   // value only records which order the ONNX graph sees.
   void transpose(const Node& n) {
-    Value out = value(n.inputs.at(0), "input of node '" + n.name + "',");
+    Value out = input(n, n.inputs.at(0));
     const std::vector<int64_t> perm = ints_attr(n, "perm");
     std::vector<int64_t> identity(out.shape.size() + 1);
     for (std::size_t i = 0; i < identity.size(); ++i) identity[i] = static_cast<int64_t>(i);
@@ -473,7 +524,7 @@ class Importer {
     float fill = float_attr(n, "value", 0.0f);
     if (const auto c = scalar(n, 2)) fill = *c;
     if (fill != 0.0f) fail(n, "pads with " + std::to_string(fill) + "; only zero padding is supported");
-    const Value& v = value(n.inputs.at(0), "input of node '" + n.name + "',");
+    const Value& v = input(n, n.inputs.at(0));
     if (v.shape.size() != 3 || v.nhwc) fail(n, "only padding of [N, C, H, W] images is supported");
     std::vector<int64_t> full(8, 0);  // begins of N, C, H, W, then their ends
     if (n.inputs.size() > 3 && !n.inputs[3].empty()) {  // opset 18: the axes the pads are for
@@ -522,7 +573,7 @@ class Importer {
 
   // ReduceMean over H and W: a global average pool (Keras's GlobalAveragePooling2D).
   void reduce_mean(const Node& n) {
-    const Value& v = value(n.inputs.at(0), "input of node '" + n.name + "',");
+    const Value& v = input(n, n.inputs.at(0));
     const bool keep = int_attr(n, "keepdims", 1) != 0, nhwc = v.nhwc;
     const auto axes = ints_input(n, 1, "axes");
     const std::vector<int64_t> spatial = nhwc ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{2, 3};
@@ -539,7 +590,7 @@ class Importer {
     if (n.inputs.empty()) return false;
     for (const auto& in : n.inputs) {
       const onnx::Tensor* t = constant(in);
-      if (!shape_values_.count(in) && !(t && t->data_type == onnx::kInt64)) return false;
+      if (!shape_values_.count(in) && !(t && onnx::is_integer(t->data_type))) return false;
     }
     return true;
   }
@@ -553,7 +604,7 @@ class Importer {
       return shape_values_.at(n.inputs[i]);
     };
     if (op == "Shape") {
-      const Value& v = value(n.inputs.at(0), "input of node '" + n.name + "',");
+      const Value& v = input(n, n.inputs.at(0));
       if (!v.hwc_image.empty()) fail(n, "the shape of NHWC-ordered features is not supported");
       out = {kBatch};
       if (v.unsqueezed) out.insert(out.end(), {v.shape[0], 1, 1});
@@ -566,9 +617,8 @@ class Importer {
       out = end > start ? std::vector<int64_t>(out.begin() + start, out.begin() + end) : std::vector<int64_t>{};
     } else if (op == "Gather") {
       const std::vector<int64_t>& from = shape_input(0);
-      if (int_attr(n, "axis", 0) != 0) fail(n, "only Gather along axis 0 of a shape is supported");
-      const onnx::Tensor& idx = need_constant(n, 1);
-      if (idx.data_type != onnx::kInt64) fail(n, "the indices must be int64");
+      if (normalized_axis(n, int_attr(n, "axis", 0), 1) != 0) fail(n, "only Gather along axis 0 of a shape is supported");
+      const onnx::Tensor& idx = need_integers(n, 1);
       for (int64_t i : idx.int64s) {
         const int64_t size = static_cast<int64_t>(from.size());
         if (i < -size || i >= size) fail(n, "index " + std::to_string(i) + " is out of range");
@@ -577,7 +627,7 @@ class Importer {
     } else if (op == "Unsqueeze") {  // a scalar to a 1-element list: the same values
       out = shape_input(0);
     } else {  // Concat of shapes and int64 constants
-      if (int_attr(n, "axis", 0) != 0) fail(n, "only Concat along axis 0 of shapes is supported");
+      if (normalized_axis(n, int_attr(n, "axis", 0), 1) != 0) fail(n, "only Concat along axis 0 of shapes is supported");
       for (const auto& in : n.inputs) {
         const std::vector<int64_t>& part = shape_values_.count(in) ? shape_values_.at(in) : constant(in)->int64s;
         if (out.size() + part.size() > 64) fail(n, "the shape has more than 64 dimensions");
@@ -603,25 +653,33 @@ class Importer {
     if (op == "Dropout") {
       float rate = float_attr(n, "ratio", 0.5f);
       if (auto r = scalar(n, 1)) rate = *r;
+      // training_mode (opset 12): true drops values even at inference, which convoy's Dropout does not.
+      if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
+        const onnx::Tensor& mode = need_integers(n, 2);
+        if (mode.int64s.size() != 1) fail(n, "training_mode must be one bool");
+        if (mode.int64s[0] != 0) fail(n, "training_mode true (dropout at inference) is not supported");
+      }
+      if (m_.opset < 7 && int_attr(n, "is_test", 0) == 0) fail(n, "is_test 0 (dropout at inference) is not supported");
       return (void)add(n, nn::Dropout{.rate = rate}, {n.inputs.at(0)});
     }
     if (op == "Conv") {
       const Shape& in = image_input(n);
-      const onnx::Tensor& w = need_constant(n, 1);
+      const onnx::Tensor& w = need_float(n, 1);
       if (w.dims.size() != 4) fail(n, "the weight must be [F, C/groups, k, k]");
       const auto [k, stride] = square_window(n, {w.dims[2], w.dims[3]});
       nn::Conv2d c{.filters = w.dims[0], .kernel = k, .stride = stride, .padding = padding(n, in, k, stride),
                    .groups = int_attr(n, "group", 1), .bias = n.inputs.size() > 2 && !n.inputs[2].empty()};
       LayerWeights lw{.params = {w.floats}};
-      if (c.bias) lw.params.push_back(need_constant(n, 2).floats);
+      if (c.bias) lw.params.push_back(need_float(n, 2).floats);
       return (void)add(n, c, {n.inputs[0]}, std::move(lw), layer_name(w.name));
     }
     if (op == "BatchNormalization") {
-      if (n.outputs.size() > 1 && !n.outputs[1].empty()) fail(n, "training-mode batch norm (several outputs) is not supported");
-      const onnx::Tensor& scale = need_constant(n, 1);
+      if ((n.outputs.size() > 1 && !n.outputs[1].empty()) || int_attr(n, "training_mode", 0) != 0)
+        fail(n, "training-mode batch norm (several outputs, or training_mode 1) is not supported");
+      const onnx::Tensor& scale = need_float(n, 1);
       return (void)add(n, nn::BatchNorm{.momentum = 1.0f - float_attr(n, "momentum", 0.9f), .eps = float_attr(n, "epsilon", 1e-5f)},
                  {n.inputs[0]},
-                 {.params = {scale.floats, need_constant(n, 2).floats}, .state = {need_constant(n, 3).floats, need_constant(n, 4).floats}},
+                 {.params = {scale.floats, need_float(n, 2).floats}, .state = {need_float(n, 3).floats, need_float(n, 4).floats}},
                  layer_name(scale.name));
     }
     if (op == "Relu") return (void)add(n, nn::ReLU{}, {n.inputs.at(0)});
@@ -631,19 +689,23 @@ class Importer {
       if (const auto* a = n.find("min")) lo = a->f;
       if (const auto* a = n.find("max")) hi = a->f;
       if (lo == 0.0f && hi == 6.0f) return (void)add(n, nn::ReLU6{}, {n.inputs[0]});
+      // No bounds (or infinite ones): the identity.
+      if ((!lo || (std::isinf(*lo) && *lo < 0)) && (!hi || (std::isinf(*hi) && *hi > 0))) return alias(n, n.inputs[0]);
       if (lo == 0.0f && (!hi || (std::isinf(*hi) && *hi > 0))) return (void)add(n, nn::ReLU{}, {n.inputs[0]});
-      fail(n, "only Clip to [0, 6] (ReLU6) or [0, inf) (ReLU) is supported");
+      fail(n, "only Clip to [0, 6] (ReLU6), [0, inf) (ReLU) or without bounds is supported");
     }
     if (op == "Mul" || op == "Add") {
       if (n.inputs.size() != 2) fail(n, "needs two inputs");
-      if (constant(n.inputs[0]) || constant(n.inputs[1]))
-        fail(n, "a constant operand is not supported (only the bias Add after a MatMul)");
+      for (const auto& in : n.inputs)
+        if (const onnx::Tensor* t = constant(in))
+          fail(n, "input '" + in + "' is a constant (" + onnx::data_type_name(t->data_type) + " " + list(t->dims) +
+                      "); a constant operand is not supported (only the bias Add after a MatMul)");
       if (op == "Add") return (void)add(n, nn::Add{}, {n.inputs[0], n.inputs[1]});
       // Element-wise, or a channel gate [N, C, 1, 1] on an image (ONNX's
       // broadcasting allows no other shapes convoy's Multiply takes). It takes
       // the full-size tensor first and the gate second.
-      const Value& a = value(n.inputs[0], "input of node '" + n.name + "',");
-      const Value& b = value(n.inputs[1], "input of node '" + n.name + "',");
+      const Value& a = input(n, n.inputs[0]);
+      const Value& b = input(n, n.inputs[1]);
       auto gates = [](const Value& image, const Value& gate) {
         return image.shape.size() == 3 && !gate.nhwc &&
                (gate.unsqueezed ? gate.shape == Shape{image.shape[0]} : gate.shape == Shape{image.shape[0], 1, 1});
@@ -658,9 +720,10 @@ class Importer {
         (op == "Unsqueeze" && shape_values_.count(n.inputs[0])))
       return shape_arithmetic(n);
     if (op == "Concat") {
-      const Shape& s = value(n.inputs.at(0), "input").shape;
-      const int64_t axis = int_attr(n, "axis", 1);
-      if (axis != 1 && axis != -static_cast<int64_t>(s.size() + 1)) fail(n, "only concatenation along channels (axis 1) is supported");
+      const int64_t written = int_attr(n, "axis", 1), axis = normalized_axis(n, written, rank_of(input(n, n.inputs.at(0))));
+      if (axis == 0)
+        fail(n, "axis " + std::to_string(written) + " concatenates along the batch axis; convoy concatenates only channels (axis 1)");
+      if (axis != 1) fail(n, "axis " + std::to_string(written) + " is not the channel axis; convoy concatenates only channels (axis 1)");
       return (void)add(n, nn::Concat{}, n.inputs);
     }
     if (op == "MaxPool" || op == "AveragePool") {
@@ -684,7 +747,7 @@ class Importer {
     if (op == "Flatten" || op == "Reshape" || op == "Squeeze") return flatten(n);
     if (op == "Transpose") return transpose(n);
     if (op == "Unsqueeze") {  // [N, C] -> [N, C, 1, 1] for a channel gate, as convoy's own export writes it
-      Value out = value(n.inputs.at(0), "input of node '" + n.name + "',");
+      Value out = input(n, n.inputs.at(0));
       const auto axes = ints_input(n, 1, "axes");
       if (out.shape.size() != 1 || !out.hwc_image.empty() || out.unsqueezed || !axes || normalized_axes(*axes, 4) != std::vector<int64_t>{2, 3})
         fail(n, "only Unsqueeze of [N, C] to [N, C, 1, 1] (a channel gate for a Mul) is supported");
@@ -698,9 +761,9 @@ class Importer {
       // convoy has no Softmax layer: losses take logits (softmax cross-entropy,
       // or Keras's from_logits) and stay stable. A Softmax that gives the
       // model's output is left out; ImportedModel::softmax_dropped says so.
-      const Value& v = value(n.inputs.at(0), "input");
-      const int64_t axis = int_attr(n, "axis", m_.opset >= 13 ? -1 : 1);
-      if (v.shape.size() != 1 || !v.hwc_image.empty() || (axis != 1 && axis != -1))
+      const Value& v = input(n, n.inputs.at(0));
+      if (v.shape.size() != 1 || !v.hwc_image.empty() || v.unsqueezed ||
+          normalized_axis(n, int_attr(n, "axis", m_.opset >= 13 ? -1 : 1), rank_of(v)) != 1)
         fail(n, "only Softmax over the features of [N, features] is supported");
       if (!is_output(n.outputs[0]))
         fail(n, "Softmax is supported only as the model's last op (convoy leaves it out and outputs the logits)");
@@ -708,9 +771,8 @@ class Importer {
       return alias(n, n.inputs[0]);
     }
     if (op == "Gemm") {
-      if (int_attr(n, "transA", 0) != 0 || float_attr(n, "alpha", 1) != 1 || float_attr(n, "beta", 1) != 1)
-        fail(n, "only Gemm with transA 0, alpha 1 and beta 1 is supported");
-      const onnx::Tensor& w = need_constant(n, 1);
+      if (int_attr(n, "transA", 0) != 0) fail(n, "only Gemm with transA 0 is supported");
+      const onnx::Tensor& w = need_float(n, 1);
       if (w.dims.size() != 2) fail(n, "the weight must be a matrix");
       std::vector<float> rows = w.floats;  // [units, in] as transB = 1 stores it
       int64_t units = w.dims[0];
@@ -719,12 +781,20 @@ class Importer {
         for (int64_t i = 0; i < w.dims[0]; ++i)
           for (int64_t o = 0; o < units; ++o) rows[static_cast<std::size_t>(o * w.dims[0] + i)] = w.floats[static_cast<std::size_t>(i * units + o)];
       }
+      // alpha A B + beta C: alpha scales the weight, beta the bias.
+      const float alpha = float_attr(n, "alpha", 1), beta = float_attr(n, "beta", 1);
+      if (alpha != 1)
+        for (float& v : rows) v *= alpha;
       std::vector<float> bias;
-      if (n.inputs.size() > 2 && !n.inputs[2].empty()) bias = need_constant(n, 2).floats;
+      if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
+        bias = bias_for(n, need_float(n, 2), units, rows.size());
+        if (beta != 1)
+          for (float& v : bias) v *= beta;
+      }
       return dense(n, n.inputs[0], std::move(rows), units, std::move(bias), w.name);
     }
     if (op == "MatMul") {
-      const onnx::Tensor& w = need_constant(n, 1);
+      const onnx::Tensor& w = need_float(n, 1);
       if (w.dims.size() != 2) fail(n, "the weight must be a matrix");
       const int64_t in = w.dims[0], units = w.dims[1];
       std::vector<float> rows(w.floats.size());
@@ -736,20 +806,22 @@ class Importer {
           !m_.graph.nodes[next].outputs.empty()) {
         const Node& a = m_.graph.nodes[next];
         const std::string& other = a.inputs.at(a.inputs[0] == n.outputs[0] ? 1 : 0);
-        if (const onnx::Tensor* b = constant(other)) {
+        if (constant(other)) {
           skip_.insert(next);
-          return dense(n, n.inputs[0], std::move(rows), units, b->floats, w.name, &a.outputs.at(0));
+          std::vector<float> bias = bias_for(a, need_float(a, a.inputs[0] == other ? 0 : 1), units, rows.size());
+          return dense(n, n.inputs[0], std::move(rows), units, std::move(bias), w.name, &a.outputs.at(0));
         }
       }
       return dense(n, n.inputs[0], std::move(rows), units, {}, w.name);
     }
     if (op == "LogSoftmax") {
-      const int64_t axis = int_attr(n, "axis", m_.opset >= 13 ? -1 : 1);
-      if (value(n.inputs.at(0), "input").shape.size() != 1 || (axis != 1 && axis != -1))
+      const Value& v = input(n, n.inputs.at(0));
+      if (v.shape.size() != 1 || v.unsqueezed || normalized_axis(n, int_attr(n, "axis", m_.opset >= 13 ? -1 : 1), rank_of(v)) != 1)
         fail(n, "only LogSoftmax over the features of [N, features] is supported");
       return (void)add(n, nn::LogSoftmax{}, {n.inputs[0]});
     }
-    throw UserError(where_ + ": node '" + n.name + "' has op " + op + ", which convoy cannot import (it imports " + kSupported + ")");
+    throw UserError(where_ + ": " + (n.name.empty() ? "node #" + std::to_string(current_) : "node '" + shown(n.name) + "'") + " has op " + shown(op) +
+                    ", which convoy cannot import (it imports " + kSupported + ")");
   }
 
   const onnx::Model& m_;

@@ -1,7 +1,9 @@
 // ONNX's protobuf messages, encoded and decoded field by field (see onnx_proto.h).
 #include "convoy/io/onnx_proto.h"
 
+#include <cmath>
 #include <cstring>
+#include <iterator>
 #include <limits>
 
 #include "convoy/core/error.h"
@@ -18,12 +20,14 @@ using proto::Writer;
 Writer tensor_message(const Tensor& t) {
   Writer w;
   w.packed_int64s(1, t.dims);
-  w.varint(2, static_cast<uint64_t>(t.data_type));
+  // The values as they are held: FLOAT or INT64 (a decoded FLOAT16 or UINT8 tensor is written widened).
+  const int32_t type = is_floating(t.data_type) ? kFloat : is_integer(t.data_type) ? kInt64 : t.data_type;
+  w.varint(2, static_cast<uint64_t>(type));
   w.bytes(8, t.name);
   // raw_data: little-endian values, the form every ONNX reader takes fastest.
-  if (t.data_type == kFloat)
+  if (type == kFloat)
     w.bytes(9, {reinterpret_cast<const char*>(t.floats.data()), 4 * t.floats.size()});
-  else
+  else if (type == kInt64)
     w.bytes(9, {reinterpret_cast<const char*>(t.int64s.data()), 8 * t.int64s.size()});
   return w;
 }
@@ -104,34 +108,141 @@ void read_floats(Reader& r, uint32_t wire, std::vector<float>& out) {
   }
 }
 
+// Bytes per element of raw_data for a decodable type (0 for any other).
+std::size_t element_size(int32_t type) {
+  switch (type) {
+    case kUint8: case kInt8: case kBool: return 1;
+    case kUint16: case kInt16: case kFloat16: case kBfloat16: return 2;
+    case kFloat: case kInt32: case kUint32: return 4;
+    case kInt64: case kUint64: case kDouble: return 8;
+    default: return 0;
+  }
+}
+
+float half_to_float(uint32_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+  float magnitude;
+  if (exponent == 0) magnitude = std::ldexp(static_cast<float>(mantissa), -24);  // zero or subnormal
+  else if (exponent == 31) magnitude = mantissa ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  else magnitude = std::ldexp(static_cast<float>(mantissa | 0x400u), static_cast<int>(exponent) - 25);
+  uint32_t bits;
+  std::memcpy(&bits, &magnitude, 4);
+  bits |= sign;
+  std::memcpy(&magnitude, &bits, 4);
+  return magnitude;
+}
+
+float bits_to_float(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// Element i of little-endian raw data as an unsigned integer of `size` bytes.
+uint64_t raw_element(std::string_view raw, std::size_t i, std::size_t size) {
+  uint64_t v = 0;
+  for (std::size_t b = 0; b < size; ++b) v |= static_cast<uint64_t>(static_cast<uint8_t>(raw[i * size + b])) << (8 * b);
+  return v;
+}
+
+// One element's bits (as raw_data or int32_data/uint64_data hold them) as convoy's value.
+void push_element(Tensor& t, uint64_t bits) {
+  switch (t.data_type) {
+    case kFloat: t.floats.push_back(bits_to_float(static_cast<uint32_t>(bits))); break;
+    case kFloat16: t.floats.push_back(half_to_float(static_cast<uint32_t>(bits & 0xffffu))); break;
+    case kBfloat16: t.floats.push_back(bits_to_float(static_cast<uint32_t>(bits & 0xffffu) << 16)); break;
+    case kDouble: {
+      double d;
+      std::memcpy(&d, &bits, 8);
+      t.floats.push_back(static_cast<float>(d));
+      break;
+    }
+    case kBool: t.int64s.push_back((bits & 0xffu) != 0); break;
+    case kUint8: t.int64s.push_back(static_cast<int64_t>(bits & 0xffu)); break;
+    case kInt8: t.int64s.push_back(static_cast<int8_t>(bits & 0xffu)); break;
+    case kUint16: t.int64s.push_back(static_cast<int64_t>(bits & 0xffffu)); break;
+    case kInt16: t.int64s.push_back(static_cast<int16_t>(bits & 0xffffu)); break;
+    case kInt32: t.int64s.push_back(static_cast<int32_t>(bits & 0xffffffffu)); break;
+    case kUint32: t.int64s.push_back(static_cast<int64_t>(bits & 0xffffffffu)); break;
+    case kInt64: t.int64s.push_back(static_cast<int64_t>(bits)); break;
+    case kUint64:
+      t.int64s.push_back(bits > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ? std::numeric_limits<int64_t>::max()
+                                                                                          : static_cast<int64_t>(bits));
+      break;
+    default: break;
+  }
+}
+
+// A repeated integer field (int32_data, uint64_data), packed or not, as raw bits.
+void read_varints(Reader& r, uint32_t wire, std::vector<uint64_t>& out) {
+  if (wire == proto::kLengthDelimited) {
+    Reader packed = r.sub();
+    while (!packed.done()) out.push_back(packed.varint());
+  } else if (wire == proto::kVarint) {
+    out.push_back(r.varint());
+  } else {
+    r.fail("an integer list has wire type " + std::to_string(wire));
+  }
+}
+
+// double_data, packed or not, as raw bits.
+void read_doubles(Reader& r, uint32_t wire, std::vector<uint64_t>& out) {
+  auto fixed64 = [](Reader& from) {
+    const uint64_t low = from.fixed32();
+    return low | static_cast<uint64_t>(from.fixed32()) << 32;
+  };
+  if (wire == proto::kLengthDelimited) {
+    Reader packed = r.sub();
+    if (packed.rest().size() % 8) packed.fail("a packed double list is not a multiple of 8 bytes");
+    while (!packed.done()) out.push_back(fixed64(packed));
+  } else if (wire == proto::kFixed64) {
+    out.push_back(fixed64(r));
+  } else {
+    r.fail("a double list has wire type " + std::to_string(wire));
+  }
+}
+
+// Every decodable type is read with its own element width, from raw_data or
+// from the typed field onnx.proto stores it in (float_data for FLOAT;
+// int32_data for the narrow integers, BOOL, FLOAT16 and BFLOAT16 bits;
+// int64_data for INT64; double_data for DOUBLE; uint64_data for UINT32 and UINT64).
 Tensor read_tensor(Reader r) {
   Tensor t;
   std::string_view raw;
   bool has_raw = false;
+  std::vector<float> float_data;
+  std::vector<int64_t> int64_data;
+  std::vector<uint64_t> other_data;  // int32_data, double_data, uint64_data: the type's field, as bits
   while (!r.done()) {
     uint32_t f, w;
     r.tag(f, w);
     if (f == 1) read_int64s(r, w, t.dims);
     else if (f == 2 && w == proto::kVarint) t.data_type = static_cast<int32_t>(r.varint());
-    else if (f == 4) read_floats(r, w, t.floats);
-    else if (f == 7) read_int64s(r, w, t.int64s);
+    else if (f == 4) read_floats(r, w, float_data);
+    else if (f == 5 || f == 11) read_varints(r, w, other_data);
+    else if (f == 7) read_int64s(r, w, int64_data);
+    else if (f == 10) read_doubles(r, w, other_data);
     else if (f == 8 && w == proto::kLengthDelimited) t.name = std::string(r.sub().rest());
     else if (f == 9 && w == proto::kLengthDelimited) raw = r.sub().rest(), has_raw = true;
     else if (f == 14 && w == proto::kVarint) {
       if (r.varint() != 0) r.fail("tensor '" + t.name + "' keeps its data in an external file, which convoy does not read");
     } else r.skip(f, w);
   }
+  const std::size_t size = element_size(t.data_type);
+  if (size == 0) return t;  // a type convoy does not read: no values; the importer names it where it is used
   if (has_raw) {
-    const std::size_t size = t.data_type == kInt64 ? 8 : 4;
-    if (raw.size() % size) r.fail("tensor '" + t.name + "' has " + std::to_string(raw.size()) + " raw bytes");
-    // (No memcpy for empty data: an empty vector's data() may be null, and memcpy from or to null is undefined.)
-    if (t.data_type == kFloat) {
-      t.floats.resize(raw.size() / 4);
-      if (!raw.empty()) std::memcpy(t.floats.data(), raw.data(), raw.size());
-    } else if (t.data_type == kInt64) {
-      t.int64s.resize(raw.size() / 8);
-      if (!raw.empty()) std::memcpy(t.int64s.data(), raw.data(), raw.size());
-    }
+    if (raw.size() % size)
+      r.fail("tensor '" + t.name + "' has " + std::to_string(raw.size()) + " raw bytes, not a whole number of " +
+             data_type_name(t.data_type) + " elements of " + std::to_string(size) + " bytes");
+    const std::size_t count = raw.size() / size;
+    (is_floating(t.data_type) ? t.floats.reserve(count) : t.int64s.reserve(count));
+    for (std::size_t i = 0; i < count; ++i) push_element(t, raw_element(raw, i, size));
+  } else if (t.data_type == kFloat) {
+    t.floats = std::move(float_data);
+  } else if (t.data_type == kInt64) {
+    t.int64s = std::move(int64_data);
+  } else {
+    for (uint64_t bits : other_data) push_element(t, bits);
   }
   return t;
 }
@@ -256,6 +367,19 @@ Graph read_graph(Reader r) {
 
 }  // namespace
 
+std::string data_type_name(int32_t type) {
+  static constexpr const char* kNames[] = {"UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16", "INT32", "INT64",
+                                           "STRING", "BOOL", "FLOAT16", "DOUBLE", "UINT32", "UINT64", "COMPLEX64",
+                                           "COMPLEX128", "BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
+                                           "FLOAT8E5M2FNUZ", "UINT4", "INT4"};
+  if (type >= 0 && type < static_cast<int32_t>(std::size(kNames))) return kNames[type];
+  return "data type " + std::to_string(type);
+}
+
+bool is_floating(int32_t type) { return type == kFloat || type == kFloat16 || type == kBfloat16 || type == kDouble; }
+
+bool is_integer(int32_t type) { return element_size(type) != 0 && !is_floating(type); }
+
 int64_t Tensor::numel() const {
   int64_t n = 1;
   for (int64_t d : dims) {
@@ -288,6 +412,10 @@ std::string encode(const Model& model) {
   w.message(7, graph);
   w.message(8, opset);
   return w.take();
+}
+
+Tensor decode_tensor(std::string_view bytes, const std::string& where) {
+  return read_tensor(Reader(bytes, where + ": malformed ONNX tensor"));
 }
 
 Model decode(std::string_view bytes, const std::string& where) {

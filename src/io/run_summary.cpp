@@ -93,6 +93,7 @@ std::string run_summary_json(const RunInfo& info, const train::History& h) {
   j["model"] = info.model;
   j["dataset"] = info.dataset;
   j["device"] = info.device;
+  if (!info.cpu_kernels.empty()) j["cpu_kernels"] = info.cpu_kernels;
   j["threads"] = info.threads;
   j["epochs"] = info.epochs;
   j["batch_size"] = info.batch_size;

@@ -3,7 +3,7 @@
 #include <array>
 #include <cstring>
 
-#if defined(__SSE4_2__)
+#if defined(__x86_64__)
 #include <nmmintrin.h>
 #endif
 
@@ -48,17 +48,27 @@ uint32_t crc32c_extend_portable(uint32_t crc, const void* data, std::size_t size
   return ~c;
 }
 
-uint32_t crc32c_extend(uint32_t crc, const void* data, std::size_t size) {
-#if defined(__SSE4_2__)
+#if defined(__x86_64__)
+// The CPU's own CRC-32C instruction (SSE4.2), compiled for it alone: the
+// library is built for the x86-64 baseline, and crc32c_extend takes this path
+// only where the CPU has it.
+__attribute__((target("sse4.2"))) static uint32_t crc32c_extend_sse42(uint32_t crc, const void* data,
+                                                                       std::size_t size) {
   const auto* p = static_cast<const unsigned char*>(data);
   uint64_t c = ~crc;
   for (; size >= 8; size -= 8, p += 8) c = _mm_crc32_u64(c, load_le64(p));
   uint32_t c32 = static_cast<uint32_t>(c);
   for (; size > 0; --size, ++p) c32 = _mm_crc32_u8(c32, *p);
   return ~c32;
-#else
-  return crc32c_extend_portable(crc, data, size);
+}
 #endif
+
+uint32_t crc32c_extend(uint32_t crc, const void* data, std::size_t size) {
+#if defined(__x86_64__)
+  static const bool hardware = __builtin_cpu_supports("sse4.2");
+  if (hardware) return crc32c_extend_sse42(crc, data, size);
+#endif
+  return crc32c_extend_portable(crc, data, size);
 }
 
 }  // namespace convoy::records

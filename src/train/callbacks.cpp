@@ -1,8 +1,14 @@
 #include "convoy/train/callbacks.h"
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 
 #include "convoy/core/error.h"
@@ -98,10 +104,6 @@ void EarlyStopping::on_epoch_end(FitState& s, const EpochRecord& r) {
   }
 }
 
-void ProgressLogger::on_train_end(FitState&) {
-  if (live_) out_ << "\r\033[K" << std::flush;  // a bar left by a stopped epoch
-}
-
 void TerminateOnNaN::on_batch_end(FitState& s, int64_t step, const Metrics& running) {
   if (std::isfinite(running.loss_sum)) return;
   triggered_ = true;
@@ -148,9 +150,73 @@ void TensorBoardLogger::on_epoch_end(FitState&, const EpochRecord& r) {
   w_->validation.flush();
 }
 
-ProgressLogger::ProgressLogger(std::ostream& out, bool live_bar) : out_(out), live_(live_bar) {}
+namespace {
 
-void ProgressLogger::on_epoch_begin(FitState&) { epoch_start_ = last_draw_ = now_seconds(); }
+// The terminal's width: stdout's window, else $COLUMNS, else 80.
+int terminal_columns() {
+  winsize w{};
+  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_col > 0) return w.ws_col;
+  if (const char* c = std::getenv("COLUMNS")) {
+    const int n = std::atoi(c);
+    if (n > 0) return n;
+  }
+  return 80;
+}
+
+// 42s, 5m02s, 1h05m: short enough for the bar.
+std::string short_duration(double seconds) {
+  char s[32];
+  const auto t = static_cast<long long>(std::max(0.0, std::round(seconds)));
+  if (t < 60) std::snprintf(s, sizeof s, "%llds", t);
+  else if (t < 3600) std::snprintf(s, sizeof s, "%lldm%02llds", t / 60, t % 60);
+  else std::snprintf(s, sizeof s, "%lldh%02lldm", t / 3600, t / 60 % 60);
+  return s;
+}
+
+std::string bar_of(int width, double fraction) {
+  const int done = std::clamp(static_cast<int>(width * fraction), 0, width);
+  std::string bar(static_cast<std::size_t>(done), '=');
+  if (done < width) bar += '>' + std::string(static_cast<std::size_t>(width - done - 1), '.');
+  return bar;
+}
+
+}  // namespace
+
+ProgressLogger::ProgressLogger(std::ostream& out, bool live_bar, int columns)
+    : out_(out), live_(live_bar), columns_(columns > 0 ? columns : live_bar ? terminal_columns() : 0) {}
+
+void ProgressLogger::on_train_begin(FitState& s) {
+  train_start_ = now_seconds();
+  first_epoch_ = s.epoch + 1;  // fit starts after its initial epoch (a resumed run's last)
+}
+
+void ProgressLogger::on_epoch_begin(FitState& s) {
+  if (train_start_ == 0) {  // a logger that missed the fit's start
+    train_start_ = now_seconds();
+    first_epoch_ = s.epoch;
+  }
+  epoch_start_ = last_draw_ = now_seconds();
+}
+
+// One line, redrawn in place: `head` [bar] tail, cut to fit the terminal
+// (one column spare, so the cursor never wraps to a new line). `tails` go
+// from the most detailed to the least; the first that leaves room for a bar
+// of 10 is taken.
+void ProgressLogger::draw(const std::string& head, const std::vector<std::string>& tails, double fraction) {
+  const int room = std::max(columns_ - 1, 10);
+  std::string tail = tails.empty() ? "" : tails.back();
+  for (const std::string& t : tails)
+    if (room - static_cast<int>(head.size() + t.size()) - 3 >= 10) {
+      tail = t;
+      break;
+    }
+  const int bar_width = std::min<int>(30, room - static_cast<int>(head.size() + tail.size()) - 3);
+  std::string line = head;
+  if (bar_width >= 6) line += " [" + bar_of(bar_width, fraction) + "]";
+  line += tail;
+  if (static_cast<int>(line.size()) > room) line.resize(static_cast<std::size_t>(room));
+  out_ << "\r\033[K" << line << std::flush;
+}
 
 void ProgressLogger::on_batch_end(FitState& s, int64_t step, const Metrics& running) {
   if (!live_) return;
@@ -158,27 +224,61 @@ void ProgressLogger::on_batch_end(FitState& s, int64_t step, const Metrics& runn
   if (now - last_draw_ < 0.1 && step != s.steps_per_epoch) return;  // ~10 redraws a second
   last_draw_ = now;
   const double elapsed = now - epoch_start_;
-  const double eta = elapsed / static_cast<double>(step) * static_cast<double>(s.steps_per_epoch - step);
-  constexpr int kWidth = 30;
-  const int done = static_cast<int>(kWidth * step / std::max<int64_t>(s.steps_per_epoch, 1));
-  std::string bar(static_cast<std::size_t>(done), '=');
-  if (done < kWidth) bar += '>' + std::string(static_cast<std::size_t>(kWidth - done - 1), '.');
-  char line[256];
-  std::snprintf(line, sizeof line, "\r%4lld/%lld [%s] - ETA %3.0fs - loss %.4f - acc %.4f - %6.0f img/s   ",
-                static_cast<long long>(step), static_cast<long long>(s.steps_per_epoch), bar.c_str(), eta,
-                running.mean_loss(), running.accuracy(), static_cast<double>(running.count) / elapsed);
-  out_ << line << std::flush;
+  const double total_steps = static_cast<double>(std::max<int64_t>(s.steps_per_epoch, 1));
+  const double epoch_eta = elapsed / static_cast<double>(step) * (total_steps - static_cast<double>(step));
+  // The run's: the epochs done so far (with their evaluations) set the pace;
+  // in the first, this epoch's training pace does.
+  const double epochs_done = static_cast<double>(s.epoch - first_epoch_);
+  const double per_epoch = epochs_done > 0 ? (epoch_start_ - train_start_) / epochs_done
+                                           : elapsed / static_cast<double>(step) * total_steps;
+  const double run_eta = epoch_eta + per_epoch * static_cast<double>(s.epochs - s.epoch);
+  char head[64], metrics[64], rate[32];
+  std::snprintf(head, sizeof head, "Epoch %lld/%lld %lld/%lld", static_cast<long long>(s.epoch),
+                static_cast<long long>(s.epochs), static_cast<long long>(step),
+                static_cast<long long>(s.steps_per_epoch));
+  std::snprintf(metrics, sizeof metrics, " - loss %.4f - acc %.4f", running.mean_loss(), running.accuracy());
+  std::snprintf(rate, sizeof rate, " - %.0f img/s", static_cast<double>(running.count) / elapsed);
+  const std::string epoch = " ETA " + short_duration(epoch_eta);
+  const std::string run = s.epoch < s.epochs ? epoch + " (run " + short_duration(run_eta) + ")" : epoch;
+  draw(head, {run + metrics + rate, run + metrics, epoch + metrics, metrics}, static_cast<double>(step) / total_steps);
+}
+
+void ProgressLogger::on_evaluate_batch(FitState& s, int64_t done) {
+  if (!live_) return;
+  const int64_t expected = evaluation_batches_;  // the last evaluation's length
+  evaluation_batches_ = std::max(evaluation_batches_, done);
+  const double now = now_seconds();
+  if (now - last_draw_ < 0.1 && done > 1) return;  // the first batch shows the state change at once
+  last_draw_ = now;
+  char head[64], tail[64];
+  std::snprintf(head, sizeof head, "Epoch %lld/%lld evaluating", static_cast<long long>(s.epoch),
+                static_cast<long long>(s.epochs));
+  if (expected >= done) {
+    std::snprintf(tail, sizeof tail, " %lld/%lld batches", static_cast<long long>(done),
+                  static_cast<long long>(expected));
+    draw(head, {tail}, static_cast<double>(done) / static_cast<double>(expected));
+  } else {  // the first evaluation: its length is not known yet
+    std::snprintf(tail, sizeof tail, " %lld batch%s", static_cast<long long>(done), done == 1 ? "" : "es");
+    out_ << "\r\033[K" << head << tail << std::flush;
+  }
 }
 
 void ProgressLogger::on_epoch_end(FitState& s, const EpochRecord& r) {
   if (live_) out_ << "\r\033[K";  // clear the bar
   char line[256], test[64] = "";
   if (!std::isnan(r.test_loss))  // NaN: fit had no validation data
-    std::snprintf(test, sizeof test, "  test_loss %.4f  test_acc %6.2f%%", r.test_loss, 100.0 * r.test_accuracy);
-  std::snprintf(line, sizeof line, "epoch %3lld/%lld  train_loss %.4f%s  %6.2f s  %8.0f img/s\n",
-                static_cast<long long>(r.epoch), static_cast<long long>(s.epochs), r.train_loss, test,
-                r.train_seconds, r.images_per_second);
-  out_ << line << std::flush;
+    std::snprintf(test, sizeof test, "  test_loss %.4f  test_acc %.2f%%", r.test_loss, 100.0 * r.test_accuracy);
+  std::snprintf(line, sizeof line, "epoch %3lld/%lld  loss %.4f  acc %.2f%%%s  %.2f s", static_cast<long long>(r.epoch),
+                static_cast<long long>(s.epochs), r.train_loss, 100.0 * r.train_accuracy, test, r.train_seconds);
+  std::string text = line;
+  char rate[32];
+  std::snprintf(rate, sizeof rate, "  %.0f img/s", r.images_per_second);
+  if (columns_ <= 0 || text.size() + std::strlen(rate) < static_cast<std::size_t>(columns_)) text += rate;
+  out_ << text << "\n" << std::flush;
+}
+
+void ProgressLogger::on_train_end(FitState&) {
+  if (live_) out_ << "\r\033[K" << std::flush;  // a bar left by a stopped epoch
 }
 
 }  // namespace convoy::train

@@ -167,10 +167,14 @@ TrainingData TrainingData::from_batches(data::Dataset train, int64_t steps_per_e
           .validation = std::move(validation)};
 }
 
-Metrics evaluate(Executable& exe, const data::Dataset& batches) {
+Metrics evaluate(Executable& exe, const data::Dataset& batches, const std::function<void(int64_t)>& after_batch) {
   exe.take_metrics();  // start from zero
   EvalFeeder feed(exe);
-  for (data::Example& batch : batches.epoch(0)) feed.run(batch);
+  int64_t done = 0;
+  for (data::Example& batch : batches.epoch(0)) {
+    feed.run(batch);
+    if (after_batch) after_batch(++done);
+  }
   return exe.take_metrics();
 }
 
@@ -320,7 +324,9 @@ History fit(Executable& exe, const TrainingData& data, const FitOptions& options
     rec.images_per_second = static_cast<double>(train_metrics.count) / rec.train_seconds;
     history.images_trained += train_metrics.count;
     dist::average_state(replicas, exe);  // one model to evaluate and save
-    const Metrics test_metrics = dist::sum(replicas, evaluate(exe, data.validation));
+    const Metrics test_metrics = dist::sum(replicas, evaluate(exe, data.validation, [&](int64_t done) {
+                                             for (auto& cb : options.callbacks) cb->on_evaluate_batch(state, done);
+                                           }));
     // No validation examples: no validation figures (NaN, not a fake 0).
     const double none = std::numeric_limits<double>::quiet_NaN();
     rec.test_loss = test_metrics.count ? test_metrics.mean_loss() : none;

@@ -392,7 +392,9 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
   }
   if (!c.out_dir.empty()) {
     const fs::path dir(c.out_dir);
-    io::RunInfo info{.model = c.model, .dataset = c.data_dir, .device = out.device, .threads = out.threads,
+    io::RunInfo info{.model = c.model, .dataset = c.data_dir, .device = out.device,
+                     .cpu_kernels = out.device == "cpu" ? kernel_set_name(best_kernel_set()) : "",
+                     .threads = out.threads,
                      .epochs = c.epochs, .batch_size = c.batch_size, .lr = c.lr, .momentum = c.momentum,
                      .seed = c.seed, .replicas = replicas->world_size()};
     const EvaluationReport ev = evaluate_report(*exe, test, loss_kind(c));

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "convoy/backends/replica_hooks.h"
+#include "convoy/core/cpu_info.h"
 #include "convoy/core/error.h"
 #include "convoy/nn/model.h"
 #include "convoy/optim/optimizer.h"
@@ -49,6 +50,9 @@ struct CompileOptions {
   // The most batches one train_steps call takes (Keras's steps_per_execution);
   // a GPU keeps room on the device for that many.
   int64_t steps_per_execution = 1;
+  // CPU only: which compiled copy of convoy's own kernels runs (core/cpu_info.h);
+  // automatic picks the best this CPU runs. Recorded in summary.json.
+  KernelSet cpu_kernels = KernelSet::automatic;
   // GPU only (the CPU ignores them).
   struct Gpu {
     bool tf32 = true;    // TF32 tensor cores for convolutions and dense layers; off: plain fp32

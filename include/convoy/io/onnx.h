@@ -9,14 +9,17 @@
 //
 // In: a CNN exported to ONNX (by PyTorch, tf2onnx, or convoy) becomes a
 // trainable nn::Model with its weights, for the ops the zoo uses: Conv
-// (groups too), BatchNormalization, Relu, Clip (0..6 or 0..inf), Sigmoid,
+// (groups too), BatchNormalization, Relu, Clip (0..6, 0..inf or none), Sigmoid,
 // Mul, Add, Concat, MaxPool, AveragePool, GlobalAveragePool, Flatten,
 // Reshape to [N, -1], Gemm, MatMul (+ Add of a bias), LogSoftmax, Dropout,
 // Identity, Constant; and what TensorFlow's exporter adds around them: an
 // NHWC input and its Transposes, zero Pads (folded into the next Conv or
 // pool), ReduceMean over H and W, Squeeze of 1x1 axes, a final Softmax (left
 // out); and Unsqueeze of a channel gate, as convoy's export writes it.
-// Anything else is one UserError naming the op and node (docs/zoo.md).
+// One FLOAT input; initializers of any ONNX element type. Anything else is
+// one UserError naming the op and node (docs/zoo.md), an unnamed node by its
+// index ("node #3 (Concat)"). tests/test_onnx_conformance.cpp holds the import
+// to ONNX's own backend node tests.
 #include <span>
 #include <string>
 

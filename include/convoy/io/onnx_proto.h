@@ -7,7 +7,8 @@
 //   GraphProto  { node 1; name 2; initializer 5; input 11; output 12 }
 //   NodeProto   { input 1; output 2; name 3; op_type 4; attribute 5; domain 7 }
 //   AttributeProto { name 1; f 2; i 3; s 4; t 5; floats 7; ints 8; type 20 }
-//   TensorProto { dims 1; data_type 2; float_data 4; int64_data 7; name 8; raw_data 9; data_location 14 }
+//   TensorProto { dims 1; data_type 2; float_data 4; int32_data 5; int64_data 7; name 8; raw_data 9;
+//                 double_data 10; uint64_data 11; data_location 14 }
 //   ValueInfoProto { name 1; type 2 } -> TypeProto { tensor_type 1 } -> { elem_type 1; shape 2 }
 //     -> TensorShapeProto { dim 1 } -> Dimension { dim_value 1; dim_param 2 }
 #include <cstdint>
@@ -18,14 +19,26 @@
 
 namespace convoy::io::onnx {
 
-enum DataType : int32_t { kFloat = 1, kInt64 = 7 };
+// TensorProto.DataType, as onnx.proto numbers them.
+enum DataType : int32_t {
+  kUndefined = 0, kFloat = 1, kUint8 = 2, kInt8 = 3, kUint16 = 4, kInt16 = 5, kInt32 = 6, kInt64 = 7, kString = 8,
+  kBool = 9, kFloat16 = 10, kDouble = 11, kUint32 = 12, kUint64 = 13, kComplex64 = 14, kComplex128 = 15, kBfloat16 = 16
+};
+// ONNX's name of a data type ("FLOAT", "UINT8", ...; "data type 99" for one it does not define).
+std::string data_type_name(int32_t type);
+// The types decoded into Tensor::floats (FLOAT, FLOAT16, BFLOAT16, DOUBLE) and into
+// Tensor::int64s (BOOL, the signed and unsigned integers); any other type
+// (STRING, complex, 8- and 4-bit floats and integers) decodes to no values, and
+// the importer refuses a tensor of it by its name.
+bool is_floating(int32_t type);
+bool is_integer(int32_t type);
 
 struct Tensor {
   std::string name;
-  int32_t data_type = kFloat;
+  int32_t data_type = kFloat;  // as the file gave it; the values are converted:
   std::vector<int64_t> dims;
-  std::vector<float> floats;    // kFloat (from float_data or raw_data)
-  std::vector<int64_t> int64s;  // kInt64 (from int64_data or raw_data)
+  std::vector<float> floats;    // is_floating: each element as a float (doubles rounded)
+  std::vector<int64_t> int64s;  // is_integer: each element as an int64 (UINT64 above 2^63-1 saturates)
   int64_t numel() const;  // -1 for a negative or overflowing size
 };
 
@@ -71,9 +84,13 @@ struct Model {
   Graph graph;
 };
 
+// Tensors are written as FLOAT (is_floating types) or INT64 (is_integer types) raw data.
 std::string encode(const Model& model);
 // Throws UserError "<where>: malformed ONNX model: ... (at byte N)" on bad
 // input; tensors stored outside the file (external data) are refused by name.
 Model decode(std::string_view bytes, const std::string& where);
+// One TensorProto on its own (the input_*.pb and output_*.pb files of ONNX's
+// backend tests), with the same errors.
+Tensor decode_tensor(std::string_view bytes, const std::string& where);
 
 }  // namespace convoy::io::onnx

@@ -11,6 +11,7 @@ struct RunInfo {
   std::string model;
   std::string dataset;
   std::string device;
+  std::string cpu_kernels;  // on the CPU: the kernel set that ran (core/cpu_info.h); empty: none
   int threads = 0;
   int64_t epochs = 0;
   int64_t batch_size = 0;

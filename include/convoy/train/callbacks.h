@@ -89,6 +89,8 @@ class Callback {
   virtual void on_step_end(FitState&) {}
   // After step `step` (1-based) of the epoch; `running` sums this epoch so far.
   virtual void on_batch_end(FitState&, int64_t step, const Metrics& running) {}
+  // During the epoch's evaluation pass, after each of its batches (1-based count).
+  virtual void on_evaluate_batch(FitState&, int64_t batches_done) {}
   virtual void on_epoch_end(FitState&, const EpochRecord&) {}
   virtual void on_train_end(FitState&) {}
 };
@@ -163,21 +165,31 @@ class TensorBoardLogger : public Callback {
   int64_t every_;
 };
 
-// Keras-style progress: on a terminal a live bar per epoch (steps, ETA,
-// running loss and accuracy, images/s), then one line per epoch; elsewhere
-// (CI logs, files) only the per-epoch lines.
+// Keras-style progress: on a terminal a live bar per epoch that fits the
+// terminal's width (never wrapping: one line, redrawn in place), headed by
+// the epoch ("Epoch 3/40"), with steps, the epoch's and the whole run's ETA,
+// running loss and accuracy and images/s, then an "evaluating" state with its
+// own batch count; after each epoch one line with train and validation loss
+// and accuracy. Elsewhere (CI logs, files) only the per-epoch lines.
 class ProgressLogger : public Callback {
  public:
-  ProgressLogger(std::ostream& out, bool live_bar);
+  // columns: the width to fit; 0 = the terminal's (stdout), else $COLUMNS, else 80.
+  ProgressLogger(std::ostream& out, bool live_bar, int columns = 0);
+  void on_train_begin(FitState&) override;
   void on_epoch_begin(FitState&) override;
   void on_batch_end(FitState&, int64_t step, const Metrics& running) override;
+  void on_evaluate_batch(FitState&, int64_t batches_done) override;
   void on_epoch_end(FitState&, const EpochRecord&) override;
   void on_train_end(FitState&) override;
 
  private:
+  void draw(const std::string& head, const std::vector<std::string>& tails, double fraction);
   std::ostream& out_;
   bool live_;
-  double epoch_start_ = 0, last_draw_ = 0;
+  int columns_;
+  double train_start_ = 0, epoch_start_ = 0, last_draw_ = 0;
+  int64_t first_epoch_ = 0;           // the epoch this fit started at (a resumed run's ETA counts from it)
+  int64_t evaluation_batches_ = 0;    // the last epoch's, the next evaluation's expected count
 };
 
 }  // namespace convoy::train

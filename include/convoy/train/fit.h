@@ -81,7 +81,9 @@ History fit(Executable& exe, const data::LabeledImages& train, const data::Label
             const FitOptions& options, History history = {});
 
 // Inference-mode loss and accuracy over every example of the batches.
-Metrics evaluate(Executable& exe, const data::Dataset& batches);
+// after_batch, when set, is called after each batch with the count so far.
+Metrics evaluate(Executable& exe, const data::Dataset& batches,
+                 const std::function<void(int64_t batches_done)>& after_batch = {});
 Metrics evaluate(Executable& exe, const data::LabeledImages& data);
 
 // Runs every example in inference mode, in order, and hands each output row

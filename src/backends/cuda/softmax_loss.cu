@@ -32,8 +32,10 @@ __global__ void log_softmax_forward_kernel(const float* x, float* y, int64_t row
   mx = warp_max(mx);
   float sum = 0;
   for (int64_t j = lane; j < cols; j += 32) sum += expf(xr[j] - mx);
-  const float lse = mx + logf(warp_sum(sum));
-  for (int64_t j = lane; j < cols; j += 32) y[row * cols + j] = xr[j] - lse;
+  // (x - max) - log(sum), not x - (max + log(sum)): with |x| ~ 1e4 the latter
+  // loses the log term's digits (ONNX's test_logsoftmax_large_number; the CPU's form).
+  const float log_sum = logf(warp_sum(sum));
+  for (int64_t j = lane; j < cols; j += 32) y[row * cols + j] = (xr[j] - mx) - log_sum;
 }
 
 // dx = dy - softmax(x) * sum(dy), with softmax(x) = exp(y).

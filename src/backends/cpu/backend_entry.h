@@ -1,0 +1,34 @@
+#pragma once
+// What the CPU backend's per-instruction-set copies offer the rest of the
+// library (cmake/isa_units.cmake): compiling a model, and the optimizer's
+// update (also called directly by library users as optim::step). The
+// dispatcher, src/backends/cpu_kernels.cpp, picks a copy by KernelSet.
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "backends/cpu/cpu_op.h"
+#include "convoy/backends/executable.h"
+
+namespace convoy::cpu {
+
+struct BackendEntry {
+  std::unique_ptr<Executable> (*compile)(const nn::Model& model, const CompileOptions& options, uint64_t seed);
+  void (*optimizer_step)(const optim::OptimizerOptions& opt, std::span<float> params, std::span<float> grads,
+                         std::span<float> state);
+  // One layer's op (the per-op benchmarks time them one by one).
+  std::unique_ptr<CpuOp> (*make_cpu_op)(DnnlEnv& env, const nn::LayerPlan& plan, int64_t batch, uint64_t seed);
+};
+
+// The copy for `set` (automatic: the best this CPU runs); UserError when this
+// CPU cannot run it. Defined outside the copies, in src/backends/cpu_kernels.cpp.
+const BackendEntry& backend(KernelSet set);
+
+}  // namespace convoy::cpu
+
+// One per instruction set: convoy_cpu_backend_base, _avx2, _avx512.
+extern "C" {
+const convoy::cpu::BackendEntry* convoy_cpu_backend_base();
+const convoy::cpu::BackendEntry* convoy_cpu_backend_avx2();
+const convoy::cpu::BackendEntry* convoy_cpu_backend_avx512();
+}

@@ -1,0 +1,33 @@
+// The CPU backend as the rest of the library sees it: compile_cpu and
+// optim::step pick one of the backend's per-instruction-set copies
+// (cmake/isa_units.cmake, backends/cpu/backend_entry.h) — the best this CPU
+// runs, or the one CompileOptions::cpu_kernels names.
+#include "backends/cpu/backend_entry.h"
+
+namespace convoy {
+namespace cpu {
+
+const BackendEntry& backend(KernelSet set) {
+  switch (resolve_kernel_set(set)) {
+    case KernelSet::avx512: return *convoy_cpu_backend_avx512();
+    case KernelSet::avx2: return *convoy_cpu_backend_avx2();
+    default: return *convoy_cpu_backend_base();
+  }
+}
+
+}  // namespace cpu
+
+std::unique_ptr<Executable> compile_cpu(const nn::Model& model, const CompileOptions& options, uint64_t seed) {
+  return cpu::backend(options.cpu_kernels).compile(model, options, seed);
+}
+
+namespace optim {
+
+void step(const OptimizerOptions& opt, std::span<float> params, std::span<float> grads, std::span<float> state) {
+  // Chosen once: the same machine always updates with the same copy.
+  static const cpu::BackendEntry& best = cpu::backend(KernelSet::automatic);
+  best.optimizer_step(opt, params, grads, state);
+}
+
+}  // namespace optim
+}  // namespace convoy
