@@ -19,13 +19,13 @@ fail() {
 state_of() { if [[ -e "$1" ]]; then find "$1" -mindepth 1 -printf '%P %s %T@\n' | sort; else echo absent; fi; }
 
 # refused NAME NEEDLE OUT -- ARGS...: exit 2, one line holding NEEDLE, under
-# 300 characters, in at most 3 GiB of address space, OUT untouched.
+# 300 characters, in at most 1.5 GiB of address space, OUT untouched.
 refused() {
   local name="$1" needle="$2" out="$3"
   shift 4
   local before rc lines chars
   before=$(state_of "$out")
-  (ulimit -v 3145728; "$convoy" "$@" >out.txt 2>err.txt)
+  (ulimit -v 1572864; "$convoy" "$@" >out.txt 2>err.txt)
   rc=$?
   lines=$(wc -l <err.txt)
   chars=$(head -1 err.txt | wc -c)
