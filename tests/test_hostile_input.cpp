@@ -61,18 +61,21 @@ void expect_message(const std::string& msg, const std::string& needle) {
 TEST(HostileInput, IdsResolveInsideTheirRoot) {
   TempDir dir;
   plant_root(dir);
-  const fs::path root = dir.file("images");
-  EXPECT_FALSE(outside_root(root, "a.jpg"));
-  EXPECT_FALSE(outside_root(root, "in.jpg"));           // a link that stays inside
-  EXPECT_FALSE(outside_root(root, "missing.jpg"));      // missing is the caller's to say
-  EXPECT_FALSE(outside_root(root, "./a.jpg"));
-  EXPECT_TRUE(outside_root(root, "../secret.jpg"));     // a '..' segment, even where it would come back
-  EXPECT_TRUE(outside_root(root, "sub/../images/a.jpg"));
-  EXPECT_TRUE(outside_root(root, dir.file("secret.jpg")));  // absolute
-  EXPECT_TRUE(outside_root(root, std::string("a.jpg\0/../x", 11)));
-  EXPECT_TRUE(outside_root(root, "out.jpg"));           // a link leading out
-  EXPECT_TRUE(outside_root(root, "sub/secret.jpg"));    // through a folder link leading out
-  EXPECT_TRUE(outside_root(root, "sub/nothing.jpg"));   // through it, even to nothing
+  const PathRoot root(dir.file("images"));
+  EXPECT_FALSE(root.outside("a.jpg"));
+  EXPECT_FALSE(root.outside("in.jpg"));           // a link that stays inside
+  EXPECT_FALSE(root.outside("missing.jpg"));      // missing is the caller's to say
+  EXPECT_FALSE(root.outside("./a.jpg"));
+  EXPECT_TRUE(root.outside("../secret.jpg"));     // a '..' segment, even where it would come back
+  EXPECT_TRUE(root.outside("sub/../images/a.jpg"));
+  EXPECT_TRUE(root.outside(dir.file("secret.jpg")));  // absolute
+  EXPECT_TRUE(root.outside(std::string("a.jpg\0/../x", 11)));
+  EXPECT_TRUE(root.outside("out.jpg"));           // a link leading out
+  EXPECT_TRUE(root.outside("sub/secret.jpg"));    // through a folder link leading out
+  EXPECT_TRUE(root.outside("sub/nothing.jpg"));   // through it, even to nothing
+  const PathRoot linked_root(dir.file("images/sub"));  // the root itself may be a link
+  EXPECT_FALSE(linked_root.outside("secret.jpg"));
+  EXPECT_FALSE(PathRoot(dir.file("nowhere")).outside("a.jpg"));
 }
 
 TEST(HostileInput, ACsvIdLeadingOutIsABadRowFailedOrSkipped) {

@@ -134,7 +134,13 @@ json parse_json_bounded(std::string_view text, const std::string& what) {
   }
 }
 
-std::optional<std::string> outside_root(const fs::path& root, const std::string& relative) {
+PathRoot::PathRoot(fs::path root) : root_(std::move(root)) {
+  std::error_code ec;
+  if (fs::exists(root_, ec)) real_ = fs::canonical(root_, ec);
+  if (ec) real_.clear();
+}
+
+std::optional<std::string> PathRoot::outside(const std::string& relative) const {
   if (relative.find('\0') != std::string::npos) return "it holds a NUL byte";
   const fs::path r(relative);
   if (r.has_root_directory() || r.has_root_name()) return "it is an absolute path";
@@ -142,13 +148,11 @@ std::optional<std::string> outside_root(const fs::path& root, const std::string&
     if (part == "..") return "it has a '..' segment";
   // Links are resolved as far as the path exists (a missing file is the
   // caller's to report, but a link on the way to it still counts).
+  if (real_.empty()) return std::nullopt;  // no root: nothing can be reached through it
   std::error_code ec;
-  const fs::path place = root / r;
-  const fs::path real_root = fs::weakly_canonical(root, ec);
-  if (ec) return std::nullopt;  // no root yet: nothing can be reached through it
-  const fs::path real = fs::weakly_canonical(place, ec);
+  const fs::path real = fs::weakly_canonical(root_ / r, ec);
   if (ec) return "its links cannot be followed (" + ec.message() + ")";
-  const fs::path inside = real.lexically_relative(real_root);
+  const fs::path inside = real.lexically_relative(real_);
   if (inside.empty() || *inside.begin() == "..")
     return "it is a symbolic link (or passes through one) that leads outside";
   return std::nullopt;

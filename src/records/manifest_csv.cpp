@@ -76,6 +76,7 @@ Manifest read_csv_manifest(const std::string& csv_path, const CsvManifestOptions
   for (std::size_t i = 0; i < m.classes.size(); ++i) class_index[m.classes[i]] = static_cast<int32_t>(i);
 
   const fs::path image_dir = fs::path(csv_path).parent_path() / o.image_dir;
+  const PathRoot root(image_dir);
   BadEntries bad(csv_path, "row", o.on_bad_example);
   std::map<std::string, int64_t> first_line_of_id;
   for (const CsvRecord& r : table.rows) {
@@ -128,7 +129,7 @@ Manifest read_csv_manifest(const std::string& csv_path, const CsvManifestOptions
         continue;
       }
     }
-    if (const auto why = outside_root(image_dir, e.id + o.extension)) {
+    if (const auto why = root.outside(e.id + o.extension)) {
       bad.add(line_of(r), o.id_column + " '" + shown(e.id) + "' leads outside the image folder " + image_dir.string() +
                           " (" + *why + ")",
               "ids name files inside the image folder");

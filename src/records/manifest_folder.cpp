@@ -41,6 +41,7 @@ Manifest read_folder_manifest(const std::string& root, const FolderManifestOptio
   Manifest m;
   m.label_kind = LabelKind::index;
   BadEntries bad(root, "file", options.on_bad_example);
+  const PathRoot rule(root);
   try {
     m.classes = options.classes.empty() ? subfolders(root) : options.classes;
     require(!m.classes.empty(), root + ": no class subfolders; put each class's images in root/<class>/");
@@ -55,7 +56,7 @@ Manifest read_folder_manifest(const std::string& root, const FolderManifestOptio
       std::sort(files.begin(), files.end());
       for (const fs::path& f : files) {
         // Class folders and files may be links, but only to places inside the root.
-        if (const auto why = outside_root(root, f.lexically_relative(root).string())) {
+        if (const auto why = rule.outside(f.lexically_relative(root).string())) {
           bad.add(f.lexically_relative(root).string(), "leads outside the data folder (" + *why + ")",
                   "copy the image into the folder instead of linking it");
           continue;

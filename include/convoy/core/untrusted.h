@@ -50,11 +50,19 @@ std::string one_line(std::string_view message);
 // "<what> (<why>)", the why cut with shown().
 nlohmann::json parse_json_bounded(std::string_view text, const std::string& what);
 
-// The path rule for ids read from files: `relative` must name a place inside
-// `root`. It may not be absolute, hold a ".." segment or a NUL byte, and where
-// it exists, neither it nor any folder on the way may be a symbolic link that
-// leads out of `root` (links that stay inside are fine). Returns why not, or
-// nothing when it is inside.
-std::optional<std::string> outside_root(const std::filesystem::path& root, const std::string& relative);
+// The path rule for ids read from files: a relative path must name a place
+// inside the root. It may not be absolute, hold a ".." segment or a NUL byte,
+// and as far as it exists, neither it nor any folder on the way may be a
+// symbolic link that leads out of the root (links that stay inside are fine;
+// the root itself may be a link). The root's own links are resolved once.
+class PathRoot {
+ public:
+  explicit PathRoot(std::filesystem::path root);
+  // Why `relative` is not inside the root, or nothing when it is.
+  std::optional<std::string> outside(const std::string& relative) const;
+
+ private:
+  std::filesystem::path root_, real_;  // real_: empty when the root does not exist
+};
 
 }  // namespace convoy
