@@ -83,6 +83,32 @@ put("run_config_yaml", "anchors.yaml", "base: &b {lr: 0.1}\noptimizer: *b\n")
 put("run_config_yaml", "comment_only.yaml", "# nothing but a comment\n")
 
 
+# Structure-aware seeds for the limits of docs/reliability.md ("Hostile
+# input"): nesting just inside and just past 64 levels, alias expansion just
+# inside and far past 100,000 values, and a key given twice.
+def nested(depth, inner="1"):
+    return "[" * depth + inner + "]" * depth
+
+
+def alias_levels(levels, width=10):
+    lines = ["a0: &a0 [" + ", ".join(["x"] * width) + "]"]
+    for i in range(1, levels + 1):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * width) + "]")
+    return "\n".join(lines) + "\n"
+
+
+put("run_config_json", "nested_62.json", '{"training": {"epochs": ' + nested(62) + "}}")
+put("run_config_json", "nested_65.json", '{"training": {"epochs": ' + nested(65) + "}}")
+put("run_config_json", "duplicate_key.json", '{"training": {"epochs": 1, "epochs": 2}}')
+put("run_config_yaml", "nested_62.yaml", "training:\n  epochs: " + nested(60) + "\n")
+put("run_config_yaml", "nested_65.yaml", "training:\n  epochs: " + nested(65) + "\n")
+put("run_config_yaml", "nested_block_65.yaml", "".join("  " * i + "k:\n" for i in range(65)))
+put("run_config_yaml", "aliases_4_levels.yaml", alias_levels(4))   # 11,111 values: inside the budget
+put("run_config_yaml", "alias_bomb.yaml", alias_levels(9))          # 10^9 values: refused
+put("run_config_yaml", "merge_keys.yaml", "base: &b {lr: 0.1}\noptimizer:\n  <<: *b\n  name: sgd\n")
+put("run_config_yaml", "duplicate_key.yaml", "training:\n  epochs: 1\n  epochs: 2\n")
+
+
 def safetensors(tensors, metadata=None):
     header, blobs, offset = {}, b"", 0
     if metadata:
@@ -103,6 +129,25 @@ put("safetensors", "int_and_bytes.safetensors",
     safetensors({"labels": ("I32", [2], struct.pack("<2i", 4, -1)), "img": ("U8", [2, 2], bytes([1, 2, 3, 4])),
                  "empty": ("F32", [0, 5], b"")}))
 put("safetensors", "bad_dtype.safetensors", safetensors({"x": ("F64", [1], bytes(8))}))
+
+
+
+def raw_safetensors(header, data=b""):
+    head = header.encode()
+    return struct.pack("<Q", len(head)) + head + data
+
+
+# Nesting past the limit where the values are read (shape, dtype, offsets,
+# metadata), just inside it, and a tensor named twice.
+put("safetensors", "nested_shape_65.safetensors",
+    raw_safetensors('{"w": {"dtype": "F32", "data_offsets": [0, 4], "shape": ' + nested(65) + "}}", bytes(4)))
+put("safetensors", "nested_dtype_65.safetensors",
+    raw_safetensors('{"w": {"shape": [1], "data_offsets": [0, 4], "dtype": ' + nested(65, '"F32"') + "}}", bytes(4)))
+put("safetensors", "nested_metadata_62.safetensors",
+    raw_safetensors('{"__metadata__": {"format": ' + nested(62, '"pt"') + "}}"))
+put("safetensors", "duplicate_tensor.safetensors",
+    raw_safetensors('{"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, '
+                    '"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}', bytes(4)))
 
 
 # checkpoint_metadata: the safetensors __metadata__ of a checkpoint as

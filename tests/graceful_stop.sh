@@ -53,7 +53,7 @@ for _ in $(seq 6000); do [[ -e "$dir/best.safetensors" ]] && break; sleep 0.01; 
 cp "$dir/checkpoint.safetensors" "$tmp/before.safetensors"
 kill -INT "$pid"
 # The step ends; the stop's checkpoint write begins and is held.
-for _ in $(seq 6000); do compgen -G "$dir/checkpoint.safetensors.tmp.$pid" >/dev/null && break; sleep 0.01; done
+for _ in $(seq 6000); do compgen -G "$dir/checkpoint.safetensors.convoy-tmp.$pid" >/dev/null && break; sleep 0.01; done
 start=$(date +%s%N)
 kill -INT "$pid"
 wait "$pid"
@@ -61,7 +61,7 @@ rc=$?
 waited_ms=$((($(date +%s%N) - start) / 1000000))
 if [[ $rc -ne 130 || $waited_ms -gt 1000 ]]; then
   fail "second SIGINT" "exit $rc after $waited_ms ms, wanted 130 at once"
-elif ! compgen -G "$dir/checkpoint.safetensors.tmp.*" >/dev/null; then
+elif ! compgen -G "$dir/checkpoint.safetensors.convoy-tmp.*" >/dev/null; then
   fail "second SIGINT" "it did not land inside the stop's checkpoint write"
 elif ! cmp -s "$dir/checkpoint.safetensors" "$tmp/before.safetensors"; then
   fail "second SIGINT" "the earlier checkpoint changed"

@@ -49,7 +49,7 @@ while ((kills < 20)); do
   case $((kills % 4)) in
     0)  # inside a checkpoint write: its temporary file exists
       for _ in $(seq 6000); do
-        compgen -G "$run/checkpoint.safetensors.tmp.$pid" >/dev/null && break
+        compgen -G "$run/checkpoint.safetensors.convoy-tmp.$pid" >/dev/null && break
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.01
       done ;;
@@ -65,7 +65,7 @@ while ((kills < 20)); do
   esac
   kill -0 "$pid" 2>/dev/null || { wait "$pid" || true; fail "the run ended before kill $((kills + 1)) of 20"; }
   in_write=0
-  compgen -G "$run/checkpoint.safetensors.tmp.$pid" >/dev/null && in_write=1
+  compgen -G "$run/checkpoint.safetensors.convoy-tmp.$pid" >/dev/null && in_write=1
   kill -9 "$pid"
   wait "$pid" 2>/dev/null || true
   kills=$((kills + 1))
@@ -92,6 +92,6 @@ cmp "$tmp/full/model.safetensors" "$run/model.safetensors" || fail "resumed weig
 # Same per-epoch metrics too (the partial sums survive kills); times differ.
 diff <(cut -d, -f1-6 "$tmp/full/history.csv") <(cut -d, -f1-6 "$run/history.csv") >/dev/null ||
   fail "history.csv differs: $(diff <(cut -d, -f1-6 "$tmp/full/history.csv") <(cut -d, -f1-6 "$run/history.csv"))"
-leftovers=$(find "$run" -maxdepth 1 -name '*.tmp.*' | wc -l)
+leftovers=$(find "$run" -maxdepth 1 -name '*.convoy-tmp.*' | wc -l)
 ((leftovers == 0)) || fail "$leftovers temporary files left behind"
 echo "1 passed, 0 failed: 20 SIGKILLs + a damaged checkpoint, resumed bit-identically"

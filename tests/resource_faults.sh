@@ -47,7 +47,7 @@ cp "$tmp/run/checkpoint.safetensors" "$tmp/checkpoint.before"
 (ulimit -f 100; exec "$convoy" train --resume "$tmp/run" --progress quiet) >/dev/null 2>"$tmp/err"
 check "file-size limit during a checkpoint" $? "$tmp/err" "checkpoint.safetensors: cannot write" &&
   same "file-size limit during a checkpoint" "$tmp/run/checkpoint.safetensors" "$tmp/checkpoint.before" &&
-  { [[ -z $(find "$tmp/run" -name '*.tmp.*') ]] || { echo "FAIL: temporary files left"; failures=$((failures + 1)); }; }
+  { [[ -z $(find "$tmp/run" -name '*.convoy-tmp.*') ]] || { echo "FAIL: temporary files left"; failures=$((failures + 1)); }; }
 
 # The run then completes; its reports fail to write under a 60 KiB limit
 # (model.safetensors is ~90 KiB) and the finished outputs stay as they were.

@@ -234,7 +234,7 @@ TEST(AtomicFile, KeepsThePreviousVersionAndLeavesNoTemporaries) {
 TEST(AtomicFile, AFailedWriteLeavesTheOldContentAndNamesThePath) {
   testing::TempDir dir;
   io::write_file_atomic(dir.file("a"), "old");
-  fs::create_directory(dir.file("a.tmp." + std::to_string(::getpid())));  // the temporary cannot be created
+  fs::create_directory(io::temporary_name(dir.file("a")));  // the temporary cannot be created
   const std::string message = testing::error_of([&] { io::write_file_atomic(dir.file("a"), "new"); });
   EXPECT_NE(message.find(dir.file("a")), std::string::npos) << message;
   EXPECT_EQ(read(dir.file("a")), "old");
@@ -245,13 +245,21 @@ TEST(AtomicFile, RemovesTheTemporariesOfDeadWritersOnly) {
   const pid_t child = ::fork();
   if (child == 0) ::_exit(0);
   ::waitpid(child, nullptr, 0);  // now a pid no process has
-  write(dir.file("checkpoint.safetensors.tmp." + std::to_string(child)), "killed mid-write");
-  write(dir.file("checkpoint.safetensors.tmp." + std::to_string(::getpid())), "ours, in progress");
+  const std::string dead = std::to_string(child);
+  write(dir.file("checkpoint.safetensors.convoy-tmp." + dead), "killed mid-write");
+  write(io::temporary_name(dir.file("checkpoint.safetensors")), "ours, in progress");
   write(dir.file("notes.tmp.txt"), "not a temporary of ours");
+  // A user's own files, whatever they look like, are never removed (issue 18, class 7).
+  write(dir.file("thesis.tmp." + dead), "a user's file named like an old convoy temporary");
+  write(dir.file("thesis.tmp.4000000"), "and another");
+  fs::create_directory(dir.file("folder.convoy-tmp." + dead));
   EXPECT_EQ(io::remove_stale_temporaries(dir.path()), 1);
-  EXPECT_FALSE(fs::exists(dir.file("checkpoint.safetensors.tmp." + std::to_string(child))));
-  EXPECT_TRUE(fs::exists(dir.file("checkpoint.safetensors.tmp." + std::to_string(::getpid()))));
+  EXPECT_FALSE(fs::exists(dir.file("checkpoint.safetensors.convoy-tmp." + dead)));
+  EXPECT_TRUE(fs::exists(io::temporary_name(dir.file("checkpoint.safetensors"))));
   EXPECT_TRUE(fs::exists(dir.file("notes.tmp.txt")));
+  EXPECT_TRUE(fs::exists(dir.file("thesis.tmp." + dead)));
+  EXPECT_TRUE(fs::exists(dir.file("thesis.tmp.4000000")));
+  EXPECT_TRUE(fs::exists(dir.file("folder.convoy-tmp." + dead)));
 }
 
 }  // namespace convoy::train

@@ -96,6 +96,29 @@ TEST(NumericalGuard, AnExplodingLearningRateIsCaughtAtTheStepItBlowsUp) {
   EXPECT_NE(describe(*h.fault).find("epoch 1 step " + std::to_string(h.fault->step)), std::string::npos);
 }
 
+// Adam at a learning rate of 1e5 keeps every value finite (each update is
+// about the rate: weights ~1e5, losses ~1e15), so the NaN/Inf guard never
+// fires: the divergence watch stops it at the step the loss leaps, under
+// either policy (issue 18, class 9).
+TEST(NumericalGuard, AFiniteBlowUpIsCaughtAsDivergenceUnderEitherPolicy) {
+  for (OnNonFinite policy : {OnNonFinite::stop, OnNonFinite::skip_step}) {
+    auto exe = compile_cpu(nn::seed_cnn(), {.batch_size = 32, .optimizer = {.kind = optim::Kind::adam, .lr = 1e5f}}, 1);
+    const History h =
+        fit(*exe, data::take(fashion().train, 512), data::take(fashion().test, 64), {.epochs = 2, .on_nan = policy});
+    ASSERT_TRUE(h.fault.has_value());
+    EXPECT_TRUE(h.fault->diverged) << describe(*h.fault);
+    EXPECT_EQ(h.fault->epoch, 1);
+    EXPECT_EQ(h.fault->step, 2);  // the first step that runs with the blown-up weights
+    EXPECT_TRUE(h.epochs.empty());
+    EXPECT_NE(describe(*h.fault).find("training diverged at epoch 1 step 2: a diverging loss ("), std::string::npos)
+        << describe(*h.fault);
+  }
+  // A healthy run is never taken for a diverging one.
+  auto exe = seed_cnn();
+  const History h = fit(*exe, data::take(fashion().train, 512), data::take(fashion().test, 64), {.epochs = 2});
+  EXPECT_FALSE(h.fault.has_value());
+}
+
 TEST(NumericalGuard, SkipStepDropsOnlyTheStepsWithNaNAndCountsThem) {
   data::LabeledImages train = data::take(fashion().train, 256);  // 8 steps of 32 per epoch
   auto pixels = train.images.data<float>();

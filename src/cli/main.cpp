@@ -11,6 +11,7 @@
 #include "convoy/backends/devices.h"
 #include "convoy/core/cpu_info.h"
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 #include "convoy/data/bad_examples.h"
 #include "convoy/data/fashion_mnist.h"
 #include "convoy/image/plant_demo.h"
@@ -44,6 +45,9 @@ struct TrainFlags {
 
 // How to run, as opposed to what to train: may change on --resume too.
 void apply_how_to_run_flags(const TrainFlags& f, RunConfig& c) {
+  if (f.progress) c.progress = *f.progress;
+  if (f.quiet) c.progress = "quiet";
+  if (f.profile) c.profile = true;
   if (f.device) c.device = *f.device;
   if (f.strategy) c.strategy = *f.strategy;
   if (f.dist_timeout) c.dist_timeout = *f.dist_timeout;
@@ -60,11 +64,8 @@ RunConfig resolve(const TrainFlags& f) {
   if (f.seed) c.seed = *f.seed;
   if (f.data) c.data_dir = *f.data;
   if (f.out) c.out_dir = *f.out;
-  if (f.progress) c.progress = *f.progress;
   if (f.checkpoint_every_steps) c.checkpoint_every_steps = *f.checkpoint_every_steps;
   if (f.on_nan) c.on_nan = *f.on_nan;
-  if (f.quiet) c.progress = "quiet";
-  if (f.profile) c.profile = true;
   if (f.scale_lr) c.scale_lr = true;
   if (f.sync_bn) c.sync_batch_norm = true;
   apply_how_to_run_flags(f, c);
@@ -85,6 +86,9 @@ int run_train(const TrainFlags& f) {
     convoy::require(f.config.empty() && !f.epochs && !f.batch_size && !f.lr && !f.momentum && !f.seed && !f.data &&
                         !f.out && !f.checkpoint_every_steps && !f.on_nan && !f.scale_lr && !f.sync_bn,
                     "--resume continues a run with its own settings; pass no other training flags");
+    // The thread count orders the sums, so another one would break the exact resume.
+    convoy::require(!f.threads, "--threads: --resume keeps the run's own thread count, so that it continues bit for "
+                                "bit; resume without --threads");
     const auto outcome =
         convoy::train::resume_training(f.resume, std::cout, [&](RunConfig& c) { apply_how_to_run_flags(f, c); });
     return outcome.stopped_by_signal ? stopped(outcome, f.resume) : 0;
@@ -117,7 +121,7 @@ int run_shards(const ShardFlags& f) {
   convoy::require(f.csv.empty() != f.folder.empty(), "shards: pass either --csv FILE or --folder DIR (one of them)");
   const auto policy = convoy::data::parse_on_bad_example(f.on_bad_example, "--on-bad-example");
   const records::Manifest manifest =
-      f.csv.empty() ? records::read_folder_manifest(f.folder, {.classes = f.classes})
+      f.csv.empty() ? records::read_folder_manifest(f.folder, {.classes = f.classes, .on_bad_example = policy})
                     : records::read_csv_manifest(f.csv, {.id_column = f.id_column,
                                                          .label_column = f.label_column,
                                                          .classes = f.classes,
@@ -249,7 +253,11 @@ int main(int argc, char** argv) {
   train->add_option("--lr", f.lr, "SGD learning rate [0.01]");
   train->add_option("--momentum", f.momentum, "SGD momentum [0.5]");
   train->add_option("--threads", f.threads, "Worker threads, 0 = all cores [0]");
-  train->add_option("--seed", f.seed, "Seed for initialisation and shuffling [2]");
+  // Seeds are unsigned: "-1" would otherwise wrap to 18446744073709551615.
+  const auto seed_check = CLI::Validator(
+      [](const std::string& s) { return s.find('-') == std::string::npos ? std::string() : "a seed is a whole number >= 0"; },
+      "SEED");
+  train->add_option("--seed", f.seed, "Seed for initialisation and shuffling [2]")->check(seed_check);
   train->add_option("--data", f.data, "Folder with the Fashion-MNIST IDX files");
   train->add_option("--out", f.out, "Folder for checkpoint, history.csv, summary.json, model.safetensors");
   train->add_option("--progress", f.progress, "auto, bar, lines or quiet [auto]");
@@ -304,7 +312,7 @@ int main(int argc, char** argv) {
   shards->add_option("--out", sf.out.out_dir, "Output folder")->required();
   shards->add_option("--prefix", sf.out.prefix, "Shard name prefix [train]");
   shards->add_option("--shard-mb", sf.out.shard_mb, "Target shard size in MB [100]");
-  shards->add_option("--seed", sf.out.seed, "Seed for shuffling examples across shards [0]");
+  shards->add_option("--seed", sf.out.seed, "Seed for shuffling examples across shards [0]")->check(seed_check);
   shards->add_flag("--gzip", sf.out.gzip, "gzip-compress the shards (.tfrecord.gz)");
   DemoFlags demo;
   CLI::App* demo_data = app.add_subcommand("demo-data", "Write a small demo data set in a real data set's layout");
@@ -313,7 +321,7 @@ int main(int argc, char** argv) {
   demo_data->add_option("--train", demo.plant.train, "Training images [400]");
   demo_data->add_option("--test", demo.plant.test, "Test images [100]");
   demo_data->add_option("--size", demo.size, "Image size WIDTHxHEIGHT [600x400]");
-  demo_data->add_option("--seed", demo.plant.seed, "Seed: same seed, same files [1]");
+  demo_data->add_option("--seed", demo.plant.seed, "Seed: same seed, same files [1]")->check(seed_check);
 
   // CLI11 would call an unknown command a missing one; name it instead.
   const auto known = [&](const std::string& name) {
@@ -331,7 +339,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "convoy: error: " << e.what() << "; see 'convoy --help'" << std::endl;
+    std::cerr << "convoy: error: " << convoy::one_line(e.what()) << "; see 'convoy --help'" << std::endl;
     return 2;
   }
   try {
@@ -348,13 +356,13 @@ int main(int argc, char** argv) {
     if (shards->parsed()) return run_shards(sf);
     if (demo_data->parsed()) return run_demo_data(demo);
   } catch (const convoy::UserError& e) {
-    std::cerr << "convoy: error: " << e.what() << std::endl;
+    std::cerr << "convoy: error: " << convoy::one_line(e.what()) << std::endl;
     return 2;
   } catch (const std::bad_alloc&) {
     std::cerr << "convoy: error: out of memory; use a smaller --batch-size or free memory" << std::endl;
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "convoy: internal error: " << e.what() << " (please report this)" << std::endl;
+    std::cerr << "convoy: internal error: " << convoy::one_line(e.what()) << " (please report this)" << std::endl;
     return 1;
   }
   return 0;

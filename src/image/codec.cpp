@@ -4,7 +4,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
+#include <sys/stat.h>
 #include <vector>
 
 #include "codec_internal.h"
@@ -29,6 +29,15 @@ void check_dimensions(std::string_view name, const char* format, uint64_t width,
 
 }  // namespace detail
 
+namespace {
+
+std::string too_large(uint64_t size, uint64_t max_bytes) {
+  return std::to_string(size) + " bytes, more than the " + std::to_string(max_bytes) +
+         " an image may have (data.max_image_bytes); shrink it, raise the limit or set on_bad_example: skip";
+}
+
+}  // namespace
+
 ImageFormat detect_format(std::span<const uint8_t> b) {
   static constexpr uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
   if (b.size() >= 3 && b[0] == 0xff && b[1] == 0xd8 && b[2] == 0xff) return ImageFormat::jpeg;
@@ -50,27 +59,44 @@ Image decode_image(std::span<const uint8_t> bytes, std::string_view name, const 
           "decode_image: channels must be 0 (keep), 1 or 3, got " + std::to_string(options.channels));
   if (bytes.empty())
     throw UserError(std::string(name) + ": empty file, not an image; re-export it or set on_bad_example: skip");
+  if (bytes.size() > options.max_bytes) throw UserError(std::string(name) + ": " + too_large(bytes.size(), options.max_bytes));
   switch (detect_format(bytes)) {
     case ImageFormat::jpeg: return detail::decode_jpeg(bytes, name, options);
     case ImageFormat::png: return detail::decode_png(bytes, name, options);
     case ImageFormat::unknown: break;
   }
-  char start[32];
-  std::snprintf(start, sizeof start, "0x%02x 0x%02x 0x%02x", bytes[0], bytes.size() > 1 ? bytes[1] : 0,
-                bytes.size() > 2 ? bytes[2] : 0);
-  throw UserError(std::string(name) + ": not a JPEG or PNG image (it starts with " + start +
-                  "); convoy decodes JPEG and PNG files, convert it or set on_bad_example: skip");
+  // No byte of the file is shown: a path that led somewhere else must not leak it.
+  throw UserError(std::string(name) + ": not a JPEG or PNG image (no JPEG or PNG signature); convoy decodes JPEG "
+                  "and PNG files, convert it or set on_bad_example: skip");
+}
+
+Tensor read_image_file(const std::string& path, uint64_t max_bytes, std::string_view where) {
+  const std::string named = where.empty() ? path : path + " (" + std::string(where) + ")";
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  auto fail = [&](const std::string& why, const char* advice) {
+    if (f) std::fclose(f);
+    throw UserError(named + ": " + why + "; " + advice);
+  };
+  if (!f) fail(std::string("cannot open the image (") + std::strerror(errno) + ")", "check the path");
+  struct stat st {};
+  if (fstat(fileno(f), &st) != 0) fail(std::string("cannot read the image (") + std::strerror(errno) + ")", "check the file");
+  if (!S_ISREG(st.st_mode)) fail("not a regular file", "name an image file");
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (size > max_bytes) {
+    std::fclose(f);
+    throw UserError(named + ": " + too_large(size, max_bytes));
+  }
+  Tensor bytes(DType::u8, {static_cast<int64_t>(size)});
+  if (size > 0 && std::fread(bytes.raw(), 1, size, f) != size)
+    fail(std::string("cannot read the image (") + (std::ferror(f) ? std::strerror(errno) : "it got shorter") + ")",
+         "check the file");
+  std::fclose(f);
+  return bytes;
 }
 
 Image read_image(const std::string& path, const DecodeOptions& options) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw UserError(path + ": cannot open image (" + std::strerror(errno) + "); check the path");
-  const std::streamsize size = in.tellg();
-  std::vector<uint8_t> bytes(static_cast<std::size_t>(std::max<std::streamsize>(size, 0)));
-  in.seekg(0);
-  if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), size))
-    throw UserError(path + ": cannot read image (" + std::strerror(errno) + ")");
-  return decode_image(bytes, path, options);
+  const Tensor bytes = read_image_file(path, options.max_bytes);
+  return decode_image(bytes.data<uint8_t>(), path, options);
 }
 
 }  // namespace convoy::image

@@ -46,7 +46,8 @@ data::MapFn decode_map(std::string from, std::string to, DecodeMapOptions o) {
   require(o.width >= 0 && o.height >= 0 && (o.width == 0) == (o.height == 0),
           "decode_map: give both width and height (or neither, to keep each image's size)");
   return [from = std::move(from), to = std::move(to), o](data::Example e, Rng&) {
-    const DecodeOptions decode{.channels = o.channels, .min_width = o.width, .min_height = o.height};
+    const DecodeOptions decode{
+        .channels = o.channels, .min_width = o.width, .min_height = o.height, .max_bytes = o.max_bytes};
     if (const Tensor* bytes = find_tensor(e, from)) {
       require(bytes->dtype() == DType::u8 && bytes->shape().size() == 1,
               "decode_map: feature '" + from + "' is " + dtype_name(bytes->dtype()) + " " + to_string(bytes->shape()) +

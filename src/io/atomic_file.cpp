@@ -31,8 +31,6 @@ namespace fs = std::filesystem;
   fail(path, doing);
 }
 
-std::string temporary_name(const std::string& path) { return path + ".tmp." + std::to_string(::getpid()); }
-
 // A rename is durable once its folder is flushed. Best effort: some file
 // systems refuse fsync on folders, and the data itself is already safe.
 void sync_folder_of(const std::string& path) {
@@ -60,6 +58,8 @@ void keep_previous(const std::string& path, const std::string& keep_as) {
 }
 
 }  // namespace
+
+std::string temporary_name(const std::string& path) { return path + kTemporaryMark + std::to_string(::getpid()); }
 
 void write_file_atomic(const std::string& path, std::string_view content, const AtomicWriteOptions& options) {
   const std::string tmp = temporary_name(path);
@@ -112,13 +112,14 @@ int remove_stale_temporaries(const std::string& dir) {
   int removed = 0;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    const auto mark = name.rfind(".tmp.");
+    const auto mark = name.rfind(kTemporaryMark);
     if (mark == std::string::npos || mark == 0) continue;
-    const std::string pid_text = name.substr(mark + 5);
+    const std::string pid_text = name.substr(mark + std::string_view(kTemporaryMark).size());
     if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos || pid_text.size() > 9)
       continue;
     const auto pid = static_cast<pid_t>(std::stol(pid_text));
     if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;  // its writer may still be at work
+    if (!fs::is_regular_file(entry.symlink_status(ec))) continue;            // convoy writes plain files only
     if (fs::remove(entry.path(), ec)) ++removed;
   }
   return removed;

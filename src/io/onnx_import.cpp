@@ -25,6 +25,7 @@
 #include <sstream>
 
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 #include "convoy/io/onnx.h"
 
 namespace convoy::io {
@@ -121,22 +122,22 @@ class Importer {
     const onnx::ValueInfo* input = nullptr;
     for (const auto& v : g.inputs)
       if (!constants_.count(v.name)) {
-        require(!input, where_ + ": the graph has several inputs ('" + (input ? input->name : "") + "', '" + v.name +
+        require(!input, where_ + ": the graph has several inputs ('" + shown(input ? input->name : "") + "', '" + shown(v.name) +
                             "'); convoy models take one image batch");
         input = &v;
       }
     require(input != nullptr, where_ + ": the graph has no input");
-    require(input->elem_type == onnx::kFloat, where_ + ": input '" + input->name + "' holds " +
+    require(input->elem_type == onnx::kFloat, where_ + ": input '" + shown(input->name) + "' holds " +
                                                   onnx::data_type_name(input->elem_type) +
                                                   " elements; convoy models take FLOAT input");
     require(input->dims.size() == 4 || input->dims.size() == 2,
-            where_ + ": input '" + input->name + "' has " + std::to_string(input->dims.size()) +
+            where_ + ": input '" + shown(input->name) + "' has " + std::to_string(input->dims.size()) +
                 " dimensions; convoy takes [N, C, H, W] images or [N, features] rows");
     batch_ = input->dims[0] > 0 ? input->dims[0] : -1;
     Shape shape(input->dims.begin() + 1, input->dims.end());
     for (int64_t d : shape)
-      require(d > 0, where_ + ": input '" + input->name + "' has a dimension of unknown size besides the batch");
-    require(bounded_numel(shape) > 0, where_ + ": input '" + input->name + "' is " + to_string(shape) +
+      require(d > 0, where_ + ": input '" + shown(input->name) + "' has a dimension of unknown size besides the batch");
+    require(bounded_numel(shape) > 0, where_ + ": input '" + shown(input->name) + "' is " + to_string(shape) +
                                           " per example: more than 2^31 values, which convoy does not take");
     // TensorFlow's layout: an [N, H, W, C] input that every reader transposes to NCHW.
     input_nhwc_ = shape.size() == 3 && read_only_by_transposes_to_nchw(input->name);
@@ -154,9 +155,9 @@ class Importer {
                                   "Identity, Transpose, Softmax, Constant and the like)");
     const Value& out = value(g.outputs[0].name, "the graph output");
     require(!out.nhwc && out.hwc_image.empty() && !out.unsqueezed,
-            where_ + ": the graph output '" + g.outputs[0].name + "' is in NHWC order or unsqueezed, which convoy models do not give");
+            where_ + ": the graph output '" + shown(g.outputs[0].name) + "' is in NHWC order or unsqueezed, which convoy models do not give");
     require(layer_count_ > 0 && out.ref.index == layer_count_ - 1,
-            where_ + ": the graph output '" + g.outputs[0].name + "' is not computed by the last node");
+            where_ + ": the graph output '" + shown(g.outputs[0].name) + "' is not computed by the last node");
     std::optional<nn::Model> built;
     try {
       built.emplace(builder_->build());
@@ -195,8 +196,8 @@ class Importer {
  private:
   // "node 'conv1' (Conv)", or "node #3 (Concat)" (its index in the graph) when it has no name.
   std::string label(const Node& n) const {
-    if (!n.name.empty()) return "node '" + n.name + "' (" + n.op_type + ")";
-    return "node #" + std::to_string(&n - m_.graph.nodes.data()) + " (" + n.op_type + ")";
+    if (!n.name.empty()) return "node '" + shown(n.name) + "' (" + shown(n.op_type) + ")";
+    return "node #" + std::to_string(&n - m_.graph.nodes.data()) + " (" + shown(n.op_type) + ")";
   }
   // The name a node's messages from nn:: start with: its own, else its label.
   std::string shown_name(const Node& n) const { return n.name.empty() ? label(n) : n.name; }
@@ -819,7 +820,7 @@ class Importer {
         fail(n, "only LogSoftmax over the features of [N, features] is supported");
       return (void)add(n, nn::LogSoftmax{}, {n.inputs[0]});
     }
-    throw UserError(where_ + ": " + (n.name.empty() ? "node #" + std::to_string(current_) : "node '" + n.name + "'") + " has op " + op +
+    throw UserError(where_ + ": " + (n.name.empty() ? "node #" + std::to_string(current_) : "node '" + shown(n.name) + "'") + " has op " + shown(op) +
                     ", which convoy cannot import (it imports " + kSupported + ")");
   }
 

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 
 namespace convoy::io {
 namespace {
@@ -48,7 +49,7 @@ int load_pytorch_weights(const nn::Model& model, const std::string& path, FlatWe
   }
   if (!options.allow_unused)
     for (const auto& [name, t] : file)
-      require(used.count(name) > 0, path + ": tensor '" + name +
+      require(used.count(name) > 0, path + ": tensor '" + shown(name) +
                                         "' matches no tensor of the model; is this a state dict of the same "
                                         "architecture?");
   return loaded;

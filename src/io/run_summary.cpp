@@ -1,8 +1,11 @@
 #include "convoy/io/run_summary.h"
 
+#include <limits>
+
 #include <nlohmann/json.hpp>
 
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 
 namespace convoy::io {
 namespace {
@@ -42,9 +45,12 @@ int64_t whole(const nlohmann::json& j, const char* key, const std::string& where
           where + ": bad training history ('" + key + "' is not a whole number); the checkpoint is corrupt");
   return it->get<int64_t>();
 }
+// JSON has no NaN: a NaN figure (a validation loss after a blow-up) is
+// written as null, and null reads back as NaN.
 double number(const nlohmann::json& j, const char* key, const std::string& where, bool optional = false) {
   const auto it = j.find(key);
   if (optional && it == j.end()) return 0.0;
+  if (it != j.end() && it->is_null()) return std::numeric_limits<double>::quiet_NaN();
   require(it != j.end() && it->is_number(),
           where + ": bad training history ('" + key + "' is not a number); the checkpoint is corrupt");
   return it->get<double>();
@@ -54,7 +60,7 @@ double number(const nlohmann::json& j, const char* key, const std::string& where
 
 train::History parse_history_json(const std::string& text, const std::string& where) {
   try {
-    const auto j = nlohmann::json::parse(text);
+    const auto j = parse_json_bounded(text, where + ": bad training history");
     require(j.is_object() && j.contains("epochs") && j.at("epochs").is_array(),
             where + ": bad training history (no list of epochs); the checkpoint is corrupt");
     train::History h;

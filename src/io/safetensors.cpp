@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 #include "convoy/io/atomic_file.h"
 
 namespace convoy::io {
@@ -27,7 +28,7 @@ DType parse_dtype(const json& tag, const std::string& where) {
   if (tag.is_string())
     for (DType t : {DType::f32, DType::i32, DType::u8})
       if (tag.get<std::string>() == dtype_tag(t)) return t;
-  throw UserError(where + ": dtype " + tag.dump(-1, ' ', false, json::error_handler_t::replace) +
+  throw UserError(where + ": dtype " + shown_json(tag) +
                   " is not supported (F32, I32, U8)");
 }
 
@@ -41,10 +42,10 @@ Shape parse_shape(const json& j, DType dtype, uint64_t available, const std::str
   uint64_t bytes = dtype_size(dtype);
   for (const json& d : j) {
     require(d.is_number_unsigned() || (d.is_number_integer() && d.get<int64_t>() >= 0),
-            where + ": shape " + j.dump(-1, ' ', false, json::error_handler_t::replace) +
+            where + ": shape " + shown_json(j) +
                 " has a size that is not a whole number >= 0; the file is corrupt");
     const uint64_t n = std::max<uint64_t>(d.get<uint64_t>(), 1);
-    require(bytes <= available / n, where + ": shape " + j.dump() +
+    require(bytes <= available / n, where + ": shape " + shown_json(j) +
                                         " needs more data than the file holds; the file is truncated or corrupt");
     bytes *= n;
     shape.push_back(d.get<int64_t>());
@@ -71,12 +72,7 @@ NamedTensors parse_safetensors(std::string_view bytes, const std::string& where,
                     " is past the end of the file)");
   const std::size_t data_start = 8 + header_len;
   const uint64_t data_bytes = bytes.size() - data_start;
-  json header;
-  try {
-    header = json::parse(bytes.substr(8, header_len));
-  } catch (const json::exception& e) {
-    throw UserError(where + ": bad safetensors header (" + e.what() + ")");
-  }
+  const json header = parse_json_bounded(bytes.substr(8, header_len), where + ": bad safetensors header");
   require(header.is_object(), where + ": bad safetensors header (not a JSON object)");
   NamedTensors out;
   try {

@@ -1,6 +1,7 @@
 #include "convoy/nn/zoo.h"
 
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 
 namespace convoy::nn {
 namespace {
@@ -35,7 +36,7 @@ Model model_by_name(const std::string& name, const ZooOptions& options) {
     if (name == e.name) return e.make(options);
   std::string known;
   for (const auto& e : kZoo) known += (known.empty() ? "" : ", ") + std::string(e.name);
-  throw UserError("unknown model '" + name + "'; available: " + known);
+  throw UserError("unknown model '" + shown(name) + "'; available: " + known);
 }
 
 }  // namespace convoy::nn

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 
 namespace convoy::optim {
 
@@ -11,7 +12,7 @@ Kind parse_kind(const std::string& name) {
   if (name == "adam") return Kind::adam;
   if (name == "adamw") return Kind::adamw;
   if (name == "rmsprop") return Kind::rmsprop;
-  throw UserError("unknown optimizer '" + name + "'; available: sgd, adam, adamw, rmsprop");
+  throw UserError("unknown optimizer '" + shown(name) + "'; available: sgd, adam, adamw, rmsprop");
 }
 
 const char* kind_name(Kind kind) {

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 
 namespace convoy::records {
 namespace {
@@ -26,6 +27,9 @@ class CsvParser {
       CsvRecord r{line_, {}};
       for (;;) {
         r.fields.push_back(field());
+        if (r.fields.size() > kMaxCsvFields)
+          throw UserError(name_ + ": line " + std::to_string(r.line) + ": more than " + std::to_string(kMaxCsvFields) +
+                          " fields in one row; this is not a manifest CSV");
         if (i_ < text_.size() && text_[i_] == ',') {
           ++i_;
           continue;
@@ -79,7 +83,7 @@ class CsvParser {
       ++i_;
     }
     if (i_ < text_.size() && text_[i_] != ',' && !at_line_end())
-      throw UserError(name_ + ": line " + std::to_string(line_) + ": unexpected '" + std::string(1, text_[i_]) +
+      throw UserError(name_ + ": line " + std::to_string(line_) + ": unexpected '" + shown(text_.substr(i_, 1)) +
                       "' after a closing quote; quote the whole field and double the quotes inside it");
     return out;
   }
@@ -106,12 +110,14 @@ int CsvTable::require_column(std::string_view name, std::string_view purpose) co
   const int i = column(name);
   if (i >= 0) return i;
   std::string have;
-  for (const std::string& h : header) have += (have.empty() ? "" : ", ") + h;
-  throw UserError(path + ": no column '" + std::string(name) + "' (" + std::string(purpose) + "); its columns are: " +
-                  have);
+  for (std::size_t i = 0; i < header.size() && have.size() < 4 * kShownChars; ++i)
+    have += (i ? ", " : "") + shown(header[i]);
+  if (have.size() >= 4 * kShownChars) have += ", ... (" + std::to_string(header.size()) + " in all)";
+  throw UserError(path + ": no column '" + shown(name) + "' (" + std::string(purpose) + "); its columns are: " + have);
 }
 
 CsvTable read_csv(const std::string& path) {
+  require_file_size_at_most(path, kMaxCsvBytes, "CSV file");
   std::ifstream in(path, std::ios::binary);
   require(in.good(), path + ": cannot open CSV file; check the path");
   std::ostringstream buffer;
@@ -122,7 +128,8 @@ CsvTable read_csv(const std::string& path) {
   table.header = std::move(records.front().fields);
   std::set<std::string> seen;
   for (const std::string& h : table.header)
-    require(seen.insert(h).second, path + ": the header names column '" + h + "' twice; give every column its own name");
+    require(seen.insert(h).second,
+            path + ": the header names column '" + shown(h) + "' twice; give every column its own name");
   table.rows.assign(std::make_move_iterator(records.begin() + 1), std::make_move_iterator(records.end()));
   return table;
 }

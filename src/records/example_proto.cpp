@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 #include "convoy/core/protobuf_wire.h"
 
 namespace convoy::records {
@@ -255,7 +256,7 @@ data::Example to_data_example(const ExampleProto& proto, const std::set<std::str
           out.set_texts(key, f.bytes);
           break;
         }
-        require(f.bytes.size() == 1, "feature '" + key + "' holds " + std::to_string(f.bytes.size()) +
+        require(f.bytes.size() == 1, "feature '" + shown(key) + "' holds " + std::to_string(f.bytes.size()) +
                                          " byte strings; a bytes feature becomes one u8 tensor, so it needs exactly one");
         Tensor t(DType::u8, {static_cast<int64_t>(f.bytes[0].size())});
         std::memcpy(t.raw(), f.bytes[0].data(), f.bytes[0].size());
@@ -273,7 +274,7 @@ data::Example to_data_example(const ExampleProto& proto, const std::set<std::str
         for (std::size_t i = 0; i < f.int64s.size(); ++i) {
           const int64_t v = f.int64s[i];
           require(v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max(),
-                  "feature '" + key + "' holds " + std::to_string(v) + ", outside the i32 range convoy uses for integers");
+                  "feature '" + shown(key) + "' holds " + std::to_string(v) + ", outside the i32 range convoy uses for integers");
           t.data<int32_t>()[i] = static_cast<int32_t>(v);
         }
         out.set(key, std::move(t));

@@ -8,17 +8,22 @@
 #include <set>
 
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 #include "convoy/records/csv.h"
 #include "convoy/records/manifest.h"
+#include "records/bad_entries.h"
 
 namespace convoy::records {
 namespace {
 
 namespace fs = std::filesystem;
 
+// The first few names, each cut: a message stays short however many there are.
 std::string joined(const std::vector<std::string>& names) {
+  constexpr std::size_t kNamed = 8;
   std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  for (std::size_t i = 0; i < names.size() && i < kNamed; ++i) out += (i ? ", " : "") + shown(names[i]);
+  if (names.size() > kNamed) out += " and " + std::to_string(names.size() - kNamed) + " more";
   return out;
 }
 
@@ -30,24 +35,7 @@ std::optional<float> zero_or_one(std::string_view s) {
   return static_cast<float>(v);
 }
 
-// Rows that fail a check: thrown, or collected for the skip summary.
-class BadRows {
- public:
-  BadRows(const std::string& path, data::OnBadExample policy) : path_(path), policy_(policy) {}
-  // Returns normally only under skip.
-  void add(int64_t line, const std::string& problem, const std::string& advice) {
-    if (policy_ == data::OnBadExample::fail)
-      throw UserError(path_ + ": line " + std::to_string(line) + ": " + problem + "; " + advice +
-                      " (or set on_bad_example: skip)");
-    named_.push_back(path_ + ": line " + std::to_string(line) + ": " + problem);
-  }
-  std::vector<std::string> take() { return std::move(named_); }
-
- private:
-  const std::string& path_;
-  data::OnBadExample policy_;
-  std::vector<std::string> named_;
-};
+std::string line_of(const CsvRecord& r) { return "line " + std::to_string(r.line); }
 
 // The class columns (one-hot) or class names (label column).
 std::vector<std::string> classes_of(const CsvTable& table, const CsvManifestOptions& o, int id_col, int label_col) {
@@ -88,11 +76,12 @@ Manifest read_csv_manifest(const std::string& csv_path, const CsvManifestOptions
   for (std::size_t i = 0; i < m.classes.size(); ++i) class_index[m.classes[i]] = static_cast<int32_t>(i);
 
   const fs::path image_dir = fs::path(csv_path).parent_path() / o.image_dir;
-  BadRows bad(csv_path, o.on_bad_example);
+  const PathRoot root(image_dir);
+  BadEntries bad(csv_path, "row", o.on_bad_example);
   std::map<std::string, int64_t> first_line_of_id;
   for (const CsvRecord& r : table.rows) {
     if (r.fields.size() != table.header.size()) {
-      bad.add(r.line, std::to_string(r.fields.size()) + " fields but the header has " +
+      bad.add(line_of(r), std::to_string(r.fields.size()) + " fields but the header has " +
                           std::to_string(table.header.size()) + " columns",
               "fix the row (quote fields that contain commas)");
       continue;
@@ -101,11 +90,11 @@ Manifest read_csv_manifest(const std::string& csv_path, const CsvManifestOptions
     e.id = r.fields[id_col];
     e.where = csv_path + " line " + std::to_string(r.line);
     if (e.id.empty()) {
-      bad.add(r.line, "empty " + o.id_column, "give every row an id");
+      bad.add(line_of(r), "empty " + o.id_column, "give every row an id");
       continue;
     }
     if (auto [it, fresh] = first_line_of_id.emplace(e.id, r.line); !fresh) {
-      bad.add(r.line, o.id_column + " '" + e.id + "' appears again (first on line " + std::to_string(it->second) + ")",
+      bad.add(line_of(r), o.id_column + " '" + shown(e.id) + "' appears again (first on line " + std::to_string(it->second) + ")",
               "list each image once");
       continue;
     }
@@ -113,11 +102,11 @@ Manifest read_csv_manifest(const std::string& csv_path, const CsvManifestOptions
       const std::string& name = r.fields[label_col];
       auto it = class_index.find(name);
       if (name.empty()) {
-        bad.add(r.line, "no class set in column '" + o.label_column + "'", "give every row a class");
+        bad.add(line_of(r), "no class set in column '" + o.label_column + "'", "give every row a class");
         continue;
       }
       if (it == class_index.end()) {
-        bad.add(r.line, "unknown class '" + name + "' in column '" + o.label_column + "'",
+        bad.add(line_of(r), "unknown class '" + shown(name) + "' in column '" + o.label_column + "'",
                 "use one of: " + joined(m.classes));
         continue;
       }
@@ -129,34 +118,38 @@ Manifest read_csv_manifest(const std::string& csv_path, const CsvManifestOptions
         if (auto x = zero_or_one(v))
           e.one_hot.push_back(*x);
         else
-          problem = "column '" + m.classes[c] + "' holds '" + v + "', not 0 or 1";
+          problem = "column '" + shown(m.classes[c]) + "' holds '" + shown(v) + "', not 0 or 1";
       }
       if (!problem.empty()) {
-        bad.add(r.line, problem, "a class column holds 0 or 1");
+        bad.add(line_of(r), problem, "a class column holds 0 or 1");
         continue;
       }
       if (std::none_of(e.one_hot.begin(), e.one_hot.end(), [](float x) { return x == 1.0f; })) {
-        bad.add(r.line, "no class set (every one of " + joined(m.classes) + " is 0)", "set a 1 in the row's class");
+        bad.add(line_of(r), "no class set (every one of " + joined(m.classes) + " is 0)", "set a 1 in the row's class");
         continue;
       }
+    }
+    if (const auto why = root.outside(e.id + o.extension)) {
+      bad.add(line_of(r), o.id_column + " '" + shown(e.id) + "' leads outside the image folder " + image_dir.string() +
+                          " (" + *why + ")",
+              "ids name files inside the image folder");
+      continue;
     }
     e.path = (image_dir / (e.id + o.extension)).string();
     std::error_code ec;
     if (o.check_files && !fs::is_regular_file(e.path, ec)) {
-      bad.add(r.line, "image file " + e.path + " is missing", "add it, or fix image_dir/extension");
+      bad.add(line_of(r), "image file " + shown(e.path, 2 * kShownChars) + " is missing", "add it, or fix image_dir/extension");
+      continue;
+    }
+    if (const uint64_t size = o.check_files ? fs::file_size(e.path, ec) : 0; !ec && size > o.max_image_bytes) {
+      bad.add(line_of(r), "image file " + shown(e.path, 2 * kShownChars) + " has " + std::to_string(size) +
+                          " bytes, more than the " + std::to_string(o.max_image_bytes) + " an image may have",
+              "shrink it or raise data.max_image_bytes");
       continue;
     }
     m.entries.push_back(std::move(e));
   }
-  m.skipped = bad.take();
-  if (!m.skipped.empty()) {
-    std::string line = csv_path + ": skipped " + std::to_string(m.skipped.size()) + " bad row" +
-                       (m.skipped.size() == 1 ? "" : "s") + ": ";
-    for (std::size_t i = 0; i < m.skipped.size() && i < 10; ++i)
-      line += (i ? "; " : "") + m.skipped[i].substr(csv_path.size() + 2);
-    if (m.skipped.size() > 10) line += "; and " + std::to_string(m.skipped.size() - 10) + " more";
-    o.log(line);
-  }
+  m.skipped = bad.finish(o.log);
   require(!m.entries.empty(), csv_path + ": no usable rows (all " + std::to_string(table.rows.size()) +
                                   " were bad); fix the CSV");
   return m;

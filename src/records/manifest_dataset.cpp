@@ -1,32 +1,11 @@
 // manifest_dataset: one example per manifest entry, its image file read into
 // memory by the source so that decoding can be a pure (parallel) map.
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-
 #include "convoy/core/error.h"
+#include "convoy/image/codec.h"
 #include "convoy/records/manifest.h"
 
 namespace convoy::records {
 namespace {
-
-// The whole file as u8 [size]; throws UserError naming the entry.
-Tensor read_bytes(const ManifestEntry& e) {
-  std::FILE* f = std::fopen(e.path.c_str(), "rb");
-  auto fail = [&](const char* doing) {
-    const std::string reason = std::strerror(errno);
-    if (f) std::fclose(f);
-    throw UserError(e.path + " (" + e.where + "): cannot " + doing + " the image (" + reason + ")");
-  };
-  if (!f) fail("open");
-  if (std::fseek(f, 0, SEEK_END) != 0) fail("read");
-  const long size = std::ftell(f);
-  if (size < 0 || std::fseek(f, 0, SEEK_SET) != 0) fail("read");
-  Tensor bytes(DType::u8, {size});
-  if (std::fread(bytes.raw(), 1, static_cast<std::size_t>(size), f) != static_cast<std::size_t>(size)) fail("read");
-  std::fclose(f);
-  return bytes;
-}
 
 Tensor label_of(const Manifest& m, const ManifestEntry& e) {
   if (m.label_kind == LabelKind::index) {
@@ -55,7 +34,7 @@ class ManifestIterator final : public data::Iterator {
       data::Example out;
       if (shared_->options.read_bytes) {
         try {
-          out.set("image_bytes", read_bytes(e));
+          out.set("image_bytes", image::read_image_file(e.path, shared_->options.max_image_bytes, e.where));
         } catch (const UserError& err) {
           if (shared_->options.on_bad_example == data::OnBadExample::fail)
             throw UserError(std::string(err.what()) + "; restore the file or set on_bad_example: skip");

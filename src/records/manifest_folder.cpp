@@ -6,7 +6,9 @@
 #include <filesystem>
 
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 #include "convoy/records/manifest.h"
+#include "records/bad_entries.h"
 
 namespace convoy::records {
 namespace {
@@ -38,6 +40,8 @@ Manifest read_folder_manifest(const std::string& root, const FolderManifestOptio
   require(fs::is_directory(root, ec), root + ": no such folder; pass a folder with one subfolder per class");
   Manifest m;
   m.label_kind = LabelKind::index;
+  BadEntries bad(root, "file", options.on_bad_example);
+  const PathRoot rule(root);
   try {
     m.classes = options.classes.empty() ? subfolders(root) : options.classes;
     require(!m.classes.empty(), root + ": no class subfolders; put each class's images in root/<class>/");
@@ -50,17 +54,25 @@ Manifest read_folder_manifest(const std::string& root, const FolderManifestOptio
       for (const fs::directory_entry& f : fs::recursive_directory_iterator(dir))
         if (f.is_regular_file() && wanted(f.path(), options.extensions)) files.push_back(f.path());
       std::sort(files.begin(), files.end());
-      for (const fs::path& f : files)
+      for (const fs::path& f : files) {
+        // Class folders and files may be links, but only to places inside the root.
+        if (const auto why = rule.outside(f.lexically_relative(root).string())) {
+          bad.add(f.lexically_relative(root).string(), "leads outside the data folder (" + *why + ")",
+                  "copy the image into the folder instead of linking it");
+          continue;
+        }
         m.entries.push_back({.id = f.lexically_relative(root).string(),
                              .path = f.string(),
                              .label = static_cast<int32_t>(c),
                              .one_hot = {},
                              .where = f.string()});
+      }
     }
   } catch (const fs::filesystem_error& e) {
     throw UserError(root + ": cannot list the folder (" + e.code().message() + " at " + e.path1().string() +
                     "); check permissions");
   }
+  m.skipped = bad.finish(options.log);
   std::string extensions;
   for (const std::string& e : options.extensions) extensions += (extensions.empty() ? "" : ", ") + e;
   require(!m.entries.empty(), root + ": no images (" + extensions + ") in its class folders");

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 #include "convoy/records/example_proto.h"
 
 namespace convoy::records {
@@ -15,7 +16,10 @@ constexpr const char* kSkipAdvice = "re-create the file or set on_bad_example: s
 
 std::string keys_of(const ExampleProto& proto) {
   std::string keys;
-  for (const auto& [key, f] : proto.features) keys += (keys.empty() ? "" : ", ") + key;
+  for (const auto& [key, f] : proto.features) {
+    if (keys.size() > 4 * kShownChars) return keys + ", ... (" + std::to_string(proto.features.size()) + " in all)";
+    keys += (keys.empty() ? "" : ", ") + shown(key);
+  }
   return keys.empty() ? "none" : keys;
 }
 

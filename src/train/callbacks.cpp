@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 #include "convoy/io/atomic_file.h"
 #include "convoy/io/tensorboard.h"
 
@@ -29,7 +30,7 @@ double metric_value(const EpochRecord& r, const std::string& name) {
   if (name == "accuracy") return r.train_accuracy;
   if (name == "val_loss") return r.test_loss;
   if (name == "val_accuracy") return r.test_accuracy;
-  throw UserError("unknown metric '" + name + "'; use loss, accuracy, val_loss or val_accuracy");
+  throw UserError("unknown metric '" + shown(name) + "'; use loss, accuracy, val_loss or val_accuracy");
 }
 
 void check_metric_name(const std::string& name, const std::string& where) {

@@ -8,11 +8,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <iterator>
 
 #include <nlohmann/json.hpp>
 
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 #include "convoy/io/atomic_file.h"
 #include "convoy/io/model_weights.h"
 #include "convoy/io/run_summary.h"
@@ -93,7 +95,7 @@ int64_t parse_epoch_v1(const std::string& text, const std::string& where) {
     if (used != text.size()) epoch = -1;
   } catch (const std::exception&) {
   }
-  require(epoch >= 0, where + ": bad epoch '" + text + "' in the checkpoint metadata; the checkpoint is corrupt");
+  require(epoch >= 0, where + ": bad epoch '" + shown(text) + "' in the checkpoint metadata; the checkpoint is corrupt");
   return epoch;
 }
 
@@ -144,12 +146,7 @@ Checkpoint parse_checkpoint_metadata(const io::Metadata& meta, const std::string
     return c;
   }
   require(meta.count("position"), where + ": no position in the checkpoint metadata; the checkpoint is corrupt");
-  json p;
-  try {
-    p = json::parse(meta.at("position"));
-  } catch (const json::exception& e) {
-    throw UserError(where + ": bad checkpoint position (" + e.what() + "); the checkpoint is corrupt");
-  }
+  const json p = parse_json_bounded(meta.at("position"), where + ": the checkpoint is corrupt: bad position");
   require(p.is_object(), where + ": bad checkpoint position; the checkpoint is corrupt");
   c.epoch = field<int64_t>(p, "epoch", where);
   c.progress.step = field<int64_t>(p, "step", where);
@@ -159,7 +156,9 @@ Checkpoint parse_checkpoint_metadata(const io::Metadata& meta, const std::string
   c.progress.train_seconds = field<double>(p, "train_seconds", where);
   c.progress.input_wait_seconds = field<double>(p, "input_wait_seconds", where);
   const double lr = field<double>(p, "lr", where);
-  require(lr > 0 && lr < 1e30, where + ": checkpoint learning rate out of range; the checkpoint is corrupt");
+  // What validate() lets a run use (a positive float) is what a checkpoint may hold.
+  require(lr > 0 && lr <= std::numeric_limits<float>::max(),
+          where + ": checkpoint learning rate out of range; the checkpoint is corrupt");
   c.lr = static_cast<float>(lr);
   require(c.progress.metrics.correct <= c.progress.metrics.count && c.epoch <= c.config.epochs &&
               (c.history.epochs.empty() ? c.epoch == 0 : c.history.epochs.back().epoch == c.epoch),

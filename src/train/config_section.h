@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 
 namespace convoy::train {
 
@@ -33,8 +34,7 @@ class Section {
       else return it->is_string();
     }();
     // A value that is not valid UTF-8 is shown with replacement characters, not thrown on.
-    require(ok, where_ + ": '" + dotted(key) + "' must be " + type_name<T>() + ", got " +
-                    it->dump(-1, ' ', false, json::error_handler_t::replace));
+    require(ok, where_ + ": '" + dotted(key) + "' must be " + type_name<T>() + ", got " + shown_json(*it));
     out = it->template get<T>();
   }
 
@@ -60,7 +60,7 @@ class Section {
       if (known_.count(k)) continue;
       std::string list;
       for (const auto& n : known_) list += (list.empty() ? "" : ", ") + n;
-      throw UserError(where_ + ": unknown key '" + dotted(k) + "' (known here: " + list + ")");
+      throw UserError(where_ + ": unknown key '" + shown(dotted(k)) + "' (known here: " + list + ")");
     }
   }
 

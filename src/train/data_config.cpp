@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 #include "convoy/data/bad_examples.h"
 
 namespace convoy::train {
@@ -24,7 +25,7 @@ const char* fill_mode_name(image::FillMode m) {
 image::FillMode parse_fill_mode(const std::string& s, const std::string& where) {
   for (auto m : {image::FillMode::constant, image::FillMode::reflect, image::FillMode::wrap, image::FillMode::nearest})
     if (s == fill_mode_name(m)) return m;
-  throw UserError(where + ": 'data.augment.fill_mode' must be constant, reflect, wrap or nearest, got '" + s + "'");
+  throw UserError(where + ": 'data.augment.fill_mode' must be constant, reflect, wrap or nearest, got '" + shown(s) + "'");
 }
 
 // A list value: strings or numbers, each checked.
@@ -37,7 +38,7 @@ template <class T> void get_list(Section& s, const char* key, std::vector<T>& ou
                   });
   require(ok, s.where() + ": '" + s.dotted(key) + "' must be a list of " +
                   (std::is_same_v<T, std::string> ? "strings" : "numbers") + ", got " +
-                  v->dump(-1, ' ', false, json::error_handler_t::replace));
+                  shown_json(*v));
   out = v->get<std::vector<T>>();
 }
 
@@ -72,6 +73,7 @@ void read_data_section(Section& s, RunConfig& c) {
   get_list(s, "mean", d.mean);
   get_list(s, "std", d.std);
   s.get("on_bad_example", d.on_bad_example);
+  s.get("max_image_bytes", d.max_image_bytes);
   Section a = s.sub("augment");
   image::AugmentOptions& g = d.augment;
   a.get("horizontal_flip", g.horizontal_flip);
@@ -108,6 +110,7 @@ json data_section_json(const RunConfig& c) {
           {"height", d.height}, {"channels", d.channels}, {"resize", d.resize}, {"fit", d.fit},
           {"validation_split", d.validation_split}, {"cache", d.cache}, {"shuffle_buffer", d.shuffle_buffer},
           {"mean", d.mean}, {"std", d.std}, {"on_bad_example", d.on_bad_example},
+          {"max_image_bytes", d.max_image_bytes},
           {"augment",
            {{"horizontal_flip", g.horizontal_flip}, {"vertical_flip", g.vertical_flip}, {"crop_area", g.crop_area},
             {"rotation", g.rotation}, {"zoom", g.zoom}, {"translate", g.translate},
@@ -128,6 +131,7 @@ void validate_data(const DataConfig& d) {
   require(d.validation_split > 0 && d.validation_split < 1, "data.validation_split must be in (0, 1)");
   require(d.cache == "memory" || d.cache == "none", "data.cache: '" + d.cache + "' is not memory or none");
   require(d.shuffle_buffer >= 0, "data.shuffle_buffer must be 0 (the whole split) or positive");
+  require(d.max_image_bytes >= 1, "data.max_image_bytes must be positive");
   const auto per_channel = [&](const std::vector<double>& v, const char* key) {
     require(v.size() == 1 || static_cast<int64_t>(v.size()) == d.channels,
             std::string("data.") + key + " needs one value, or one per channel (" + std::to_string(d.channels) + ")");

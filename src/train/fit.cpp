@@ -239,6 +239,7 @@ History fit(Executable& exe, const TrainingData& data, const FitOptions& options
   // replays a CUDA graph of that many steps; the CPU takes one).
   const int64_t together = std::max<int64_t>(1, std::min(options.steps_per_execution, exe.steps_per_call()));
   Execution execution;
+  DivergenceWatch divergence;
   const auto fit_start = Clock::now();
   const double seconds_before = history.total_train_seconds;
   for (auto& cb : options.callbacks) cb->on_train_begin(state);
@@ -256,6 +257,7 @@ History fit(Executable& exe, const TrainingData& data, const FitOptions& options
     double input_wait = carried.input_wait_seconds;  // time the step loop spent waiting for a batch
     exe.take_metrics();
     if (resuming) exe.restore_metrics(carried.metrics);
+    divergence.restart(exe.peek_metrics());
     // One execution per iteration: up to `together` batches in one
     // train_steps call (on a GPU, one CUDA graph); the CPU takes them one by
     // one. Step callbacks and the numerical guard run after each call, batch
@@ -282,6 +284,11 @@ History fit(Executable& exe, const TrainingData& data, const FitOptions& options
         state.epoch_input_wait_seconds = input_wait;
         if (!exe.last_step_finite() && !handle_nonfinite_step(state, options.on_nan, history)) {
           state.interrupted = true;  // the weights stay those of the last good step
+          break;
+        }
+        if (divergence.diverged(exe.peek_metrics())) {
+          record_divergence(state, divergence, history);
+          state.interrupted = true;
           break;
         }
         for (auto& cb : options.callbacks) cb->on_step_end(state);

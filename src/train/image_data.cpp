@@ -89,14 +89,17 @@ data::MapFn tolerant(data::MapFn fn, data::OnBadExample policy, std::shared_ptr<
   };
 }
 
+image::DecodeMapOptions decode_options(const RunConfig& c) {
+  return {.width = static_cast<int>(c.data.width), .height = static_cast<int>(c.data.height),
+          .channels = static_cast<int>(c.data.channels),
+          .method = c.data.resize == "bilinear" ? image::ResizeMethod::bilinear : image::ResizeMethod::area,
+          .fit = c.data.fit == "cover" ? image::Fit::cover : image::Fit::stretch,
+          .max_bytes = static_cast<uint64_t>(c.data.max_image_bytes)};
+}
+
 data::Dataset decoded(const data::Dataset& source, const RunConfig& c, bool labeled,
                       const std::shared_ptr<data::SkippedExamples>& skipped) {
-  const image::DecodeMapOptions decode{
-      .width = static_cast<int>(c.data.width), .height = static_cast<int>(c.data.height),
-      .channels = static_cast<int>(c.data.channels),
-      .method = c.data.resize == "bilinear" ? image::ResizeMethod::bilinear : image::ResizeMethod::area,
-      .fit = c.data.fit == "cover" ? image::Fit::cover : image::Fit::stretch};
-  data::MapFn decode_fn = image::decode_map("image_bytes", "image", decode);
+  data::MapFn decode_fn = image::decode_map("image_bytes", "image", decode_options(c));
   data::MapFn prepare = labeled ? data::MapFn([label = single_label(), decode_fn](data::Example e, Rng& rng) {
     return decode_fn(label(std::move(e), rng), rng);
   })
@@ -144,11 +147,12 @@ Split manifest_split(const RunConfig& c, ImageData& out, const std::shared_ptr<d
                                    {.id_column = c.data.id_column, .label_column = c.data.label_column,
                                     .classes = c.data.label_column.empty() ? std::vector<std::string>{} : c.data.classes,
                                     .image_dir = c.data.images, .extension = c.data.extension,
+                                    .max_image_bytes = static_cast<uint64_t>(c.data.max_image_bytes),
                                     .on_bad_example = policy, .log = no_log()});
     require(m.label_kind != records::LabelKind::none,
             data_path(c, c.data.train_csv) + ": has no class columns; give one 0/1 column per class or data.label_column");
   } else {
-    m = records::read_folder_manifest(c.data_dir, {.classes = c.data.classes});
+    m = records::read_folder_manifest(c.data_dir, {.classes = c.data.classes, .on_bad_example = policy, .log = no_log()});
   }
   if (!c.data.classes.empty() && c.data.label_column.empty() && c.data.kind == "csv")
     require(m.classes == c.data.classes, data_path(c, c.data.train_csv) +
@@ -158,7 +162,8 @@ Split manifest_split(const RunConfig& c, ImageData& out, const std::shared_ptr<d
   out.one_hot = m.label_kind == records::LabelKind::one_hot;
   out.skipped.insert(out.skipped.end(), m.skipped.begin(), m.skipped.end());
   const records::ManifestSplit s = records::stratified_split(m, c.data.validation_split, c.seed);
-  const records::ManifestDatasetOptions o{.on_bad_example = policy, .skipped = skipped, .log = no_log()};
+  const records::ManifestDatasetOptions o{.max_image_bytes = static_cast<uint64_t>(c.data.max_image_bytes),
+                                          .on_bad_example = policy, .skipped = skipped, .log = no_log()};
   return {records::manifest_dataset(s.train, o), records::manifest_dataset(s.validation, o)};
 }
 
@@ -197,6 +202,28 @@ std::vector<std::string> messages(const data::SkippedExamples& s) {
 }
 
 }  // namespace
+
+namespace {
+
+records::Manifest test_manifest(const RunConfig& c, const std::string& test_csv) {
+  // Every row stays (a submission needs them all), so files are not checked
+  // here: a missing one fails or is skipped where it is decoded.
+  return records::read_csv_manifest(test_csv, {.id_column = c.data.id_column, .classes = {}, .image_dir = c.data.images,
+                                               .extension = c.data.extension, .check_files = false,
+                                               .on_bad_example = policy_of(c), .log = no_log()});
+}
+
+}  // namespace
+
+void check_test_images(const RunConfig& c) {
+  if (c.data.kind != "csv" || c.data.test_csv.empty() || policy_of(c) != data::OnBadExample::fail) return;
+  const records::Manifest m = test_manifest(c, data_path(c, c.data.test_csv));
+  const data::Dataset decoded = records::manifest_dataset(m, {.read_bytes = false, .log = no_log()})
+                                    .map(image::decode_map("file", "image", decode_options(c)),
+                                         {.parallelism = data::kAutotune});
+  for (auto it = decoded.iterate(0); it->next();) {
+  }
+}
 
 std::string data_path(const RunConfig& c, const std::string& path) {
   return (fs::path(c.data_dir) / path).string();  // an absolute `path` replaces the folder
@@ -247,19 +274,11 @@ int64_t write_submission(Executable& exe, const RunConfig& c, const std::string&
   require(c.data.kind == "csv", "a submission needs a test CSV of image ids beside the images; data.kind " +
                                     c.data.kind + " has none (use kind csv)");
   const data::OnBadExample policy = policy_of(c);
-  // Every row stays (a submission needs them all), so files are not checked
-  // up front: a missing one fails or is skipped where it is decoded.
-  const records::Manifest m = records::read_csv_manifest(
-      test_csv, {.id_column = c.data.id_column, .classes = {}, .image_dir = c.data.images,
-                 .extension = c.data.extension, .check_files = false, .on_bad_example = policy, .log = no_log()});
+  const records::Manifest m = test_manifest(c, test_csv);
   auto bad_ids = std::make_shared<std::set<std::string>>();
   auto mu = std::make_shared<std::mutex>();
   auto lost = std::make_shared<data::SkippedExamples>();
-  const image::DecodeMapOptions decode{
-      .width = static_cast<int>(c.data.width), .height = static_cast<int>(c.data.height),
-      .channels = static_cast<int>(c.data.channels),
-      .method = c.data.resize == "bilinear" ? image::ResizeMethod::bilinear : image::ResizeMethod::area,
-      .fit = c.data.fit == "cover" ? image::Fit::cover : image::Fit::stretch};
+  const image::DecodeMapOptions decode = decode_options(c);
   const data::MapFn decode_fn = image::decode_map("file", "image", decode);
   const data::MapFn read = [=](data::Example e, Rng& rng) {
     const std::string id = e.text("id"), file = e.text("file");

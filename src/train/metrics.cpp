@@ -27,6 +27,7 @@ double top_k_accuracy(std::span<const float> scores, int64_t classes, std::span<
   for (std::size_t i = 0; i < labels.size(); ++i) {
     const float* row = scores.data() + i * classes;
     const int32_t y = labels[i];
+    if (std::isnan(row[y])) continue;  // a NaN score ranks nowhere: never a hit
     // The true class is in the top k when fewer than k classes beat it.
     int64_t better = 0;
     for (int64_t j = 0; j < classes; ++j) better += row[j] > row[y] || (row[j] == row[y] && j > y);
@@ -69,6 +70,10 @@ PerClass per_class_scores(std::span<const int64_t> confusion, int64_t classes) {
 double roc_auc(std::span<const float> scores, std::span<const uint8_t> positive) {
   require(scores.size() == positive.size(), "ROC AUC: scores and truth differ in count");
   const std::size_t n = scores.size();
+  // A NaN score has no rank (and would break the sort's ordering): the AUC is
+  // undefined then, as when one side is empty.
+  if (std::any_of(scores.begin(), scores.end(), [](float s) { return std::isnan(s); }))
+    return std::numeric_limits<double>::quiet_NaN();
   std::vector<std::size_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return scores[a] < scores[b]; });

@@ -19,6 +19,7 @@
 #include "convoy/dist/data_parallel.h"
 #include "convoy/io/atomic_file.h"
 #include "convoy/io/model_weights.h"
+#include "convoy/io/output_folder.h"
 #include "convoy/io/plots.h"
 #include "convoy/io/pretrained.h"
 #include "convoy/io/run_summary.h"
@@ -151,10 +152,18 @@ Callbacks make_callbacks(const RunConfig& c, const RunConfig& saved, const nn::M
   return cbs;
 }
 
-// on_nan: stop. The faulty step changed nothing, so the weights are the last
+// What a run writes into its output folder (a failed run's FolderGuard removes
+// only these).
+std::vector<std::string> run_outputs() {
+  return {kCheckpointFile, kPreviousCheckpointFile, "best.safetensors", "model.safetensors", "history.csv",
+          "tensorboard",   "summary.json",          "curves.png",       "predictions.png",   "confusion.png",
+          "comparison.png", "report.html",          "submission.csv",   "scratch"};
+}
+
+// on_nan: stop (or a diverged step). The faulty step changed nothing, so the weights are the last
 // good step's: write them, then fail with one line saying where and what to do.
 [[noreturn]] void stop_for_fault(const NumericalFault& fault, const RunConfig& c, const nn::Model& model,
-                                 const Executable& exe) {
+                                 const Executable& exe, io::FolderGuard* folder) {
   std::vector<float> params(model.num_parameters()), state(model.num_state());
   exe.get_parameters(params);
   exe.get_state(state);
@@ -162,17 +171,44 @@ Callbacks make_callbacks(const RunConfig& c, const RunConfig& saved, const nn::M
     return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
   };
   std::string kept = "; nothing written (no --out)";
-  if (!finite(params) || !finite(state)) {
+  if (fault.diverged) {  // its update was applied: nothing here is worth keeping
+    throw UserError(describe(fault) + "; stopped, model.safetensors not written; lower the learning rate or check "
+                                      "the data");
+  } else if (!finite(params) || !finite(state)) {
     // An earlier update overflowed the weights themselves (finite gradients
     // times a huge learning rate): they are not worth keeping.
     kept = "; the weights had already overflowed, so model.safetensors was not written (checkpoints hold earlier ones)";
   } else if (!c.out_dir.empty()) {
     const std::string path = (fs::path(c.out_dir) / "model.safetensors").string();
     io::write_safetensors(path, io::to_named(model, params, state));
+    if (folder) folder->keep();  // the message points to them
     kept = "; the last good weights are in " + path;
   }
   throw UserError(describe(fault) + "; stopped (on_nan: stop)" + kept +
                   "; lower the learning rate, check the data, or set callbacks.on_nan: skip_step");
+}
+
+// The model must meet its data before the first step: the data's example
+// shape is its input, its output has one value per class (a label past it
+// would index out of the loss's row), and the loss reads what it outputs.
+void check_model_meets_data(const nn::Model& model, const RunConfig& c, const Shape& example, int64_t classes) {
+  const std::string name = "model '" + (c.layers.empty() ? c.model : std::string("model.layers")) + "'";
+  require(model.input_shape() == example,
+          name + " takes " + to_string(model.input_shape()) + " inputs but the data's examples are " +
+              to_string(example) + "; give the data that shape (data.channels, width, height) or use a model for it");
+  const Shape& out = model.output_shape();
+  require(out.size() == 1 && out[0] == classes,
+          name + " outputs " + to_string(out) + " but the data has " + std::to_string(classes) +
+              " classes; use a model with a head of " + std::to_string(classes) + " (zoo models size theirs)");
+  const bool log_probabilities = std::holds_alternative<nn::LogSoftmax>(model.layers().back().layer);
+  const Loss loss = loss_kind(c);
+  if (loss == Loss::nll)
+    require(log_probabilities, "loss " + c.loss + " reads log-probabilities but " + name +
+                                   " ends in logits (no log_softmax); set loss.from_logits: true with "
+                                   "categorical_crossentropy, or end the model with log_softmax");
+  else
+    require(!log_probabilities, "loss " + c.loss + " with from_logits reads logits but " + name +
+                                    " ends in log_softmax; use loss nll, or drop the log_softmax");
 }
 
 // Every tensor but the head's from model.pretrained (Keras' include_top=False):
@@ -204,8 +240,14 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
   RunConfig c = scaled_for_replicas(config, replicas->world_size());
   require(c.checkpoint_every_steps == 0 || !c.out_dir.empty(),
           "training.checkpoint_every_steps (--checkpoint-every-steps) needs an output folder; pass --out DIR");
+  // One run per output folder; one that fails before its first checkpoint
+  // leaves the folder as it found it (removed, when it made it).
+  std::optional<io::FolderGuard> folder;
+  std::optional<io::OutputLock> lock;
   if (!c.out_dir.empty() && primary) {
+    folder.emplace(c.out_dir, std::vector<std::string>{kCheckpointFile}, run_outputs());
     io::ensure_writable_dir(c.out_dir);  // fail now, not after training
+    lock.emplace(c.out_dir);
     io::remove_stale_temporaries(c.out_dir);  // left by a run killed inside a write
   }
   set_num_threads(c.threads > 0 ? c.threads : dist::default_threads_per_process());
@@ -216,6 +258,7 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
   std::optional<ImageData> images;
   if (config.data.reads_images()) {
     images = load_image_data(config, /*with_training=*/true);
+    check_test_images(config);  // found now, not after training
     c.data.classes = config.data.classes = images->classes;
     if (!images->skipped.empty()) {  // one line per example: which file or row, and why
       log << "skipped " << images->skipped.size() << " bad example(s) (on_bad_example: skip):";
@@ -227,6 +270,18 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
   const data::TrainTest data = images ? data::TrainTest{} : data::load_fashion_mnist(c.data_dir);
   const data::LabeledImages& test = images ? images->validation : data.test;
   const int64_t train_count = images ? images->train_examples : data.train.size();
+  if (images) {
+    check_model_meets_data(model, c, model_input_shape(c), static_cast<int64_t>(images->classes.size()));
+  } else {  // IDX: the files' image size, and every label within the model's outputs
+    int32_t top = 0;
+    for (const data::LabeledImages* d : {&data.train, &data.test})
+      for (int32_t y : d->labels.data<int32_t>()) top = std::max(top, y);
+    const Shape& out = model.output_shape();
+    check_model_meets_data(model, c, data.train.example_shape(), out.size() == 1 && out[0] > top ? out[0] : top + 1);
+    require(data.test.example_shape() == data.train.example_shape(),
+            c.data_dir + ": the test images are " + to_string(data.test.example_shape()) + " but the training images " +
+                to_string(data.train.example_shape()) + "; use one data set's files");
+  }
   // A resumed run continues in the phase its checkpoint was written in.
   const std::vector<Phase> phases = phases_of(c);
   std::size_t phase = resume ? phase_at(phases, resume->epoch) : 0;
@@ -324,7 +379,7 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
           << std::flush;
   }
   if (out.stopped_by_signal) return out;  // the checkpoint has the position; no reports for an unfinished run
-  if (out.history.fault) stop_for_fault(*out.history.fault, c, model, *exe);
+  if (out.history.fault) stop_for_fault(*out.history.fault, c, model, *exe, folder ? &*folder : nullptr);
   if (c.profile) log << profile_table(exe->profile(), exe->profiled_steps()) << communication_report(*replicas)
                      << std::flush;
   const auto& h = out.history;

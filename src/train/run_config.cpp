@@ -3,13 +3,16 @@
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
+#include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 #include "convoy/data/fashion_mnist.h"
 #include "convoy/nn/zoo.h"
 #include "train/config_section.h"
@@ -36,16 +39,37 @@ json scalar_to_json(const std::string& s) {
   return s;
 }
 
-json yaml_to_json(const YAML::Node& n) {
+// Aliases are expanded, so a small file can stand for a huge tree ("billion
+// laughs"): the values made are counted against kMaxYamlNodes, an alias at
+// each use, and nesting is held to kMaxNesting as for JSON. A key given twice
+// in one mapping is refused, not silently overwritten.
+struct YamlBudget {
+  std::string where;
+  int64_t nodes = 0;
+};
+
+json yaml_to_json(const YAML::Node& n, YamlBudget& budget, int depth = 0) {
+  if (++budget.nodes > kMaxYamlNodes)
+    throw UserError(budget.where + ": the YAML expands to more than " + std::to_string(kMaxYamlNodes) +
+                    " values (aliases counted at each use); a run config is far smaller");
+  const bool nests = n.Type() == YAML::NodeType::Map || n.Type() == YAML::NodeType::Sequence;
+  if (nests && depth >= kMaxNesting)
+    throw UserError(budget.where + ": the YAML nests deeper than " + std::to_string(kMaxNesting) +
+                    " levels, more than convoy reads");
   switch (n.Type()) {
     case YAML::NodeType::Map: {
       json out = json::object();
-      for (const auto& kv : n) out[kv.first.as<std::string>()] = yaml_to_json(kv.second);
+      for (const auto& kv : n) {
+        const std::string key = kv.first.as<std::string>();
+        if (out.contains(key))
+          throw UserError(budget.where + ": the key '" + shown(key) + "' appears twice in one mapping; keep one");
+        out[key] = yaml_to_json(kv.second, budget, depth + 1);
+      }
       return out;
     }
     case YAML::NodeType::Sequence: {
       json out = json::array();
-      for (const auto& v : n) out.push_back(yaml_to_json(v));
+      for (const auto& v : n) out.push_back(yaml_to_json(v, budget, depth + 1));
       return out;
     }
     case YAML::NodeType::Scalar: return n.Tag() == "!" ? json(n.Scalar()) : scalar_to_json(n.Scalar());
@@ -184,8 +208,7 @@ void require_utf8(const std::string& value, const std::string& key) {
   try {
     (void)json(value).dump();
   } catch (const json::exception&) {
-    const std::string shown = json(value).dump(-1, ' ', false, json::error_handler_t::replace);
-    throw UserError(key + ": " + shown.substr(1, shown.size() - 2) + " is not valid UTF-8; use a name in UTF-8");
+    throw UserError(key + ": " + shown(value) + " is not valid UTF-8; use a name in UTF-8");
   }
 }
 
@@ -228,17 +251,18 @@ void validate(const RunConfig& c) {
   require(c.checkpoint_every_steps >= 0,
           "training.checkpoint_every_steps (--checkpoint-every-steps) must be 0 (off) or positive");
   parse_on_nan(c.on_nan, "callbacks.on_nan (--on-nan)");
-  require(c.lr > 0, "optimizer.lr (--lr) must be positive");
+  require(c.lr > 0 && c.lr <= std::numeric_limits<float>::max(),
+          "optimizer.lr (--lr) must be positive and finite (at most 3.4e38, a float)");
   require(c.momentum >= 0 && c.momentum < 1, "optimizer.momentum (--momentum) must be in [0, 1)");
   require(c.weight_decay >= 0, "optimizer.weight_decay must be 0 or more");
   require(c.threads >= 0, "training.threads (--threads) must be 0 (all cores) or positive");
   require(c.device == "auto" || c.device == "cpu" || c.device == "cuda",
-          "training.device (--device): '" + c.device + "' is not auto, cpu or cuda");
+          "training.device (--device): '" + shown(c.device) + "' is not auto, cpu or cuda");
   require(c.progress == "auto" || c.progress == "bar" || c.progress == "lines" || c.progress == "quiet",
-          "output.progress (--progress): '" + c.progress + "' is not auto, bar, lines or quiet");
+          "output.progress (--progress): '" + shown(c.progress) + "' is not auto, bar, lines or quiet");
   if (c.early_stopping) EarlyStopping check(*c.early_stopping);  // validates monitor, mode, patience
   require(c.strategy == "single" || c.strategy == "mpi" || c.strategy == "nccl",
-          "distributed.strategy (--strategy): '" + c.strategy + "' is not single, mpi or nccl");
+          "distributed.strategy (--strategy): '" + shown(c.strategy) + "' is not single, mpi or nccl");
   require(c.strategy != "nccl" || c.device != "cpu",
           "distributed.strategy nccl trains one replica per GPU, but training.device (--device) is cpu; use "
           "--strategy mpi for replicas on CPUs");
@@ -285,7 +309,7 @@ Loss loss_kind(const RunConfig& c) {
             "without a sigmoid and set loss.from_logits: true");
     return Loss::binary_cross_entropy;
   }
-  throw UserError("loss.name: unknown loss '" + c.loss +
+  throw UserError("loss.name: unknown loss '" + shown(c.loss) +
                   "'; available: nll, categorical_crossentropy, sparse_categorical_crossentropy, binary_crossentropy");
 }
 
@@ -293,22 +317,23 @@ RunConfig parse_run_config(const std::string& text, const std::string& where, bo
   json root;
   if (yaml) {
     try {
-      root = yaml_to_json(YAML::Load(text));
+      YamlBudget budget{where};
+      root = yaml_to_json(YAML::Load(text), budget);
     } catch (const YAML::Exception& e) {
-      throw UserError(where + ": not valid YAML (" + e.what() + ")");
+      throw UserError(where + ": not valid YAML (" + shown(std::string_view(e.what()), 160) + ")");
     }
   } else {
-    try {
-      root = json::parse(text);
-    } catch (const json::exception& e) {
-      throw UserError(where + ": not valid JSON (" + e.what() + ")");
-    }
+    root = parse_json_bounded(text, where + ": not valid JSON");
   }
   if (root.is_null()) root = json::object();  // an empty file: all defaults
   return from_json(root, where);
 }
 
 RunConfig load_run_config(const std::string& path) {
+  std::error_code ec;
+  require(!std::filesystem::is_directory(path, ec),
+          path + ": is a folder, not a config file; pass a .yaml, .yml or .json file");
+  require_file_size_at_most(path, kMaxConfigBytes, "run config");
   std::ifstream in(path);
   require(static_cast<bool>(in), path + ": cannot open the config file; check the path");
   std::stringstream text;

@@ -6,12 +6,13 @@
 #include <limits>
 
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 
 namespace convoy::train {
 
 void validate(const ScheduleOptions& s) {
   require(s.kind == "constant" || s.kind == "step" || s.kind == "cosine" || s.kind == "one_cycle",
-          "schedule.kind: '" + s.kind + "' is not constant, step, cosine or one_cycle");
+          "schedule.kind: '" + shown(s.kind) + "' is not constant, step, cosine or one_cycle");
   require(s.step_epochs >= 1, "schedule.step_epochs must be at least 1");
   require(s.gamma > 0, "schedule.gamma must be positive");
   require(s.min_lr >= 0 && s.max_lr > 0, "schedule.min_lr must be 0 or more and max_lr positive");

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "convoy/core/tensor.h"
 #include "convoy/image/image.h"
 
 namespace convoy::image {
@@ -26,10 +27,15 @@ enum class ImageFormat { unknown, jpeg, png };
 // By magic bytes, not by the file's name.
 ImageFormat detect_format(std::span<const uint8_t> bytes);
 
+// The most bytes one encoded image may have (data.max_image_bytes): a larger
+// file is refused before any of it is read.
+inline constexpr uint64_t kDefaultMaxImageBytes = uint64_t{64} << 20;
+
 struct DecodeOptions {
   int channels = 0;    // 0: the file's (gray stays 1, colour becomes 3), 1: gray, 3: RGB
   int min_width = 0;   // a hint: the image will be resized to at least this;
   int min_height = 0;  // 0 = no constraint in that dimension (both 0: full size)
+  uint64_t max_bytes = kDefaultMaxImageBytes;  // of the encoded file
 };
 
 // The DCT scale denominator (1, 2, 4 or 8) decode_image uses for a JPEG of
@@ -41,6 +47,11 @@ int jpeg_scale_denominator(int width, int height, const DecodeOptions& options);
 Image decode_image(std::span<const uint8_t> bytes, std::string_view name, const DecodeOptions& options = {});
 // Reads and decodes a file; errors name `path`.
 Image read_image(const std::string& path, const DecodeOptions& options = {});
+// An image file's bytes, u8 [size]: a UserError naming `path` (and `where`,
+// e.g. "train.csv line 7") when it cannot be read or holds more than
+// `max_bytes`, checked before reading. Every reader of image files uses it.
+Tensor read_image_file(const std::string& path, uint64_t max_bytes = kDefaultMaxImageBytes,
+                       std::string_view where = {});
 
 // The file's bytes (baseline JPEG, 4:2:0 for colour, like PIL's defaults).
 std::string encode_jpeg(ImageView image, int quality = 90);

@@ -31,6 +31,7 @@ struct DecodeMapOptions {
   int channels = 3;           // 0 (the file's), 1 or 3
   ResizeMethod method = ResizeMethod::area;
   Fit fit = Fit::stretch;
+  uint64_t max_bytes = kDefaultMaxImageBytes;  // of one encoded image (codec.h)
 };
 
 // Decodes feature `from` into `to` (u8 [H, W, C]). `from` is either a u8

@@ -26,8 +26,15 @@ void write_file_atomic(const std::string& path, std::string_view content, const 
 // run fails at once rather than after hours of training.
 void ensure_writable_dir(const std::string& dir);
 
+// Every temporary file convoy writes is named `<path>.convoy-tmp.<pid>`: a
+// name no user would give a file of theirs, so that cleaning up never
+// deletes one.
+inline constexpr const char* kTemporaryMark = ".convoy-tmp.";
+std::string temporary_name(const std::string& path);
+
 // Removes the temporary files that writers killed in mid-write left in `dir`
-// (`<name>.tmp.<pid>` of processes no longer running). Returns how many.
+// (plain files named `<name>.convoy-tmp.<pid>` of processes no longer
+// running; nothing else, whatever its name). Returns how many.
 int remove_stale_temporaries(const std::string& dir);
 
 }  // namespace convoy::io

@@ -20,6 +20,7 @@
 
 #include "convoy/data/bad_examples.h"
 #include "convoy/data/dataset.h"
+#include "convoy/image/codec.h"
 
 namespace convoy::records {
 
@@ -55,7 +56,8 @@ struct CsvManifestOptions {
   std::vector<std::string> classes;
   std::string image_dir = "images";  // relative to the CSV's folder, unless absolute
   std::string extension = ".jpg";    // appended to the id to name the image file
-  bool check_files = true;           // every image must exist now
+  bool check_files = true;           // every image must exist now (and hold at most max_image_bytes)
+  uint64_t max_image_bytes = image::kDefaultMaxImageBytes;
   data::OnBadExample on_bad_example = data::OnBadExample::fail;
   data::LogFn log = data::stderr_log();  // where the skip summary goes
 };
@@ -64,6 +66,10 @@ Manifest read_csv_manifest(const std::string& csv_path, const CsvManifestOptions
 struct FolderManifestOptions {
   std::vector<std::string> extensions = {".jpg", ".jpeg", ".png"};  // matched ignoring case
   std::vector<std::string> classes;  // default: every subfolder of the root, sorted by name
+  // A file (or class folder) linked out of the root is a bad entry: fail, or
+  // under skip left out, listed in Manifest::skipped and logged in one line.
+  data::OnBadExample on_bad_example = data::OnBadExample::fail;
+  data::LogFn log = data::stderr_log();
 };
 Manifest read_folder_manifest(const std::string& root, const FolderManifestOptions& options = {});
 
@@ -71,6 +77,7 @@ struct ManifestDatasetOptions {
   // true: the source reads each file into `image_bytes` u8 [n], so decoding is
   // a pure map; false: only `file` (the path) is given.
   bool read_bytes = true;
+  uint64_t max_image_bytes = image::kDefaultMaxImageBytes;  // a larger file is refused before it is read
   data::OnBadExample on_bad_example = data::OnBadExample::fail;
   std::shared_ptr<data::SkippedExamples> skipped = std::make_shared<data::SkippedExamples>();
   data::LogFn log = data::stderr_log();

@@ -27,6 +27,9 @@ struct EpochRecord {
 struct NumericalFault {
   int64_t epoch = 0, step = 0;  // 1-based; step within the epoch
   std::string where;            // where it first showed, e.g. "the forward output of conv2d_0"
+  // A finite loss far above its running level (DivergenceWatch): the update
+  // that caused it was applied, so the weights are not worth keeping.
+  bool diverged = false;
 };
 
 struct History {

@@ -46,6 +46,11 @@ ImageData load_image_data(const RunConfig& config, bool with_training);
 int64_t write_submission(Executable& exe, const RunConfig& config, const std::string& test_csv,
                          const std::string& output_csv, std::vector<std::string>* skipped = nullptr);
 
+// Under on_bad_example: fail, decodes every image of data.test_csv once (and
+// drops the pixels), so that a bad one fails the run before its first step
+// rather than after training; under skip, or without a test CSV, nothing.
+void check_test_images(const RunConfig& config);
+
 // A path of the config's data: as is when absolute, else under data.dir.
 std::string data_path(const RunConfig& config, const std::string& path);
 

@@ -10,6 +10,7 @@
 
 #include "convoy/backends/executable.h"
 #include "convoy/image/augment.h"
+#include "convoy/image/codec.h"
 #include "convoy/nn/model.h"
 #include "convoy/optim/optimizer.h"
 #include "convoy/train/callbacks.h"
@@ -48,6 +49,7 @@ struct DataConfig {
   std::vector<double> mean = {0.0}, std = {1.0};  // per channel (or one), on pixels scaled to [0, 1]
   image::AugmentOptions augment;  // training split only, after the cache
   std::string on_bad_example = "fail";  // fail or skip (count and name them)
+  int64_t max_image_bytes = static_cast<int64_t>(image::kDefaultMaxImageBytes);  // per encoded image, checked before reading
   bool reads_images() const { return kind != "idx"; }
 };
 

@@ -1,0 +1,161 @@
+#include "convoy/core/untrusted.h"
+
+#include <cstdio>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "convoy/core/error.h"
+
+namespace convoy {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// Length of the valid UTF-8 sequence at s[i] (2 to 4 bytes), or 0.
+std::size_t utf8_length(std::string_view s, std::size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  const std::size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k)
+    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
+  return n;
+}
+
+// Writes `j` into `out` until `out` passes `max`; the depth is bounded by the
+// budget too, since each level adds a character.
+void write_bounded(const json& j, std::string& out, std::size_t max) {
+  if (out.size() > max) return;
+  if (j.is_string()) {
+    out += '"' + shown(j.get_ref<const std::string&>(), max - std::min(max, out.size())) + '"';
+  } else if (j.is_array() || j.is_object()) {
+    out += j.is_array() ? '[' : '{';
+    bool first = true;
+    for (auto it = j.begin(); it != j.end() && out.size() <= max; ++it) {
+      if (!first) out += ", ";
+      first = false;
+      if (j.is_object()) out += '"' + shown(it.key(), max) + "\": ";
+      write_bounded(*it, out, max);
+    }
+    out += j.is_array() ? ']' : '}';
+  } else {
+    out += j.dump();
+  }
+}
+
+}  // namespace
+
+std::string shown(std::string_view value, std::size_t max) {
+  std::string out;
+  std::size_t i = 0;
+  for (; i < value.size() && out.size() < max; ++i) {
+    const auto c = static_cast<unsigned char>(value[i]);
+    if (c >= 0x20 && c < 0x7F && c != '\\') {
+      out += static_cast<char>(c);
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (const std::size_t n = c >= 0x80 ? utf8_length(value, i) : 0; n) {
+      out.append(value.substr(i, n));
+      i += n - 1;
+    } else {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    }
+  }
+  if (i < value.size()) out += "... (" + std::to_string(value.size()) + " bytes)";
+  return out;
+}
+
+std::string shown_json(const json& value, std::size_t max) {
+  std::string out;
+  write_bounded(value, out, max);
+  if (out.size() <= max) return out;
+  out.resize(max);
+  return shown(out, max) + "...";
+}
+
+std::string one_line(std::string_view message) {
+  std::string line = shown(message, message.size());  // escapes line ends, keeps UTF-8
+  if (line.size() <= kMaxMessageChars) return line;
+  const std::size_t tail = kMaxMessageChars / 3, head = kMaxMessageChars - tail - 5;
+  // Cut on UTF-8 character starts so the result stays valid.
+  auto start_of = [&](std::size_t i) {
+    while (i > 0 && (static_cast<unsigned char>(line[i]) & 0xC0) == 0x80) --i;
+    return i;
+  };
+  const std::size_t h = start_of(head), t = start_of(line.size() - tail);
+  return line.substr(0, h) + " ... " + line.substr(t);
+}
+
+void require_file_size_at_most(const std::string& path, uint64_t max_bytes, const std::string& what) {
+  std::error_code ec;
+  const uint64_t size = fs::file_size(path, ec);
+  if (!ec && size > max_bytes)
+    throw UserError(path + ": " + std::to_string(size) + " bytes, more than the " + std::to_string(max_bytes) + " a " +
+                    what + " may have; is it the right file?");
+}
+
+json parse_json_bounded(std::string_view text, const std::string& what) {
+  // Keys seen in each open object (an empty set stands for an open array).
+  std::vector<std::vector<std::string>> open;
+  const json::parser_callback_t guard = [&](int depth, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start:
+        if (depth >= kMaxNesting)
+          throw UserError(what + " (nested deeper than " + std::to_string(kMaxNesting) +
+                          " levels, more than convoy reads)");
+        open.emplace_back();
+        break;
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end: open.pop_back(); break;
+      case json::parse_event_t::key: {
+        const std::string& key = parsed.get_ref<const std::string&>();
+        auto& keys = open.back();
+        for (const std::string& k : keys)
+          if (k == key) throw UserError(what + " (the key '" + shown(key) + "' appears twice in one object)");
+        keys.push_back(key);
+        break;
+      }
+      case json::parse_event_t::value: break;
+    }
+    return true;
+  };
+  try {
+    return json::parse(text, guard);
+  } catch (const json::exception& e) {
+    throw UserError(what + " (" + shown(std::string_view(e.what()), 160) + ")");
+  }
+}
+
+PathRoot::PathRoot(fs::path root) : root_(std::move(root)) {
+  std::error_code ec;
+  if (fs::exists(root_, ec)) real_ = fs::canonical(root_, ec);
+  if (ec) real_.clear();
+}
+
+std::optional<std::string> PathRoot::outside(const std::string& relative) const {
+  if (relative.find('\0') != std::string::npos) return "it holds a NUL byte";
+  const fs::path r(relative);
+  if (r.has_root_directory() || r.has_root_name()) return "it is an absolute path";
+  for (const fs::path& part : r)
+    if (part == "..") return "it has a '..' segment";
+  // Links are resolved as far as the path exists (a missing file is the
+  // caller's to report, but a link on the way to it still counts).
+  if (real_.empty()) return std::nullopt;  // no root: nothing can be reached through it
+  std::error_code ec;
+  const fs::path real = fs::weakly_canonical(root_ / r, ec);
+  if (ec) return "its links cannot be followed (" + ec.message() + ")";
+  const fs::path inside = real.lexically_relative(real_);
+  if (inside.empty() || *inside.begin() == "..")
+    return "it is a symbolic link (or passes through one) that leads outside";
+  return std::nullopt;
+}
+
+}  // namespace convoy

@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# Hostile input (issue 18; docs/reliability.md, "Hostile input"): files built
+# here as an attacker or a careless user would write them. Each run must exit
+# 2 with one stderr line under 300 characters, within a capped address space,
+# and leave its output folder as it found it (absent stays absent; a folder
+# that held a user's file holds just that file).
+set -u
+convoy="$1"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+failures=0
+fail() {
+  echo "FAIL $*"
+  failures=$((failures + 1))
+}
+
+# The state of an output folder: absent, or its entries with sizes and times.
+state_of() { if [[ -e "$1" ]]; then find "$1" -mindepth 1 -printf '%P %s %T@\n' | sort; else echo absent; fi; }
+
+# refused NAME NEEDLE OUT -- ARGS...: exit 2, one line holding NEEDLE, under
+# 300 characters, in at most 1.5 GiB of address space, OUT untouched.
+refused() {
+  local name="$1" needle="$2" out="$3"
+  shift 4
+  local before rc lines chars
+  before=$(state_of "$out")
+  (ulimit -v 1572864; "$convoy" "$@" >out.txt 2>err.txt)
+  rc=$?
+  lines=$(wc -l <err.txt)
+  chars=$(head -1 err.txt | wc -c)
+  if [[ $rc -ne 2 || $lines -ne 1 || $chars -ge 300 ]] || ! grep -qF -- "$needle" err.txt; then
+    fail "$name: rc=$rc, $lines stderr lines, $chars characters, wanted one naming '$needle':"
+    head -c 600 err.txt
+    echo
+  elif [[ "$(state_of "$out")" != "$before" ]]; then
+    fail "$name: the output folder $out changed:"
+    diff <(echo "$before") <(state_of "$out")
+  else
+    echo "ok   $name: $(cat err.txt)"
+  fi
+  if grep -q "secret-content" err.txt out.txt; then fail "$name: a message shows a file's content"; fi
+}
+
+"$convoy" demo-data plant --out plant --train 24 --test 4 --size 40x32 --seed 5 >/dev/null || fail "demo-data"
+echo "root:secret-content" >secret.jpg
+cfg() {  # cfg FILE DATA_DIR [extra YAML lines]
+  local file="$1" dir="$2"
+  shift 2
+  {
+    printf 'data: {dir: %s, kind: csv, test_csv: test.csv, width: 16, height: 16}\n' "$dir"
+    printf 'model: {name: plant_cnn}\nloss: {name: categorical_crossentropy, from_logits: true}\n'
+    printf 'training: {epochs: 1, batch_size: 4, threads: 1}\noutput: {progress: quiet}\n'
+    for line in "$@"; do printf '%s\n' "$line"; done
+  } >"$file"
+}
+copy_of() { rm -rf "$1"; cp -r plant "$1"; }
+mkdir -p users_folder && echo "my notes" >users_folder/notes.txt
+
+# 1. Paths escape the image root: '..', absolute, a link leading out; in
+#    train.csv, in test.csv and in convoy shards. Skip lists the row.
+copy_of dots && sed -i "2s|^Train_[0-9]*|../../secret|" dots/train.csv
+copy_of absolute && sed -i "2s|^Train_[0-9]*|$tmp/secret|" absolute/train.csv
+copy_of linked && ln -sf "$tmp/secret.jpg" linked/images/Train_0.jpg
+copy_of test_dots && sed -i "2s|^Test_[0-9]*|../../secret|" test_dots/test.csv
+for d in dots absolute linked test_dots; do cfg "$d.yaml" "$tmp/$d"; done
+refused "id with ../ (train.csv)" "leads outside the image folder" o1 -- train --config dots.yaml --out o1
+refused "absolute id (train.csv)" "it is an absolute path" o2 -- train --config absolute.yaml --out o2
+refused "link leading out (train.csv)" "symbolic link" users_folder -- train --config linked.yaml --out users_folder
+refused "id with ../ (test.csv)" "test.csv: line 2" o3 -- train --config test_dots.yaml --out o3
+refused "id with ../ (shards)" "leads outside the image folder" shards1 -- shards --csv dots/train.csv --out shards1
+"$convoy" shards --csv dots/train.csv --out shards2 --on-bad-example skip >out.txt 2>err.txt
+if [[ $? -ne 0 ]] || ! grep -q "skipped 1 bad row: line 2: image_id '../../secret' leads outside" err.txt; then
+  fail "shards under skip: the row is not listed"; cat err.txt
+elif grep -rq "secret-content" shards2; then
+  fail "shards under skip: the secret was copied into a shard"
+else
+  echo "ok   shards under skip lists the row: $(cat err.txt)"
+fi
+
+# 2. Unbounded nesting: a safetensors header and a JSON config 100,000 deep.
+deep=$(printf '%*s' 100000 '' | tr ' ' '[')
+mkdir -p nested_ckpt
+python3 - "$deep" <<'PY'
+import json, struct, sys
+header = '{"w": {"dtype": "F32", "data_offsets": [0, 4], "shape": ' + sys.argv[1] + '}}'
+open("nested_ckpt/checkpoint.safetensors", "wb").write(struct.pack("<Q", len(header)) + header.encode() + b"\0" * 4)
+PY
+printf '{"training": {"epochs": %s}}' "$deep" >deep.json
+refused "safetensors header nested 100,000 deep" "nested deeper than 64 levels" nested_ckpt -- evaluate --checkpoint nested_ckpt
+refused "JSON config nested 100,000 deep" "nested deeper than 64 levels" o4 -- train --config deep.json --out o4
+
+# 3. A YAML alias bomb (under 1 KB, 10^9 values expanded).
+{
+  echo 'a0: &a0 [x, x, x, x, x, x, x, x, x, x]'
+  for i in 1 2 3 4 5 6 7 8 9; do
+    p=$((i - 1))
+    echo "a$i: &a$i [*a$p, *a$p, *a$p, *a$p, *a$p, *a$p, *a$p, *a$p, *a$p, *a$p]"
+  done
+} >bomb.yaml
+refused "YAML alias bomb" "expands to more than 100000 values" o5 -- train --config bomb.yaml --out o5
+
+# 4. Sizes: a 2 GiB .jpg (sparse), a 10 MB CSV field, a line of 10 MB of commas.
+copy_of big && truncate -s 2G big/images/Train_3.jpg
+cfg big.yaml "$tmp/big"
+refused "2 GiB image" "more than the 67108864 an image may have" o6 -- train --config big.yaml --out o6
+copy_of field && python3 -c "
+import sys; rows = open('field/train.csv').read().split('\n'); cells = rows[1].split(',')
+cells[1] = 'v' * 10_000_000; rows[1] = ','.join(cells); open('field/train.csv', 'w').write('\n'.join(rows))"
+cfg field.yaml "$tmp/field"
+refused "10 MB CSV field" "(10000000 bytes)" o7 -- train --config field.yaml --out o7
+copy_of commas && python3 -c "
+rows = open('commas/train.csv').read().split('\n'); rows.insert(2, ',' * 10_000_000)
+open('commas/train.csv', 'w').write('\n'.join(rows))"
+cfg commas.yaml "$tmp/commas"
+refused "10 MB line of commas" "more than 65536 fields" o8 -- train --config commas.yaml --out o8
+
+# 5. The model does not meet the data.
+cfg seed.yaml "$tmp/plant" && sed -i 's/plant_cnn/seed_cnn/' seed.yaml
+refused "seed CNN on colour photos" "takes [1, 28, 28] inputs" o9 -- train --config seed.yaml --out o9
+cfg nll.yaml "$tmp/plant" && sed -i 's/from_logits: true/from_logits: false/' nll.yaml
+refused "nll on logits" "ends in logits" o10 -- train --config nll.yaml --out o10
+mkdir -p idx8
+python3 - <<'PY'
+import gzip, struct
+def idx(path, dims, body):
+    with gzip.open(path, "wb") as f:
+        f.write(struct.pack(">HBB", 0, 8, len(dims)) + b"".join(struct.pack(">I", d) for d in dims) + body)
+for name, n in (("train", 64), ("t10k", 16)):
+    idx(f"idx8/{name}-images-idx3-ubyte.gz", (n, 8, 8), bytes(range(64)) * n)
+    idx(f"idx8/{name}-labels-idx1-ubyte.gz", (n,), bytes(i % 10 for i in range(n)))
+PY
+refused "8x8 IDX on the 28x28 seed CNN" "takes [1, 28, 28] inputs but the data's examples are [1, 8, 8]" o11 -- \
+  train --data idx8 --out o11 --epochs 1 --batch-size 8
+
+# 6. Configs taken too loosely.
+refused "a folder as --config" "is a folder, not a config file" o12 -- train --config plant --out o12
+printf 'training:\n  epochs: 1\n  epochs: 50\n' >twice.yaml
+printf '{"training": {"epochs": 1, "epochs": 50}}' >twice.json
+refused "a YAML key twice" "the key 'epochs' appears twice" o13 -- train --config twice.yaml --out o13
+refused "a JSON key twice" "the key 'epochs' appears twice" o14 -- train --config twice.json --out o14
+refused "--seed -1" "--seed" o15 -- train --seed -1 --out o15
+
+# 7. A user's file named like a temporary survives a run in its folder.
+mkdir -p keep && echo "thesis" >keep/thesis.tmp.4000000 && echo "x" >keep/model.safetensors.tmp.4000001
+cfg ok.yaml "$tmp/plant"
+"$convoy" train --config ok.yaml --out keep >/dev/null 2>err.txt || { fail "a plain run"; cat err.txt; }
+[[ -f keep/thesis.tmp.4000000 && -f keep/model.safetensors.tmp.4000001 ]] || fail "a user's *.tmp.<pid> file was deleted"
+[[ -e keep/.convoy-lock ]] && fail "the lock file outlived its run"
+
+# 8. A corrupt test image fails before the first step; nothing is left.
+copy_of corrupt_test && head -c 200 plant/images/Test_1.jpg >corrupt_test/images/Test_1.jpg
+cfg corrupt_test.yaml "$tmp/corrupt_test"
+refused "corrupt test image, folder absent" "Test_1.jpg" o16 -- train --config corrupt_test.yaml --out o16
+refused "corrupt test image, user's folder" "Test_1.jpg" users_folder -- train --config corrupt_test.yaml --out users_folder
+[[ -z $(find o16 users_folder -name 'checkpoint*' 2>/dev/null) ]] || fail "checkpoints left behind"
+
+# 9. A blow-up (Adam at lr 1e30 keeps values finite): stopped as divergence,
+#    under either on_nan policy; a run with a NaN test loss resumes.
+cfg adam.yaml "$tmp/plant" "optimizer: {name: adam, lr: 1e30}"
+refused "divergence (on_nan: stop)" "training diverged at epoch 1" o17 -- train --config adam.yaml --out o17
+refused "divergence (on_nan: skip_step)" "training diverged at epoch 1" o18 -- \
+  train --config adam.yaml --out o18 --on-nan skip_step
+
+# 10. Two runs, one folder: the second names the holder; a stale lock is taken over.
+CONVOY_TEST_STEP_DELAY_MS=200 "$convoy" train --config ok.yaml --out shared --epochs 3 >/dev/null 2>first.txt &
+first=$!
+for _ in $(seq 300); do [[ -s shared/.convoy-lock ]] && break; sleep 0.05; done
+before=$(state_of shared)
+"$convoy" train --config ok.yaml --out shared >/dev/null 2>err.txt
+rc=$?
+if [[ $rc -ne 2 ]] || ! grep -q "another run is writing to this folder (convoy pid $first on" err.txt; then
+  fail "second run on one folder: rc=$rc: $(cat err.txt)"
+else
+  echo "ok   second run on one folder: $(cat err.txt)"
+fi
+wait $first || { fail "the first run failed"; cat first.txt; }
+echo "convoy pid 999999 on elsewhere, started long ago" >shared/.convoy-lock  # a dead holder's
+"$convoy" train --config ok.yaml --out shared >/dev/null 2>err.txt || { fail "a stale lock was not taken over"; cat err.txt; }
+refused "--resume with --threads" "--threads" shared -- train --resume shared --threads 2
+"$convoy" train --resume shared --progress lines >out.txt 2>err.txt || { fail "--resume --progress lines"; cat err.txt; }
+grep -q "resuming after epoch 1" out.txt || { fail "--resume --progress lines printed no progress"; cat out.txt; }
+
+if [[ $failures -gt 0 ]]; then
+  echo "$failures failure(s)"
+  exit 1
+fi
+echo "all hostile inputs refused"
