@@ -1,5 +1,9 @@
 #include "convoy/core/cpu_info.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -49,16 +53,47 @@ KernelSet parse_kernel_set(const std::string& name) {
   throw UserError("unknown CPU kernel set '" + name + "'; available: auto, base, avx2, avx512");
 }
 
+namespace {
+
+// The x86-64 micro-architecture levels from CPUID, with the OS's support for
+// the wider registers (XCR0), as the compilers' -march=x86-64-v3 / -v4
+// assume. Asked directly: clang's __builtin_cpu_supports knows no levels.
+struct Levels {
+  bool v3 = false, v4 = false;
+};
+
+Levels cpu_levels() {
+  Levels l;
+#if defined(__x86_64__)
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return l;
+  const bool fma = c >> 12 & 1, movbe = c >> 22 & 1, osxsave = c >> 27 & 1, avx = c >> 28 & 1, f16c = c >> 29 & 1;
+  if (!osxsave || !avx) return l;
+  unsigned xcr0_lo, xcr0_hi;
+  __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  const bool ymm_state = (xcr0_lo & 0x6) == 0x6, zmm_state = (xcr0_lo & 0xe6) == 0xe6;
+  unsigned b7 = 0, c7 = 0, d7 = 0;
+  if (!__get_cpuid_count(7, 0, &a, &b7, &c7, &d7)) return l;
+  const bool bmi1 = b7 >> 3 & 1, avx2 = b7 >> 5 & 1, bmi2 = b7 >> 8 & 1;
+  const bool avx512f = b7 >> 16 & 1, avx512dq = b7 >> 17 & 1, avx512cd = b7 >> 28 & 1, avx512bw = b7 >> 30 & 1,
+             avx512vl = b7 >> 31 & 1;
+  unsigned ce = 0;
+  const bool lzcnt = __get_cpuid(0x80000001, &a, &b, &ce, &d) && (ce >> 5 & 1);
+  l.v3 = ymm_state && avx2 && fma && bmi1 && bmi2 && f16c && movbe && lzcnt;
+  l.v4 = l.v3 && zmm_state && avx512f && avx512dq && avx512cd && avx512bw && avx512vl;
+#endif
+  return l;
+}
+
+}  // namespace
+
 bool cpu_runs(KernelSet set) {
-  // The micro-architecture levels ask for every feature of the level and for
-  // the OS's support of the wider registers (XSAVE state), as the compiler's
-  // -march=x86-64-v3 / -v4 assume.
-  __builtin_cpu_init();
+  static const Levels levels = cpu_levels();
   switch (set) {
     case KernelSet::automatic:
     case KernelSet::base: return true;
-    case KernelSet::avx2: return __builtin_cpu_supports("x86-64-v3");
-    case KernelSet::avx512: return __builtin_cpu_supports("x86-64-v4");
+    case KernelSet::avx2: return levels.v3;
+    case KernelSet::avx512: return levels.v4;
   }
   return false;
 }
