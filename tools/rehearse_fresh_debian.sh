@@ -122,11 +122,27 @@ t_all=$SECONDS
 
 declare -A took status load
 ok=1
+# Copies its input to its output; setup's own lines and the build's start
+# also go to the console (fd 3), with the time, so the log shows where
+# setup's minutes go.
+milestones() {
+  local line built=0
+  while IFS= read -r line || [[ -n $line ]]; do
+    printf '%s\n' "$line"
+    if [[ $line == setup:* ]]; then
+      printf '  %(%T)T %s\n' -1 "${line:0:150}" | tee -a "$log" >&3
+    elif ((!built)) && [[ $line =~ ^\[\ *[0-9]+%\] ]]; then
+      built=1
+      printf '  %(%T)T (the build starts)\n' -1 | tee -a "$log" >&3
+    fi
+  done
+}
+exec 3>&1
 # timed NAME CMD...: runs CMD with its output in the log, records time and status
 timed() {
   local name="$1" t0=$SECONDS rc=0; shift
   say "$name: started $(date +%T)"
-  "$@" >>"$log" 2>&1 || rc=$?
+  "$@" 2>&1 | milestones >>"$log" || rc=$?
   took[$name]=$((SECONDS - t0))
   if ((rc == 0)); then status[$name]=ok; else status[$name]="FAILED (exit $rc)"; ok=0; fi
   load[$name]="$(cut -d' ' -f2 /proc/loadavg)"  # the machine is shared: the 5-minute load beside each time
