@@ -25,6 +25,9 @@ function(convoy_isa_units)
                                                   ${CMAKE_BINARY_DIR}/generated)
     target_link_libraries(${objects} PRIVATE ${U_LIBRARIES})
     target_compile_definitions(${objects} PRIVATE CONVOY_ISA_SUFFIX=${isa})
+    # Vector-typed helpers (winograd_conv.cpp's load/store) change ABI with the
+    # instruction set; each copy calls only its own, so the note is noise.
+    target_compile_options(${objects} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wno-psabi>)
     if(CONVOY_ISA_FLAGS_${isa})
       target_compile_options(${objects} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${CONVOY_ISA_FLAGS_${isa}}>)
     endif()

@@ -178,7 +178,8 @@ wait $first || { fail "the first run failed"; cat first.txt; }
 echo "convoy pid 999999 on elsewhere, started long ago" >shared/.convoy-lock  # a dead holder's
 "$convoy" train --config ok.yaml --out shared >/dev/null 2>err.txt || { fail "a stale lock was not taken over"; cat err.txt; }
 refused "--resume with --threads" "--threads" shared -- train --resume shared --threads 2
-"$convoy" train --resume shared --progress lines >out.txt 2>err.txt || { fail "--resume --progress lines"; cat err.txt; }
+# (the run in shared/ finished its epoch: --epochs 2 continues it)
+"$convoy" train --resume shared --progress lines --epochs 2 >out.txt 2>err.txt || { fail "--resume --progress lines"; cat err.txt; }
 grep -q "resuming after epoch 1" out.txt || { fail "--resume --progress lines printed no progress"; cat out.txt; }
 
 if [[ $failures -gt 0 ]]; then

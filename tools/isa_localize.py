@@ -10,11 +10,14 @@ possibly the AVX-512 one, and a base-path call would die with SIGILL on an
 AVX2 machine. So every defined symbol but the entry points is made local to
 its copy and renamed `isa_<set>.<name>` (tests/isa_dispatch.sh reads the
 names to check that AVX-512 code lives only in the AVX-512 copy). What must
-stay one object program-wide stays global: data in writable sections and
-unique symbols (function-local statics of inline functions, template static
-members),
-type_info objects and names (exceptions are caught by type), and the
-exception-handling personality reference.
+stay one object program-wide stays global: data in writable sections, the
+weak type_info objects and names of types used outside the copies
+(exceptions are caught by type), and the exception-handling personality
+reference. A type defined inside the copies (its type_info strong there) gets
+a local type_info per copy; exceptions still match by name. Constant statics
+of inline functions (std::to_chars' digit table; GNU unique symbols, which
+objcopy cannot make local) get a name of the copy's own; a writable one is an
+error, since each copy would silently get its own.
 
   isa_localize.py --isa avx2 --entry convoy_cpu_backend_avx2 --out OUT.o OBJ...
 """
@@ -53,7 +56,7 @@ def symbols(obj):
 def stays_global(name, bind, section, entries):
     if name in entries or name.startswith("DW.ref."):
         return True
-    if name.startswith(("_ZTI", "_ZTS")):  # type_info: one per type, caught by type
+    if name.startswith(("_ZTI", "_ZTS")) and bind == "WEAK":  # type_info of a type used outside: one per type
         return True
     writable = section.startswith((".data", ".bss", ".tdata", ".tbss")) and not section.startswith(".data.rel.ro")
     return writable

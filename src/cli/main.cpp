@@ -83,14 +83,16 @@ int stopped(const convoy::train::RunOutcome& outcome, const std::string& dir) {
 
 int run_train(const TrainFlags& f) {
   if (!f.resume.empty()) {
-    convoy::require(f.config.empty() && !f.epochs && !f.batch_size && !f.lr && !f.momentum && !f.seed && !f.data &&
+    convoy::require(f.config.empty() && !f.batch_size && !f.lr && !f.momentum && !f.seed && !f.data &&
                         !f.out && !f.checkpoint_every_steps && !f.on_nan && !f.scale_lr && !f.sync_bn,
-                    "--resume continues a run with its own settings; pass no other training flags");
+                    "--resume continues a run with its own settings; pass no other training flags (but --epochs N "
+                    "to train on to epoch N)");
     // The thread count orders the sums, so another one would break the exact resume.
     convoy::require(!f.threads, "--threads: --resume keeps the run's own thread count, so that it continues bit for "
                                 "bit; resume without --threads");
     const auto outcome =
-        convoy::train::resume_training(f.resume, std::cout, [&](RunConfig& c) { apply_how_to_run_flags(f, c); });
+        convoy::train::resume_training(f.resume, std::cout, [&](RunConfig& c) { apply_how_to_run_flags(f, c); },
+                                       f.epochs.value_or(0));
     return outcome.stopped_by_signal ? stopped(outcome, f.resume) : 0;
   }
   const RunConfig c = resolve(f);
@@ -104,7 +106,7 @@ int run_train(const TrainFlags& f) {
     return stopped(outcome, c.out_dir);
   }
   if (c.progress == "quiet" && outcome.primary && !outcome.history.epochs.empty())
-    std::printf("test_accuracy %.4f\n", outcome.history.epochs.back().test_accuracy);
+    std::printf("test_accuracy %.4f\n", outcome.history.kept().test_accuracy);
   return 0;
 }
 

@@ -280,13 +280,18 @@ void write_report_html(const std::string& path, const ReportInfo& info, const tr
                      "img{max-width:100%;margin:1em 0;border:1px solid #eee}pre{background:#f6f6f6;padding:1em}"
                      "</style></head><body>\n<h1>" +
                      html_escape(info.title) + "</h1>\n";
-  const auto& last = h.epochs.back();
-  char buf[512];
+  // The figures of the weights the run keeps (early stopping may have restored an earlier epoch's).
+  const auto& kept = h.kept();
+  char buf[640], which[160] = "Final";
+  if (h.stopped_epoch)
+    std::snprintf(which, sizeof which, "Early stopping ended the run after epoch %lld; the model keeps epoch %lld's weights. Their",
+                  static_cast<long long>(h.stopped_epoch), static_cast<long long>(kept.epoch));
   std::snprintf(buf, sizeof buf,
-                "<p>Device: %s, %d threads. %zu epochs in %.1f s (%.0f images/s in training). "
-                "Final test accuracy <b>%.2f%%</b>, test loss %.4f.</p>\n",
-                html_escape(info.device).c_str(), info.threads, h.epochs.size(), h.total_train_seconds,
-                h.images_per_second(), 100 * last.test_accuracy, last.test_loss);
+                "<p>Device: %s, %d thread%s. %zu epoch%s in %.1f s (%.0f images/s in training). "
+                "%s test accuracy <b>%.2f%%</b>, test loss %.4f.</p>\n",
+                html_escape(info.device).c_str(), info.threads, info.threads == 1 ? "" : "s", h.epochs.size(),
+                h.epochs.size() == 1 ? "" : "s", h.total_train_seconds, h.images_per_second(), which,
+                100 * kept.test_accuracy, kept.test_loss);
   html += buf;
   for (const auto& img : info.images) html += "<img src=\"" + html_escape(img) + "\" alt=\"" + html_escape(img) + "\">\n";
   if (!info.compared.empty()) {

@@ -28,11 +28,13 @@ nlohmann::json epochs_json(const train::History& h) {
 }  // namespace
 
 std::string history_json(const train::History& h) {
-  return nlohmann::json{{"epochs", epochs_json(h)},
-                        {"total_train_seconds", h.total_train_seconds},
-                        {"images_trained", h.images_trained},
-                        {"skipped_steps", h.skipped_steps}}
-      .dump();
+  nlohmann::json j{{"epochs", epochs_json(h)},
+                   {"total_train_seconds", h.total_train_seconds},
+                   {"images_trained", h.images_trained},
+                   {"skipped_steps", h.skipped_steps}};
+  if (h.stopped_epoch) j["stopped_epoch"] = h.stopped_epoch;
+  if (h.weights_epoch) j["weights_epoch"] = h.weights_epoch;
+  return j.dump();
 }
 
 namespace {
@@ -67,6 +69,8 @@ train::History parse_history_json(const std::string& text, const std::string& wh
     h.total_train_seconds = number(j, "total_train_seconds", where);
     h.images_trained = whole(j, "images_trained", where);
     h.skipped_steps = j.contains("skipped_steps") ? whole(j, "skipped_steps", where) : 0;
+    h.stopped_epoch = j.contains("stopped_epoch") ? whole(j, "stopped_epoch", where) : 0;
+    h.weights_epoch = j.contains("weights_epoch") ? whole(j, "weights_epoch", where) : 0;
     for (const auto& e : j.at("epochs")) {
       require(e.is_object(), where + ": bad training history (an epoch is not an object); the checkpoint is corrupt");
       h.epochs.push_back({.epoch = whole(e, "epoch", where),
@@ -103,10 +107,14 @@ std::string run_summary_json(const RunInfo& info, const train::History& h) {
   j["replicas"] = info.replicas;
   nlohmann::json seconds = nlohmann::json::array();
   for (const auto& e : h.epochs) seconds.push_back(e.train_seconds);
-  const auto& last = h.epochs.back();
-  j["test_accuracy"] = last.test_accuracy;
-  j["test_loss"] = last.test_loss;
-  j["train_loss"] = last.train_loss;
+  // The figures of the weights the run keeps (an earlier epoch's when early
+  // stopping restored them), and which epoch that is.
+  const auto& kept = h.kept();
+  j["test_accuracy"] = kept.test_accuracy;
+  j["test_loss"] = kept.test_loss;
+  j["train_loss"] = kept.train_loss;
+  j["weights_epoch"] = kept.epoch;
+  if (h.stopped_epoch) j["stopped_epoch"] = h.stopped_epoch;
   j["epoch_seconds"] = seconds;
   j["total_train_seconds"] = h.total_train_seconds;
   j["images_per_second"] = h.images_per_second();

@@ -41,7 +41,8 @@ void check_metric_name(const std::string& name, const std::string& where) {
   }
 }
 
-EarlyStopping::EarlyStopping(EarlyStoppingOptions options) : options_(std::move(options)) {
+EarlyStopping::EarlyStopping(EarlyStoppingOptions options, std::ostream* log)
+    : options_(std::move(options)), log_(log) {
   check_metric_name(options_.monitor, "early_stopping.monitor");
   const std::string& mode = options_.mode;
   require(mode == "min" || mode == "max" || mode == "auto",
@@ -91,7 +92,9 @@ void EarlyStopping::on_epoch_end(FitState& s, const EpochRecord& r) {
   if (++wait_ < options_.patience && options_.patience > 0) return;
   s.stop_training = true;
   stopped_epoch_ = r.epoch;
-  if (options_.restore_best_weights && best_epoch_ > 0) {
+  s.history.stopped_epoch = r.epoch;
+  if (log_) *log_ << "Epoch " << r.epoch << ": early stopping\n" << std::flush;
+  if (options_.restore_best_weights && best_epoch_ > 0 && best_epoch_ != r.epoch) {
     if (best_params_.empty()) {
       std::fprintf(stderr,
                    "convoy: early stopping: the best epoch (%lld) came before the run was resumed, so its weights "
@@ -101,6 +104,8 @@ void EarlyStopping::on_epoch_end(FitState& s, const EpochRecord& r) {
     }
     s.exe.set_parameters(best_params_);
     s.exe.set_state(best_state_);
+    s.history.weights_epoch = best_epoch_;
+    if (log_) *log_ << "Restoring model weights from the end of the best epoch: " << best_epoch_ << ".\n" << std::flush;
   }
 }
 

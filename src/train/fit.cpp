@@ -107,6 +107,12 @@ struct Execution {
 
 }  // namespace
 
+const EpochRecord& History::kept() const {
+  for (const auto& e : epochs)
+    if (e.epoch == weights_epoch) return e;
+  return epochs.back();
+}
+
 double History::images_per_second() const {
   double seconds = 0;
   for (const auto& e : epochs) seconds += e.train_seconds;

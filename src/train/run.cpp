@@ -136,7 +136,8 @@ Callbacks make_callbacks(const RunConfig& c, const RunConfig& saved, const nn::M
     cbs.push_back(std::make_shared<ProgressLogger>(log, bar));
   }
   if (c.terminate_on_nan && primary) cbs.push_back(std::make_shared<TerminateOnNaN>());
-  if (c.early_stopping) cbs.push_back(std::make_shared<EarlyStopping>(*c.early_stopping));
+  if (c.early_stopping)
+    cbs.push_back(std::make_shared<EarlyStopping>(*c.early_stopping, c.progress != "quiet" && primary ? &log : nullptr));
   if (c.schedule.active()) cbs.push_back(std::make_shared<LearningRateScheduler>(c.schedule, c.lr));
   if (c.reduce_lr_on_plateau) cbs.push_back(std::make_shared<ReduceLrOnPlateau>(*c.reduce_lr_on_plateau));
   if (!c.out_dir.empty() && primary) {
@@ -386,8 +387,12 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
   if (h.epochs.empty() || !primary) return out;
   if (c.progress != "quiet") {
     char line[200];
-    std::snprintf(line, sizeof line, "total training time %.2f s | test accuracy %.2f%% | %.0f images/s\n",
-                  h.total_train_seconds, 100.0 * h.epochs.back().test_accuracy, h.images_per_second());
+    const EpochRecord& kept = h.kept();
+    char from[48] = "";
+    if (kept.epoch != h.epochs.back().epoch)
+      std::snprintf(from, sizeof from, " (weights of epoch %lld)", static_cast<long long>(kept.epoch));
+    std::snprintf(line, sizeof line, "total training time %.2f s | test accuracy %.2f%%%s | %.0f images/s\n",
+                  h.total_train_seconds, 100.0 * kept.test_accuracy, from, h.images_per_second());
     log << line << std::flush;
   }
   if (!c.out_dir.empty()) {
@@ -471,10 +476,33 @@ RunOutcome run_compared(const RunConfig& c, const std::optional<Checkpoint>& res
 
 RunOutcome run_training(const RunConfig& config, std::ostream& log) { return run_compared(config, std::nullopt, log); }
 
-RunOutcome resume_training(const std::string& dir, std::ostream& log, const std::function<void(RunConfig&)>& adjust) {
+RunOutcome resume_training(const std::string& dir, std::ostream& log, const std::function<void(RunConfig&)>& adjust,
+                           int64_t epochs) {
   Checkpoint ck = load_latest_checkpoint(dir, std::cerr);
   ck.config.out_dir = dir;
   if (adjust) adjust(ck.config);
+  const bool unfinished_epoch = ck.progress.step > 0;
+  if (ck.history.stopped_epoch > 0) {  // early stopping ended it: its patience is spent
+    log << "convoy: " << dir << " is finished: early stopping ended it after epoch " << ck.history.stopped_epoch
+        << " (its weights are epoch " << ck.history.kept().epoch << "'s); nothing to resume" << std::endl;
+    return {};
+  }
+  if (epochs > 0) {
+    require(epochs >= ck.epoch + (unfinished_epoch ? 1 : 0),
+            "--epochs " + std::to_string(epochs) + ": " + dir + " has already trained " + std::to_string(ck.epoch) +
+                " epochs; give more to continue it");
+    if (epochs != ck.config.epochs && (ck.config.schedule.kind == "cosine" || ck.config.schedule.kind == "one_cycle"))
+      log << "convoy: note: the " << ck.config.schedule.kind << " schedule spans the run's epochs, so with --epochs "
+          << epochs << " the learning rates from epoch " << ck.epoch + 1
+          << " on differ from the first run's plan (and from a run that asked for " << epochs << " at the start)"
+          << std::endl;
+    ck.config.epochs = epochs;
+  }
+  if (ck.epoch >= ck.config.epochs && !unfinished_epoch) {
+    log << "convoy: " << dir << " is finished: it trained all " << ck.config.epochs
+        << " epochs; nothing to resume (add --epochs N to train on to epoch N)" << std::endl;
+    return {};
+  }
   return run_compared(ck.config, ck, log);
 }
 

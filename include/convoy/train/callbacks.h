@@ -39,6 +39,11 @@ struct History {
   int64_t skipped_steps = 0;            // updates not applied for non-finite values (on_nan: skip_step)
   std::optional<NumericalFault> fault;  // set when on_nan: stop ended the fit (weights: the last good step's)
   bool interrupted = false;             // a callback stopped the fit mid-epoch (FitState::interrupted)
+  // Early stopping ended the fit after this epoch (0: it did not), and the
+  // epoch whose weights the model then holds (restore_best_weights; 0: the last).
+  int64_t stopped_epoch = 0, weights_epoch = 0;
+  // The record of the epoch whose weights the model holds: what a run reports.
+  const EpochRecord& kept() const;
   double images_per_second() const;  // over the training passes
   // Share of the training passes' wall time the step loop waited for a batch.
   double input_wait_fraction() const;
@@ -112,7 +117,9 @@ struct EarlyStoppingOptions {
 
 class EarlyStopping : public Callback {
  public:
-  explicit EarlyStopping(EarlyStoppingOptions options);
+  // log: where Keras's "Epoch 39: early stopping" and "Restoring model
+  // weights from the end of the best epoch: 19." go (nullptr: nowhere).
+  explicit EarlyStopping(EarlyStoppingOptions options, std::ostream* log = nullptr);
   void on_train_begin(FitState&) override;
   void on_epoch_end(FitState&, const EpochRecord&) override;
   int64_t best_epoch() const { return best_epoch_; }
@@ -124,6 +131,7 @@ class EarlyStopping : public Callback {
   bool maximize_;
   double best_ = 0;
   int64_t best_epoch_ = 0, stopped_epoch_ = 0, wait_ = 0;
+  std::ostream* log_ = nullptr;
   std::vector<float> best_params_, best_state_;
 };
 

@@ -31,9 +31,14 @@ RunOutcome run_training(const RunConfig& config, std::ostream& log);
 // back to `dir`). Same seed and thread count: the same weights as a run that
 // was never interrupted.
 // `adjust` may change how the run continues (not what it trains: e.g. the
-// distribution strategy) before it starts.
+// distribution strategy) before it starts. epochs > 0 continues to that epoch
+// (Keras's initial_epoch): with a constant learning rate or a step schedule
+// the weights are those of a run that asked for `epochs` from the start; a
+// cosine or one-cycle schedule is re-planned (it says so). A finished run
+// (all its epochs, or ended by early stopping) says so on `log` and returns
+// an empty outcome.
 RunOutcome resume_training(const std::string& dir, std::ostream& log,
-                           const std::function<void(RunConfig&)>& adjust = nullptr);
+                           const std::function<void(RunConfig&)>& adjust = nullptr, int64_t epochs = 0);
 
 // Inference-mode loss and accuracy of the checkpoint in `dir` on its test data.
 Metrics evaluate_checkpoint(const std::string& dir);
