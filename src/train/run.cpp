@@ -226,6 +226,13 @@ void load_pretrained(Executable& exe, const nn::Model& model, const RunConfig& c
     log << "convoy: " << loaded << " pretrained tensors from " << c.pretrained << "; new head '" << head << "'\n";
 }
 
+// %g without a float's noise: 0.5, 0.05 (not 0.05000000074505806).
+std::string format_number(double v) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%g", v);
+  return s;
+}
+
 // The shared body of a fresh and a resumed run. Every replica runs it; only
 // the primary prints and writes.
 // `scratch`: the history of the same model trained from random weights, for
@@ -322,15 +329,18 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
   RunOutcome out{.history = {}, .device = exe->device(), .threads = num_threads(),
                  .replicas = replicas->world_size(), .primary = primary};
   if (c.progress != "quiet") {
+    // Momentum only where the optimizer has one (SGD, RMSprop).
+    const std::string momentum =
+        c.optimizer == "sgd" || c.optimizer == "rmsprop" ? " momentum " + format_number(c.momentum) : "";
     char line[320];
     std::snprintf(line, sizeof line,
-                  "convoy: %s on %s (%lld train, %lld %s) | %s, %d threads | batch %lld, %s lr %g "
-                  "momentum %g, %lld epochs, seed %llu%s\n",
+                  "convoy: %s on %s (%lld train, %lld %s) | %s, %d thread%s | batch %lld, %s lr %g%s, "
+                  "%lld epoch%s, seed %llu%s\n",
                   c.model.c_str(), images ? c.data_dir.c_str() : "Fashion-MNIST", static_cast<long long>(train_count),
                   static_cast<long long>(test.size()), images ? "validation" : "test",
-                  out.device.c_str(), out.threads, static_cast<long long>(c.batch_size),
-                  c.optimizer == "sgd" ? "SGD" : c.optimizer.c_str(), c.lr, c.momentum,
-                  static_cast<long long>(c.epochs), static_cast<unsigned long long>(c.seed),
+                  out.device.c_str(), out.threads, out.threads == 1 ? "" : "s", static_cast<long long>(c.batch_size),
+                  c.optimizer == "sgd" ? "SGD" : c.optimizer.c_str(), c.lr, momentum.c_str(),
+                  static_cast<long long>(c.epochs), c.epochs == 1 ? "" : "s", static_cast<unsigned long long>(c.seed),
                   resuming.c_str());
     log << line;
     if (replicas->world_size() > 1)
