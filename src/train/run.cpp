@@ -492,7 +492,10 @@ RunOutcome resume_training(const std::string& dir, std::ostream& log, const std:
   ck.config.out_dir = dir;
   if (adjust) adjust(ck.config);
   const bool unfinished_epoch = ck.progress.step > 0;
-  if (ck.history.stopped_epoch > 0) {  // early stopping ended it: its patience is spent
+  // A run whose training ended but whose reports were never all written (a
+  // full disk at the end) is not finished: resuming writes them.
+  const bool reported = fs::exists(fs::path(dir) / "summary.json");
+  if (ck.history.stopped_epoch > 0 && reported) {  // early stopping ended it: its patience is spent
     log << "convoy: " << dir << " is finished: early stopping ended it after epoch " << ck.history.stopped_epoch
         << " (its weights are epoch " << ck.history.kept().epoch << "'s); nothing to resume" << std::endl;
     return {};
@@ -508,7 +511,7 @@ RunOutcome resume_training(const std::string& dir, std::ostream& log, const std:
           << std::endl;
     ck.config.epochs = epochs;
   }
-  if (ck.epoch >= ck.config.epochs && !unfinished_epoch) {
+  if (ck.epoch >= ck.config.epochs && !unfinished_epoch && reported) {
     log << "convoy: " << dir << " is finished: it trained all " << ck.config.epochs
         << " epochs; nothing to resume (add --epochs N to train on to epoch N)" << std::endl;
     return {};
