@@ -31,6 +31,8 @@ head -c 5000 /dev/urandom >"$tmp/corrupt/t10k-labels-idx1-ubyte.gz"
 cp "$src"/t10k* "$tmp/missing/"
 
 expect_error "missing data dir" "/nonexistent" -- train --data /nonexistent --out "$tmp/o1"
+printf 'optimizer: {name: adam, lr: 0.001}\n' >"$tmp/adam.yaml"
+expect_error "momentum with adam" "--momentum: the adam optimizer has no momentum" -- train --config "$tmp/adam.yaml" --momentum 0.9
 expect_error "truncated IDX" "train-images-idx3-ubyte.gz" -- train --data "$tmp/truncated" --out "$tmp/o2"
 expect_error "corrupt IDX" "t10k-labels-idx1-ubyte.gz" -- train --data "$tmp/corrupt" --out "$tmp/o3"
 expect_error "missing IDX file" "train-images-idx3-ubyte" -- train --data "$tmp/missing"

@@ -59,7 +59,13 @@ RunConfig resolve(const TrainFlags& f) {
   if (f.epochs) c.epochs = *f.epochs;
   if (f.batch_size) c.batch_size = *f.batch_size;
   if (f.lr) c.lr = *f.lr;
-  if (f.momentum) c.momentum = *f.momentum;
+  if (f.momentum) {
+    // Adam and AdamW have none (beta1 plays its part): a flag they would ignore is an error, not silence.
+    convoy::require(c.optimizer == "sgd" || c.optimizer == "rmsprop",
+                    "--momentum: the " + c.optimizer + " optimizer has no momentum (optimizer.beta1 plays that part); "
+                    "drop --momentum, or use sgd or rmsprop");
+    c.momentum = *f.momentum;
+  }
   if (f.threads) c.threads = *f.threads;
   if (f.seed) c.seed = *f.seed;
   if (f.data) c.data_dir = *f.data;
@@ -252,8 +258,8 @@ int main(int argc, char** argv) {
   train->add_option("--resume", f.resume, "Continue the run saved in this --out folder");
   train->add_option("--epochs", f.epochs, "Training epochs [50]");
   train->add_option("--batch-size", f.batch_size, "Examples per step [128]");
-  train->add_option("--lr", f.lr, "SGD learning rate [0.01]");
-  train->add_option("--momentum", f.momentum, "SGD momentum [0.5]");
+  train->add_option("--lr", f.lr, "Learning rate, for any optimizer [0.01]");
+  train->add_option("--momentum", f.momentum, "Momentum of sgd and rmsprop (adam has none) [0.5]");
   train->add_option("--threads", f.threads, "Worker threads, 0 = all cores [0]");
   // Seeds are unsigned: "-1" would otherwise wrap to 18446744073709551615.
   const auto seed_check = CLI::Validator(
