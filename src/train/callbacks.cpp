@@ -270,15 +270,17 @@ void ProgressLogger::on_evaluate_batch(FitState& s, int64_t done) {
 
 void ProgressLogger::on_epoch_end(FitState& s, const EpochRecord& r) {
   if (live_) out_ << "\r\033[K";  // clear the bar
-  char line[256], test[64] = "";
+  char head[160], test[64] = "", time[32], rate[32];
   if (!std::isnan(r.test_loss))  // NaN: fit had no validation data
     std::snprintf(test, sizeof test, "  test_loss %.4f  test_acc %.2f%%", r.test_loss, 100.0 * r.test_accuracy);
-  std::snprintf(line, sizeof line, "epoch %3lld/%lld  loss %.4f  acc %.2f%%%s  %.2f s", static_cast<long long>(r.epoch),
-                static_cast<long long>(s.epochs), r.train_loss, 100.0 * r.train_accuracy, test, r.train_seconds);
-  std::string text = line;
-  char rate[32];
+  std::snprintf(head, sizeof head, "epoch %3lld/%lld  loss %.4f  acc %.2f%%%s", static_cast<long long>(r.epoch),
+                static_cast<long long>(s.epochs), r.train_loss, 100.0 * r.train_accuracy, test);
+  std::snprintf(time, sizeof time, "  %.2f s", r.train_seconds);
   std::snprintf(rate, sizeof rate, "  %.0f img/s", r.images_per_second);
-  if (columns_ <= 0 || text.size() + std::strlen(rate) < static_cast<std::size_t>(columns_)) text += rate;
+  // On a terminal the line keeps a column spare (no wrap): time and rate go first.
+  std::string text = head;
+  for (const char* part : {time, rate})
+    if (columns_ <= 0 || text.size() + std::strlen(part) < static_cast<std::size_t>(columns_)) text += part;
   out_ << text << "\n" << std::flush;
 }
 
