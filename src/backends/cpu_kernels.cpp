@@ -3,16 +3,13 @@
 // (cmake/isa_units.cmake, backends/cpu/backend_entry.h) — the best this CPU
 // runs, or the one CompileOptions::cpu_kernels names.
 #include "backends/cpu/backend_entry.h"
+#include "core/isa_entry.h"
 
 namespace convoy {
 namespace cpu {
 
 const BackendEntry& backend(KernelSet set) {
-  switch (resolve_kernel_set(set)) {
-    case KernelSet::avx512: return *convoy_cpu_backend_avx512();
-    case KernelSet::avx2: return *convoy_cpu_backend_avx2();
-    default: return *convoy_cpu_backend_base();
-  }
+  return isa_copy(set, convoy_cpu_backend_base, convoy_cpu_backend_avx2, convoy_cpu_backend_avx512);
 }
 
 }  // namespace cpu

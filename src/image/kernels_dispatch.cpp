@@ -1,20 +1,15 @@
 // resize_into and warp_affine as the rest of the library sees them: the
 // copy of the image kernels (image_kernels.h) for the best instruction set
 // this CPU runs, chosen once, so a machine always resamples the same way.
-#include "convoy/core/cpu_info.h"
+#include "core/isa_entry.h"
 #include "image/image_kernels.h"
 
 namespace convoy::image {
 namespace {
 
 const KernelEntry& kernels() {
-  static const KernelEntry& best = [] () -> const KernelEntry& {
-    switch (best_kernel_set()) {
-      case KernelSet::avx512: return *convoy_image_kernels_avx512();
-      case KernelSet::avx2: return *convoy_image_kernels_avx2();
-      default: return *convoy_image_kernels_base();
-    }
-  }();
+  static const KernelEntry& best = isa_copy(KernelSet::automatic, convoy_image_kernels_base,
+                                            convoy_image_kernels_avx2, convoy_image_kernels_avx512);
   return best;
 }
 
