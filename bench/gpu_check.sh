@@ -2,7 +2,8 @@
 # The GPU check, for a machine with an NVIDIA GPU, in under 10 minutes:
 #   1. build convoy with the CUDA backend (Release, -j16), or take a prebuilt
 #      bundle (bench/gpu_bundle.sh) when this machine lacks the build's libraries;
-#   2. run the GPU tests (test_cuda_*.cpp, fp32 with TF32 off: every layer
+#   2. run the GPU tests in two stages, the slow end-to-end ones apart, each
+#      running to the end whatever fails (test_cuda_*.cpp, fp32 with TF32 off: every layer
 #      against the CPU, dropout, multiply, frozen layers and uneven "same"
 #      padding included; the EfficientNets and transfer learning's frozen
 #      backbones end to end; test_nccl.cpp: one-replica NCCL group,
@@ -183,14 +184,22 @@ fi
 # --- 2. the GPU tests (TF32 off in the tests themselves; the variable also
 # keeps any library's TF32 default out of the comparison)
 # With $OUT set, gtest's XML report (every test's result and time) goes there too.
-run_tests() {
-  local xml=()
-  [[ -n "$out" ]] && xml=(--gtest_output="xml:$out/gtest.xml")
-  NVIDIA_TF32_OVERRIDE=0 "$tests_bin" --gtest_filter='Cuda*:StepsPerExecution*:Nccl*' --gtest_color=no "${xml[@]}" |
-    tee "$work/gtest.log"
-  bash "$root/tests/cuda_fallback.sh" "$convoy"
+# Two stages, so the slow end-to-end tests (five EfficientNets with cuDNN's
+# algorithm search) cannot eat the per-layer checks' time; a failing test
+# never stops the script: each stage runs everything it has and reports.
+slow_tests='CudaTraining.EfficientNets*:CudaSupport.EveryZooModel*'
+run_tests() {  # run_tests NAME FILTER
+  local xml=() rc=0
+  [[ -n "$out" ]] && xml=(--gtest_output="xml:$out/gtest_$1.xml")
+  NVIDIA_TF32_OVERRIDE=0 "$tests_bin" --gtest_filter="$2" --gtest_color=no "${xml[@]}" >"$work/gtest_$1.log" 2>&1 || rc=$?
+  cat "$work/gtest_$1.log" >>"$work/gtest.log"
+  grep -E '^\[ +(FAILED|SKIPPED) +\]|^\[  PASSED  \]' "$work/gtest_$1.log" || tail -20 "$work/gtest_$1.log"
+  return $rc
 }
-stage gpu_tests 210 run_tests || true
+fallback_check() { bash "$root/tests/cuda_fallback.sh" "$convoy"; }
+stage gpu_tests 180 run_tests fast "Cuda*:StepsPerExecution*:Nccl*:-$slow_tests" || true
+stage gpu_tests_slow 240 run_tests slow "$slow_tests" || true
+stage cuda_fallback 30 fallback_check || true
 
 # --- 2b. the nccl strategy with 2 replicas (2 GPUs; skips at once otherwise)
 nccl_replicas() {
@@ -201,7 +210,7 @@ nccl_replicas() {
 }
 stage nccl_replicas 180 nccl_replicas || true
 if ((nccl_only)); then
-  log "stages: build=${stage_status[build]:-not run} gpu_tests=${stage_status[gpu_tests]:-not run}(${stage_seconds[gpu_tests]:--}s) nccl_replicas=${stage_status[nccl_replicas]:-not run}(${stage_seconds[nccl_replicas]:--}s)"
+  log "stages: build=${stage_status[build]:-not run} gpu_tests=${stage_status[gpu_tests]:-not run}(${stage_seconds[gpu_tests]:--}s) gpu_tests_slow=${stage_status[gpu_tests_slow]:-not run}(${stage_seconds[gpu_tests_slow]:--}s) nccl_replicas=${stage_status[nccl_replicas]:-not run}(${stage_seconds[nccl_replicas]:--}s)"
   grep -E '^\[ +(OK|FAILED|SKIPPED) +\] Nccl.* \(' "$work/gtest.log" 2>/dev/null || true
   log "NCCL: $(grep -E '^(skip:|4 passed|FAIL)' "$work/nccl.log" 2>/dev/null | head -1 || echo 'no result')"
   return 0
@@ -231,7 +240,7 @@ stage torch_compile 200 torch_bench compile || true
 if [[ -n "$out" ]]; then cp "$work"/torch_*.json "$out/" 2>/dev/null || true; fi
 
 # --- 4. the table
-log "stages: $(for s in build gpu_tests nccl_replicas convoy_50_epochs convoy_5_epochs_with_outputs torch_eager torch_compile; do
+log "stages: $(for s in build gpu_tests gpu_tests_slow cuda_fallback nccl_replicas convoy_50_epochs convoy_5_epochs_with_outputs torch_eager torch_compile; do
   printf '%s=%s(%ss) ' "$s" "${stage_status[$s]:-not run}" "${stage_seconds[$s]:--}"; done)"
 python3 - "$work" "$convoy_wall" "$("$convoy" devices 2>/dev/null | grep '^cuda:0' | head -1)" <<'EOF'
 import json, os, re, sys
