@@ -124,9 +124,7 @@ void save_checkpoint(const std::string& path, const nn::Model& model, const Exec
                     {"config", run_config_json(config)},
                     {"history", io::history_json(history)}};
   meta[kChecksumKey] = checksum(tensors, meta);
-  int pause_ms = 0;
-  if (const char* delay = std::getenv(kCheckpointDelayEnv)) pause_ms = std::atoi(delay);
-  io::AtomicWriteOptions write{.pause_before_rename_ms = pause_ms};
+  io::AtomicWriteOptions write{.pause_before_rename_ms = options.pause_before_rename_ms};
   if (options.keep_previous) write.keep_previous_as = (fs::path(path).parent_path() / kPreviousCheckpointFile).string();
   io::write_file_atomic(path, io::safetensors_bytes(tensors, meta), write);
 }
@@ -245,7 +243,9 @@ void CheckpointSaver::on_step_end(FitState& s) {
   const bool periodic = options_.every_steps > 0 && s.step % options_.every_steps == 0 && s.step < s.steps_per_epoch;
   if (periodic || s.interrupted)
     save_checkpoint(path_, model_, s.exe, config_, s.history,
-                    {.progress = s.progress(), .keep_previous = options_.keep_previous});
+                    {.progress = s.progress(),
+                     .keep_previous = options_.keep_previous,
+                     .pause_before_rename_ms = options_.pause_before_rename_ms});
 }
 
 void CheckpointSaver::on_epoch_end(FitState& s, const EpochRecord& r) {
@@ -254,7 +254,8 @@ void CheckpointSaver::on_epoch_end(FitState& s, const EpochRecord& r) {
     if (!improved(v)) return;
     best_ = v;
   }
-  save_checkpoint(path_, model_, s.exe, config_, s.history, {.keep_previous = options_.keep_previous});
+  save_checkpoint(path_, model_, s.exe, config_, s.history,
+                  {.keep_previous = options_.keep_previous, .pause_before_rename_ms = options_.pause_before_rename_ms});
 }
 
 }  // namespace convoy::train

@@ -249,8 +249,6 @@ History fit(Executable& exe, const TrainingData& data, const FitOptions& options
   const auto fit_start = Clock::now();
   const double seconds_before = history.total_train_seconds;
   for (auto& cb : options.callbacks) cb->on_train_begin(state);
-  const char* delay_env = std::getenv(kStepDelayEnv);
-  const int step_delay_ms = delay_env ? std::atoi(delay_env) : 0;
   for (int64_t epoch = options.initial_epoch + 1; epoch <= options.epochs && !state.stop_training; ++epoch) {
     state.epoch = epoch;
     for (auto& cb : options.callbacks) cb->on_epoch_begin(state);
@@ -284,7 +282,6 @@ History fit(Executable& exe, const TrainingData& data, const FitOptions& options
       for (int64_t done = 0; done < execution.n;) {
         const int64_t ran = execution.run(exe, done);
         done += ran;
-        if (step_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(step_delay_ms * ran));
         state.step += ran;
         state.epoch_train_seconds = carried.train_seconds + seconds_since(start);
         state.epoch_input_wait_seconds = input_wait;

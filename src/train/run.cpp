@@ -32,6 +32,7 @@
 #include "convoy/train/profile_report.h"
 #include "convoy/train/replicas.h"
 #include "convoy/train/schedules.h"
+#include "fault_injection.h"
 #include "transfer.h"
 
 namespace convoy::train {
@@ -130,7 +131,9 @@ std::unique_ptr<Executable> compile_for(const nn::Model& model, const RunConfig&
 Callbacks make_callbacks(const RunConfig& c, const RunConfig& saved, const nn::Model& model, std::ostream& log,
                          bool primary) {
   Callbacks cbs;
-  cbs.push_back(std::make_shared<StopOnSignal>());  // first: the checkpoint saver sees the interruption
+  const FaultInjection faults = FaultInjection::from_environment();
+  if (auto pacer = step_pacer(faults.step_delay_ms)) cbs.push_back(pacer);
+  cbs.push_back(std::make_shared<StopOnSignal>());  // before the checkpoint saver: it sees the interruption
   if (c.progress != "quiet" && primary) {
     const bool bar = c.progress == "bar" || (c.progress == "auto" && ::isatty(STDOUT_FILENO));
     cbs.push_back(std::make_shared<ProgressLogger>(log, bar));
@@ -145,10 +148,14 @@ Callbacks make_callbacks(const RunConfig& c, const RunConfig& saved, const nn::M
     cbs.push_back(std::make_shared<TensorBoardLogger>((fs::path(c.out_dir) / "tensorboard").string()));
     cbs.push_back(std::make_shared<CheckpointSaver>(
         (fs::path(c.out_dir) / kCheckpointFile).string(), model, saved,
-        CheckpointSaverOptions{.every_steps = c.checkpoint_every_steps, .keep_previous = true}));
+        CheckpointSaverOptions{.every_steps = c.checkpoint_every_steps,
+                               .keep_previous = true,
+                               .pause_before_rename_ms = faults.checkpoint_pause_ms}));
     // The best epoch's weights by validation loss, beside the latest.
     cbs.push_back(std::make_shared<CheckpointSaver>((fs::path(c.out_dir) / "best.safetensors").string(), model, saved,
-                                                    CheckpointSaverOptions{.save_best_only = true, .monitor = "val_loss"}));
+                                                    CheckpointSaverOptions{.save_best_only = true,
+                                                                           .monitor = "val_loss",
+                                                                           .pause_before_rename_ms = faults.checkpoint_pause_ms}));
   }
   return cbs;
 }

@@ -23,9 +23,6 @@ namespace convoy::train {
 
 inline constexpr const char* kCheckpointFile = "checkpoint.safetensors";
 inline constexpr const char* kPreviousCheckpointFile = "checkpoint.prev.safetensors";
-// Test only: milliseconds each checkpoint write pauses between its flushed
-// temporary file and the rename (tests/kill_resume.sh kills inside writes).
-inline constexpr const char* kCheckpointDelayEnv = "CONVOY_TEST_CHECKPOINT_DELAY_MS";
 
 struct Checkpoint {
   RunConfig config;
@@ -39,6 +36,9 @@ struct Checkpoint {
 struct SaveOptions {
   EpochProgress progress;    // mid-epoch position; default: the end of the last epoch in history
   bool keep_previous = false;  // keep the file being replaced as checkpoint.prev.safetensors beside it
+  // Fault injection: milliseconds between the flushed temporary file and the
+  // rename, so a crash test can kill inside a write (tests/kill_resume.sh).
+  int pause_before_rename_ms = 0;
 };
 
 void save_checkpoint(const std::string& path, const nn::Model& model, const Executable& exe,
@@ -61,6 +61,7 @@ struct CheckpointSaverOptions {
   std::string monitor = "val_loss";
   int64_t every_steps = 0;      // > 0: also every N steps within an epoch
   bool keep_previous = false;   // see SaveOptions
+  int pause_before_rename_ms = 0;  // see SaveOptions
 };
 
 // Saves a checkpoint after every epoch (or only the best ones), every N steps

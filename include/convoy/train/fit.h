@@ -13,11 +13,6 @@
 
 namespace convoy::train {
 
-// Test only: milliseconds each training step sleeps after it runs, so that a
-// test killing runs at random instants (tests/kill_resume.sh) sees the same
-// run length on a fast idle machine as on a loaded one.
-inline constexpr const char* kStepDelayEnv = "CONVOY_TEST_STEP_DELAY_MS";
-
 struct FitOptions {
   int64_t epochs = 50;  // the last epoch to run (as Keras's `epochs`)
   uint64_t seed = 1;
