@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "convoy/backends/loss.h"
 #include "convoy/backends/replica_hooks.h"
 #include "convoy/core/cpu_info.h"
 #include "convoy/core/error.h"
@@ -18,12 +19,6 @@
 #include "convoy/optim/optimizer.h"
 
 namespace convoy {
-
-enum class Loss {
-  nll,                    // model outputs log-probabilities (e.g. ends in LogSoftmax); -sum t*out
-  softmax_cross_entropy,  // model outputs logits; categorical cross-entropy of softmax(out)
-  binary_cross_entropy,   // model outputs logits; per-class sigmoid BCE averaged over classes (multi-label)
-};
 
 // What a batch is compared with: class indices [batch] (sparse, Keras's
 // sparse_categorical_crossentropy) or dense rows [batch, classes] (one-hot,
