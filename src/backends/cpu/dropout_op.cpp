@@ -36,7 +36,7 @@ class DropoutOp final : public CpuOp {
     const float* x = b_.src;
     float* y = b_.dst;
     float* mask = mask_.data();
-    const int64_t step = *b_.steps_done;
+    const int64_t step = b_.steps_done ? *b_.steps_done : 0;  // unbound: an op timed alone
 #pragma omp parallel for schedule(static)
     for (int64_t n = 0; n < batch_; ++n) {
       const uint64_t stream = dropout_example_stream(seed_, step, batch_, n);
