@@ -16,7 +16,7 @@ const BackendEntry& backend(KernelSet set) {
 }  // namespace cpu
 
 std::unique_ptr<Executable> compile_cpu(const nn::Model& model, const CompileOptions& options, uint64_t seed) {
-  return std::make_unique<Program>(model, options, seed, cpu::backend(options.cpu_kernels).make_device());
+  return std::make_unique<Program>(model, options, seed, cpu::backend(options.cpu_kernels).make_device(options));
 }
 
 namespace optim {

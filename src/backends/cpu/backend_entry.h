@@ -15,15 +15,16 @@
 namespace convoy::cpu {
 
 struct BackendEntry {
-  std::unique_ptr<Device> (*make_device)();
+  std::unique_ptr<Device> (*make_device)(const CompileOptions& options);
   void (*optimizer_step)(const optim::OptimizerOptions& opt, std::span<float> params, std::span<float> grads,
                          std::span<float> state);
   // One layer's op (the per-op benchmarks time them one by one).
-  std::unique_ptr<CpuOp> (*make_cpu_op)(DnnlEnv& env, const nn::LayerPlan& plan, int64_t batch, uint64_t seed);
+  std::unique_ptr<CpuOp> (*make_cpu_op)(DnnlEnv& env, const nn::LayerPlan& plan, int64_t batch, uint64_t seed,
+                                        ConvAlgo algo);
 };
 
 // This copy's CPU device (cpu_device.cpp).
-std::unique_ptr<Device> make_cpu_device();
+std::unique_ptr<Device> make_cpu_device(const CompileOptions& options);
 
 // The copy for `set` (automatic: the best this CPU runs); UserError when this
 // CPU cannot run it. Defined outside the copies, in src/backends/cpu_kernels.cpp.

@@ -22,6 +22,7 @@ namespace {
 
 class CpuDevice final : public Device {
  public:
+  explicit CpuDevice(const CompileOptions& options) : conv_algo_(options.conv_algo) {}
   std::string name() const override { return "cpu"; }
   int64_t steps_per_call(const CompileOptions&) const override { return 1; }
 
@@ -29,7 +30,7 @@ class CpuDevice final : public Device {
     shape_ = shape;
     require_memory_for_batch(model);
     for (std::size_t i = 0; i < model.layers().size(); ++i)
-      ops_.push_back(make_cpu_op(env_, model.layers()[i], shape.batch, seeds[i]));
+      ops_.push_back(make_cpu_op(env_, model.layers()[i], shape.batch, seeds[i], conv_algo_));
   }
   bool is_view(std::size_t layer) const override { return ops_[layer]->is_view(); }
   int64_t align_floats() const override { return 16; }
@@ -193,6 +194,7 @@ class CpuDevice final : public Device {
                     " of memory is available; use a smaller --batch-size");
   }
 
+  ConvAlgo conv_algo_;
   mutable DnnlEnv env_;
   DeviceShape shape_;
   std::vector<std::unique_ptr<CpuOp>> ops_;
@@ -209,6 +211,8 @@ class CpuDevice final : public Device {
 
 }  // namespace
 
-std::unique_ptr<Device> make_cpu_device() { return std::make_unique<CpuDevice>(); }
+std::unique_ptr<Device> make_cpu_device(const CompileOptions& options) {
+  return std::make_unique<CpuDevice>(options);
+}
 
 }  // namespace convoy::cpu

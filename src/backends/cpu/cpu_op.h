@@ -8,6 +8,7 @@
 
 #include "backends/cpu/dnnl_env.h"
 #include "backends/op.h"
+#include "convoy/backends/executable.h"
 #include "convoy/nn/layers.h"
 
 namespace convoy::cpu {
@@ -15,8 +16,9 @@ namespace convoy::cpu {
 using convoy::OpBuffers;
 using CpuOp = Op<DnnlEnv>;
 
-// seed: this layer's own (dropout masks).
-std::unique_ptr<CpuOp> make_cpu_op(DnnlEnv& env, const nn::LayerPlan& plan, int64_t batch, uint64_t seed);
+// seed: this layer's own (dropout masks); algo: convolutions' (CompileOptions::conv_algo).
+std::unique_ptr<CpuOp> make_cpu_op(DnnlEnv& env, const nn::LayerPlan& plan, int64_t batch, uint64_t seed,
+                                   ConvAlgo algo = ConvAlgo::automatic);
 
 // Input/output shapes of a layer with the batch dimension in front.
 Shape with_batch(int64_t batch, const Shape& shape);

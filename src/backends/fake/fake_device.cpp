@@ -273,7 +273,7 @@ FakeDevice& fake_of(Program& program) { return dynamic_cast<FakeDevice&>(program
 
 std::unique_ptr<Program> compile_fake(const nn::Model& model, const CompileOptions& options, uint64_t seed,
                                       const FakeDeviceOptions& fake) {
-  auto device = std::make_unique<FakeDevice>(cpu::backend(options.cpu_kernels).make_device(), fake);
+  auto device = std::make_unique<FakeDevice>(cpu::backend(options.cpu_kernels).make_device(options), fake);
   return std::make_unique<Program>(model, options, seed, std::move(device));
 }
 
