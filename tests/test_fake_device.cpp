@@ -232,6 +232,21 @@ TEST(FakeDevice, ProfilingRunsTheSameStepWithTimestamps) {
   EXPECT_EQ(testing::parameters(*fake), testing::parameters(*cpu));
 }
 
+// A span of the wrong size is refused before any copy, naming what the
+// executable holds first ("expected") and what the caller gave ("got").
+TEST(FakeDevice, CopiesOfTheWrongSizeSayWhatWasExpected) {
+  auto fake = compile_fake(seed_cnn(), {.batch_size = 2}, 1);
+  auto cpu = compile_cpu(seed_cnn(), {.batch_size = 2}, 1);
+  const std::string count = std::to_string(fake->parameter_count());
+  for (Executable* e : {static_cast<Executable*>(fake.get()), cpu.get()}) {
+    std::vector<float> short_by_one(static_cast<std::size_t>(e->parameter_count() - 1));
+    EXPECT_EQ(testing::error_of([&] { e->get_parameters(short_by_one); }),
+              "parameters: expected room for " + count + " values, got " + std::to_string(short_by_one.size()));
+    EXPECT_EQ(testing::error_of([&] { e->set_parameters(short_by_one); }),
+              "parameters: expected " + count + " values, got " + std::to_string(short_by_one.size()));
+  }
+}
+
 TEST(FakeDeviceDeathTest, ACopyPastTheEndOfDeviceMemoryCrashes) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   auto fake = compile_fake(seed_cnn(), {.batch_size = 2}, 1);
