@@ -118,6 +118,24 @@ TEST(FakeDevice, CapturedStepsMatchTheCpuDeviceBitForBit) {
   }
 }
 
+// Dense target rows travel in their own part of each slot and take their
+// own captures (the key includes the target kind).
+TEST(FakeDevice, DenseTargetsTakeTheirOwnCaptures) {
+  const Case c = cases()[1];
+  auto cpu = compile_cpu(c.model, options_for(c, 1), 3);
+  auto fake = compile_fake(c.model, options_for(c, 2), 3);
+  const int64_t n = 8, classes = c.model.output_shape()[0];
+  const Batches b = batches(c.model, n, 30);
+  std::vector<float> rows(static_cast<std::size_t>(n * kBatch * classes), 0.0f);
+  for (std::size_t i = 0; i < b.y.size(); ++i) rows[i * classes + b.y[i]] = 1.0f;
+  fake->train_steps(b.x.data(), b.y.data(), n);
+  cpu->train_steps(b.x.data(), b.y.data(), n);
+  fake->train_steps(b.x.data(), Targets::rows(rows.data()), n);
+  cpu->train_steps(b.x.data(), Targets::rows(rows.data()), n);
+  EXPECT_EQ(fake_device_counts(*fake).captures, 4);  // two banks x two target kinds
+  expect_same_run(*fake, *cpu, "class indices, then target rows");
+}
+
 TEST(FakeDevice, GradientsAndInputGradientsMatchTheCpuDevice) {
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.name);
