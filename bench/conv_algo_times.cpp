@@ -1,5 +1,5 @@
 // One 3×3 stride-1 pad-1 convolution per shape, timed pass by pass with
-// oneDNN's direct kernels and with Winograd F(2×2, 3×3) (CONVOY_CONV_ALGO,
+// oneDNN's direct kernels and with Winograd F(2×2, 3×3) (CompileOptions::conv_algo,
 // src/backends/cpu/winograd_conv.h): the measurements behind the `auto` rule.
 // Best of --reps runs; on one thread (OMP_NUM_THREADS=1) the thread's CPU
 // time, which other processes on a busy machine barely disturb.
@@ -34,7 +34,6 @@ struct PassTimes {
 };
 
 PassTimes time_conv(const Shape4& s, const char* algo, int64_t reps, clockid_t clock) {
-  setenv("CONVOY_CONV_ALGO", algo, 1);
   const nn::Sequential model({s.channels, s.size, s.size},
                              {nn::Conv2d{.filters = s.filters, .kernel = 3, .padding = 1, .bias = false}});
   const nn::LayerPlan& plan = model.layers()[0];
@@ -52,7 +51,7 @@ PassTimes time_conv(const Shape4& s, const char* algo, int64_t reps, clockid_t c
     nn::LayerPlan frozen = plan;
     frozen.trainable = !with_data;  // a frozen layer computes no weight gradient
     cpu::DnnlEnv env;
-    auto op = cpu::backend(KernelSet::automatic).make_cpu_op(env, frozen, s.batch, 1);
+    auto op = cpu::backend(KernelSet::automatic).make_cpu_op(env, frozen, s.batch, 1, parse_conv_algo(algo));
     std::vector<float> scratch(op->scratchpad_bytes() / sizeof(float) + 16);
     cpu::OpBuffers b;
     b.src = x.data();

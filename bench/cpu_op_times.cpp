@@ -59,7 +59,7 @@ int main(int argc, char** argv) try {
     const nn::LayerPlan& plan = m.layers()[i];
     if (plan.inputs.size() != 1) continue;  // joins read several buffers: left out
     cpu::DnnlEnv env;
-    auto op = cpu::backend(KernelSet::automatic).make_cpu_op(env, plan, batch, 1);
+    auto op = cpu::backend(KernelSet::automatic).make_cpu_op(env, plan, batch, 1, ConvAlgo::automatic);
     const int64_t in = batch * numel(plan.input_shape), out = batch * numel(plan.output_shape);
     std::vector<float> x = uniform(in, rng), y(static_cast<std::size_t>(out)), dy = uniform(out, rng),
                        dx(static_cast<std::size_t>(in)), p = params, g(params.size() + 1), s = state;

@@ -1,14 +1,14 @@
 // The choice between oneDNN's direct convolution and our Winograd F(2×2, 3×3)
-// (CONVOY_CONV_ALGO, winograd_conv.h): either can be forced; they agree to
+// (CompileOptions::conv_algo, winograd_conv.h): either can be forced; they agree to
 // float rounding on a small CNN but are different code (not the same bits); Winograd training is bit-identical run to run; a misspelt value is a
 // user error. The kernels themselves are checked against reference sums in
 // test_cpu_kernels.cpp and by finite differences in test_gradcheck.cpp.
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include "conv_algo_env.h"
 #include "convoy/backends/executable.h"
 #include "convoy/core/error.h"
 #include "convoy/nn/sequential.h"
@@ -31,9 +31,9 @@ nn::Model small_cnn() {
                                   GlobalAvgPool{}, Dense{.units = 10}});
 }
 
-CompileOptions training_options() {
+CompileOptions training_options(const char* algo) {
   return {.batch_size = kBatch, .loss = Loss::softmax_cross_entropy,
-          .optimizer = {.lr = 0.05f, .momentum = 0.9f}, .input_gradient = true};
+          .optimizer = {.lr = 0.05f, .momentum = 0.9f}, .input_gradient = true, .conv_algo = parse_conv_algo(algo)};
 }
 
 std::vector<float> random_values(std::size_t count, uint64_t seed) {
@@ -53,9 +53,8 @@ struct Gradients {
 // One loss-and-gradients pass of a freshly compiled small CNN (same
 // seed, so same initial weights) under `algo`.
 Gradients gradients_with(const char* algo) {
-  testing::ScopedConvAlgo scoped(algo);
   const nn::Model model = small_cnn();
-  auto exe = compile_cpu(model, training_options(), 21);
+  auto exe = compile_cpu(model, training_options(algo), 21);
   const std::vector<float> x = random_values(static_cast<std::size_t>(kBatch * numel(model.input_shape())), 5);
   const std::vector<int32_t> y = labels();
   Gradients g;
@@ -69,9 +68,8 @@ Gradients gradients_with(const char* algo) {
 
 // The weights after three SGD-momentum steps under `algo`.
 std::vector<float> weights_after_training(const char* algo) {
-  testing::ScopedConvAlgo scoped(algo);
   const nn::Model model = small_cnn();
-  auto exe = compile_cpu(model, training_options(), 21);
+  auto exe = compile_cpu(model, training_options(algo), 21);
   const std::vector<float> x = random_values(static_cast<std::size_t>(kBatch * numel(model.input_shape())), 6);
   const std::vector<int32_t> y = labels();
   for (int step = 0; step < 3; ++step) exe->train_step(x.data(), y.data());
@@ -106,14 +104,24 @@ TEST(ConvAlgo, WinogradTrainingIsBitIdenticalRunToRun) {
   EXPECT_TRUE(same_bits(first, second));
 }
 
-TEST(ConvAlgo, UnknownAlgorithmIsAUserErrorNamingTheVariable) {
-  testing::ScopedConvAlgo scoped("fastest");
+TEST(ConvAlgo, UnknownAlgorithmIsAUserErrorNamingTheChoices) {
   try {
-    compile_cpu(small_cnn(), training_options(), 21);
-    FAIL() << "compiled with CONVOY_CONV_ALGO=fastest";
+    parse_conv_algo("fastest");
+    FAIL() << "parsed 'fastest'";
   } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("CONVOY_CONV_ALGO"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'fastest'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("auto, direct or winograd"), std::string::npos) << e.what();
   }
+  for (ConvAlgo a : {ConvAlgo::automatic, ConvAlgo::direct, ConvAlgo::winograd})
+    EXPECT_EQ(parse_conv_algo(conv_algo_name(a)), a);
+}
+
+// The library reads no environment for it: only CompileOptions chooses.
+TEST(ConvAlgo, TheEnvironmentNoLongerChooses) {
+  setenv("CONVOY_CONV_ALGO", "winograd", 1);
+  const Gradients with_variable = gradients_with("direct");
+  unsetenv("CONVOY_CONV_ALGO");
+  EXPECT_TRUE(same_bits(with_variable.params, gradients_with("direct").params));
 }
 
 }  // namespace convoy

@@ -12,7 +12,6 @@
 
 #include "convoy/backends/executable.h"
 #include "convoy/core/threads.h"
-#include "conv_algo_env.h"
 #include "test_helpers.h"
 
 namespace convoy {
@@ -64,10 +63,11 @@ struct ConvCase {
 // and the weight, bias and input gradients can be summed directly. The
 // weights are set after compiling, as training changes them: no kernel may
 // keep a stale copy.
-void check_conv_gradients(const ConvCase& k) {
+void check_conv_gradients(const ConvCase& k, ConvAlgo algo = ConvAlgo::automatic) {
   SCOPED_TRACE(k.name);
   const Sequential model({k.channels, k.height, k.width}, {k.conv, Flatten{}});
-  auto exe = compile_cpu(model, {.batch_size = k.batch, .loss = Loss::softmax_cross_entropy, .input_gradient = true}, 7);
+  auto exe = compile_cpu(
+      model, {.batch_size = k.batch, .loss = Loss::softmax_cross_entropy, .input_gradient = true, .conv_algo = algo}, 7);
   exe->set_parameters(uniform(static_cast<std::size_t>(model.num_parameters()), 8));
   const Images in{k.batch, k.channels, k.height, k.width};
   const std::vector<float> x = uniform(static_cast<std::size_t>(k.batch * numel(model.input_shape())), 3);
@@ -336,20 +336,17 @@ TEST(CpuKernels, ConvOutputAndWeightGradientMatchReferenceSumsOnOneThread) {
 // Forced Winograd, then forced direct (oneDNN), on the shapes Winograd
 // serves: both match the reference sums, whichever the timing rule picks.
 TEST(CpuKernels, WinogradConvMatchesReferenceSums) {
-  testing::ScopedConvAlgo algo("winograd");
-  for (const ConvCase& k : kWinogradCases) check_conv_gradients(k);
+  for (const ConvCase& k : kWinogradCases) check_conv_gradients(k, ConvAlgo::winograd);
 }
 
 TEST(CpuKernels, WinogradConvMatchesReferenceSumsOnOneThread) {
-  testing::ScopedConvAlgo algo("winograd");
   on_one_thread([] {
-    for (const ConvCase& k : kWinogradCases) check_conv_gradients(k);
+    for (const ConvCase& k : kWinogradCases) check_conv_gradients(k, ConvAlgo::winograd);
   });
 }
 
 TEST(CpuKernels, DirectConvMatchesReferenceSumsOnWinogradShapes) {
-  testing::ScopedConvAlgo algo("direct");
-  for (const ConvCase& k : kWinogradCases) check_conv_gradients(k);
+  for (const ConvCase& k : kWinogradCases) check_conv_gradients(k, ConvAlgo::direct);
 }
 
 }  // namespace convoy

@@ -1,5 +1,5 @@
 // The CUDA backend's dropout masks are the CPU backend's: the per-element
-// formula its kernel evaluates (src/backends/cuda/dropout_mask.h, the same
+// formula its kernel evaluates (src/backends/dropout_mask.h, the same
 // header compiled for the host here) against the masks CpuExecutable draws,
 // across steps, layer positions, image layouts and a resumed step count.
 // Runs everywhere: on a machine without a GPU this is the check of the
@@ -10,7 +10,7 @@
 #include <cstring>
 
 // Not a public header: the device formula, which only the backend includes.
-#include "../src/backends/cuda/dropout_mask.h"
+#include "../src/backends/dropout_mask.h"
 #include "convoy/backends/executable.h"
 #include "test_helpers.h"
 
@@ -22,14 +22,14 @@ using namespace nn;
 // What the GPU computes for every element of an NCHW batch: x * mask.
 std::vector<float> device_formula(const std::vector<float>& x, uint64_t model_seed, uint64_t layer, int64_t step,
                                   int64_t batch, int64_t channels, int64_t pixels, float rate) {
-  const uint64_t seed = cuda::dropout_layer_seed(model_seed, layer);
+  const uint64_t seed = dropout_layer_seed(model_seed, layer);
   const int64_t example = channels * pixels;
   const float keep = 1.0f / (1.0f - rate);
   std::vector<float> y(x.size());
   for (int64_t n = 0; n < batch; ++n) {
-    const uint64_t stream = cuda::dropout_example_stream(seed, step, batch, n);
+    const uint64_t stream = dropout_example_stream(seed, step, batch, n);
     for (int64_t j = 0; j < example; ++j) {
-      const bool drop = cuda::dropout_drops(stream, cuda::dropout_cpu_index(j, channels, pixels), rate);
+      const bool drop = dropout_drops(stream, dropout_cpu_index(j, channels, pixels), rate);
       y[n * example + j] = x[n * example + j] * (drop ? 0.0f : keep);
     }
   }

@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include "convoy/backends/executable.h"
-#include "conv_algo_env.h"
 #include "test_helpers.h"
 
 namespace convoy {
@@ -37,13 +36,14 @@ struct Case {
   bool dense_targets = false;  // soft/multi-hot rows instead of class indices
   float label_smoothing = 0;
   float input_scale = 1;  // inputs span [-scale, scale]
+  ConvAlgo conv_algo = ConvAlgo::automatic;
 };
 
 void check_gradients(const Case& c) {
   SCOPED_TRACE(c.name);
   const int64_t batch = 3;
   CompileOptions opt{.batch_size = batch, .loss = c.loss, .label_smoothing = c.label_smoothing, .optimizer = {},
-                     .input_gradient = true};
+                     .input_gradient = true, .conv_algo = c.conv_algo};
   auto exe = compile_cpu(c.model, opt, 11);
   const int64_t in_size = batch * numel(c.model.input_shape());
   std::vector<float> x = spaced_inputs(in_size, 5);
@@ -114,10 +114,11 @@ TEST(GradCheck, Conv2d) {
 // last tiles clipped), the second without a bias and taking the first's
 // input gradient through a ReLU.
 TEST(GradCheck, Conv3x3WinogradNetwork) {
-  testing::ScopedConvAlgo algo("winograd");
-  check_gradients({"winograd 3->6->5", Sequential({3, 5, 5}, {Conv2d{.filters = 6, .kernel = 3, .padding = 1}, ReLU{},
-                                                              Conv2d{.filters = 5, .kernel = 3, .padding = 1, .bias = false},
-                                                              Flatten{}})});
+  check_gradients({.name = "winograd 3->6->5",
+                   .model = Sequential({3, 5, 5}, {Conv2d{.filters = 6, .kernel = 3, .padding = 1}, ReLU{},
+                                                   Conv2d{.filters = 5, .kernel = 3, .padding = 1, .bias = false},
+                                                   Flatten{}}),
+                   .conv_algo = ConvAlgo::winograd});
 }
 TEST(GradCheck, Conv2dStridedPadded) {
   check_gradients(

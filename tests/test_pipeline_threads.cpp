@@ -8,6 +8,7 @@
 
 #include "convoy/core/error.h"
 #include "convoy/core/thread_pool.h"
+#include "convoy/core/threads.h"
 #include "test_helpers.h"
 #include "test_pipeline_helpers.h"
 
@@ -143,3 +144,17 @@ TEST(PipelineThreads, AnIteratorDroppedBeforeItsFirstElementStopsToo) {
 }
 
 }  // namespace convoy::data
+
+// --threads sizes the input pipeline's pool as well as OpenMP's, whichever
+// thread first uses the pool. In a fresh process (the pool is made once).
+TEST(PipelineThreadsDeathTest, TheSharedPoolHasTheConfiguredThreadCount) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        convoy::set_num_threads(3);
+        int size = 0;
+        std::thread([&] { size = convoy::ThreadPool::shared().size(); }).join();
+        std::exit(size == 3 ? 0 : 10 + size);
+      },
+      ::testing::ExitedWithCode(0), "");
+}

@@ -1,8 +1,9 @@
-// The CPU backend as the rest of the library sees it: compile_cpu and
-// optim::step pick one of the backend's per-instruction-set copies
+// The CPU backend as the rest of the library sees it: compile_cpu (a
+// Program on the CPU device) and optim::step pick one of the backend's per-instruction-set copies
 // (cmake/isa_units.cmake, backends/cpu/backend_entry.h) — the best this CPU
 // runs, or the one CompileOptions::cpu_kernels names.
 #include "backends/cpu/backend_entry.h"
+#include "backends/program.h"
 #include "core/isa_entry.h"
 
 namespace convoy {
@@ -15,7 +16,7 @@ const BackendEntry& backend(KernelSet set) {
 }  // namespace cpu
 
 std::unique_ptr<Executable> compile_cpu(const nn::Model& model, const CompileOptions& options, uint64_t seed) {
-  return cpu::backend(options.cpu_kernels).compile(model, options, seed);
+  return std::make_unique<Program>(model, options, seed, cpu::backend(options.cpu_kernels).make_device(options));
 }
 
 namespace optim {

@@ -4,8 +4,10 @@
 // executable calls it). A host GradientReducer (the MPI strategy's) cannot
 // serve a GPU executable: its spans would be device memory it cannot read.
 #include <cstddef>
+#include <string>
 
 #include "convoy/backends/replica_hooks.h"
+#include "convoy/core/error.h"
 
 namespace convoy {
 
@@ -24,5 +26,18 @@ class DeviceGradientReducer : public GradientReducer {
   // row count, as StatisticsReducer's).
   virtual void sum_statistics(double* values, std::size_t n) = 0;
 };
+
+// A device whose steps run on a stream takes only a DeviceGradientReducer:
+// binds `reducer` (null: none) to `stream` and returns it; throws UserError
+// for a host reducer.
+inline DeviceGradientReducer* bind_device_reducer(GradientReducer* reducer, int gpu, void* stream,
+                                                  const std::string& device) {
+  auto* on_device = dynamic_cast<DeviceGradientReducer*>(reducer);
+  require(reducer == nullptr || on_device != nullptr,
+          device + " trains replicas only with --strategy nccl (collectives on the GPUs); --strategy mpi "
+                   "trains its replicas on the CPU (--device cpu)");
+  if (on_device) on_device->bind(gpu, stream);
+  return on_device;
+}
 
 }  // namespace convoy

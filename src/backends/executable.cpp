@@ -1,6 +1,25 @@
 #include "convoy/backends/executable.h"
 
+#include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
+
 namespace convoy {
+
+ConvAlgo parse_conv_algo(const std::string& name) {
+  if (name == "auto") return ConvAlgo::automatic;
+  if (name == "direct") return ConvAlgo::direct;
+  if (name == "winograd") return ConvAlgo::winograd;
+  throw UserError("convolution algorithm '" + shown(name) + "' is not one: use auto, direct or winograd");
+}
+
+const char* conv_algo_name(ConvAlgo algo) {
+  switch (algo) {
+    case ConvAlgo::automatic: return "auto";
+    case ConvAlgo::direct: return "direct";
+    case ConvAlgo::winograd: return "winograd";
+  }
+  return "?";
+}
 
 int64_t Executable::train_steps(const float* x, Targets y, int64_t n) {
   const int64_t batch = batch_size();

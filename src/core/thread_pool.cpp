@@ -43,7 +43,7 @@ void ThreadPool::work() {
 }
 
 ThreadPool& ThreadPool::shared() {
-  static ThreadPool pool(hardware_threads());
+  static ThreadPool pool(configured_threads());  // --threads, when set before the first use
   return pool;
 }
 

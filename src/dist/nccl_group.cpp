@@ -9,8 +9,9 @@
 // while earlier layers' backward still runs, and captured CUDA graphs carry
 // the whole exchange.
 //
-// Watching: the GPU marks in mapped host memory the sequence number of each
-// collective as it starts and ends; a watcher thread polls the marks and
+// Watching: the GPU counts in mapped host memory the collectives it starts
+// and ends (nccl_marks.h: counted by the GPU, so replays of captured graphs
+// count too); a watcher thread polls the counts and
 // ncclCommGetAsyncError. One collective in progress for longer than the
 // timeout, or an asynchronous error, stops the replica: one line on stderr,
 // ncclCommAbort (bounded: it must not keep the process), exit code 3.
@@ -30,6 +31,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/device_reducer.h"
+#include "backends/gradient_buckets.h"
 #include "convoy/core/error.h"
 #include "convoy/dist/nccl.h"
 #include "dist/nccl_library.h"
@@ -130,23 +132,20 @@ struct NcclGroup::Impl final : DeviceGradientReducer {
   }
 
   void ready(std::span<float> layer) override {
-    if (bucket_floats == 0) return;
-    if (!pending.empty() && layer.data() + layer.size() != pending.data()) send_pending();  // not adjacent
-    pending = pending.empty() ? layer : std::span<float>(layer.data(), layer.size() + pending.size());
-    if (pending.size() >= bucket_floats) send_pending();
+    buckets.ready(layer, [this](std::span<float> bucket) { send(bucket); });
   }
 
   void finish(std::span<float> gradients) override {
-    if (bucket_floats == 0) pending = gradients;
-    send_pending();
-    // Every gradient must have been announced by ready(): a backend bug otherwise.
-    if (sent != gradients.size()) {
-      std::fprintf(stderr, "convoy: internal error: gradient buckets covered %zu of %zu values\n", sent,
-                   gradients.size());
-      std::abort();
-    }
-    sent = 0;
+    buckets.finish(gradients, [this](std::span<float> bucket) { send(bucket); });
     if (forked) join();
+  }
+
+  // A capture of steps failed half-way (backends/program.h): the buckets it
+  // announced will never be sent by the eager rerun's finish(), and the fork
+  // it may have recorded belonged to the abandoned capture, which ended with it.
+  void abandon_step() override {
+    buckets.abandon();
+    forked = false;
   }
 
   void sum_statistics(double* values, std::size_t n) override {
@@ -155,12 +154,9 @@ struct NcclGroup::Impl final : DeviceGradientReducer {
     join();
   }
 
-  void send_pending() {
-    if (pending.empty()) return;
+  void send(std::span<float> bucket) {
     fork();
-    allreduce(pending.data(), pending.size(), ncclFloat32, ncclAvg);
-    sent += pending.size();
-    pending = {};
+    allreduce(bucket.data(), bucket.size(), ncclFloat32, ncclAvg);
   }
 
   // The group's stream waits for everything enqueued on the compute stream so far.
@@ -179,12 +175,10 @@ struct NcclGroup::Impl final : DeviceGradientReducer {
   }
 
   void allreduce(void* data, std::size_t count, ncclDataType_t type, ncclRedOp_t op) {
-    ++sequence;
-    CUDA_CHECK(write_mark(&device_marks->started, sequence, comm_stream));
+    const std::size_t bytes = count * (type == ncclFloat64 ? sizeof(double) : sizeof(float));
+    CUDA_CHECK(mark_started(device_marks, comm_stream));
     check(nccl.all_reduce(data, data, count, type, op, comm, comm_stream), "ncclAllReduce");
-    CUDA_CHECK(write_mark(&device_marks->finished, sequence, comm_stream));
-    stats.collectives += 1;
-    stats.bytes += static_cast<double>(count * (type == ncclFloat64 ? sizeof(double) : sizeof(float)));
+    CUDA_CHECK(mark_finished(device_marks, bytes, comm_stream));
   }
 
   // A collective that cannot even be enqueued leaves the group unusable.
@@ -256,11 +250,8 @@ struct NcclGroup::Impl final : DeviceGradientReducer {
   cudaEvent_t to_comm = nullptr, to_compute = nullptr;
   CollectiveMarks* marks = nullptr;         // the host's view
   CollectiveMarks* device_marks = nullptr;  // the GPU's address of the same words
-  unsigned long long sequence = 0;
-  std::span<float> pending;  // gradients announced, not yet sent
-  std::size_t sent = 0;      // floats sent this step
+  GradientBuckets buckets{bucket_floats};
   bool forked = false;       // collectives enqueued that the compute stream has not joined
-  CommStats stats;
   std::mutex mutex;
   std::condition_variable wake;
   bool stop = false;
@@ -274,6 +265,11 @@ int NcclGroup::rank() const { return impl_->rank; }
 int NcclGroup::world_size() const { return impl_->world; }
 int NcclGroup::gpu() const { return impl_->gpu; }
 GradientReducer* NcclGroup::gradient_reducer() { return impl_.get(); }
-CommStats NcclGroup::stats() const { return impl_->stats; }
+// What the GPU counted (nccl_marks.h): the collectives that ran, replays of
+// captured steps included. Exact once the steps are done (a summary).
+CommStats NcclGroup::stats() const {
+  return {.collectives = static_cast<int64_t>(impl_->marks->finished),
+          .bytes = static_cast<double>(impl_->marks->bytes)};
+}
 
 }  // namespace convoy::dist

@@ -3,15 +3,27 @@
 namespace convoy::dist {
 namespace {
 
-__global__ void write_mark_kernel(volatile unsigned long long* slot, unsigned long long value) {
-  *slot = value;
+__global__ void mark_started_kernel(CollectiveMarks* m) {
+  m->started = m->started + 1;
   __threadfence_system();  // visible to the host at once
+}
+
+__global__ void mark_finished_kernel(CollectiveMarks* m, unsigned long long bytes) {
+  m->bytes = m->bytes + bytes;
+  __threadfence_system();  // bytes before the count that announces them
+  m->finished = m->finished + 1;
+  __threadfence_system();
 }
 
 }  // namespace
 
-cudaError_t write_mark(volatile unsigned long long* slot, unsigned long long value, cudaStream_t stream) {
-  write_mark_kernel<<<1, 1, 0, stream>>>(slot, value);
+cudaError_t mark_started(CollectiveMarks* marks, cudaStream_t stream) {
+  mark_started_kernel<<<1, 1, 0, stream>>>(marks);
+  return cudaGetLastError();
+}
+
+cudaError_t mark_finished(CollectiveMarks* marks, unsigned long long bytes, cudaStream_t stream) {
+  mark_finished_kernel<<<1, 1, 0, stream>>>(marks, bytes);
   return cudaGetLastError();
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "convoy/backends/loss.h"
 #include "convoy/backends/replica_hooks.h"
 #include "convoy/core/cpu_info.h"
 #include "convoy/core/error.h"
@@ -18,12 +19,6 @@
 #include "convoy/optim/optimizer.h"
 
 namespace convoy {
-
-enum class Loss {
-  nll,                    // model outputs log-probabilities (e.g. ends in LogSoftmax); -sum t*out
-  softmax_cross_entropy,  // model outputs logits; categorical cross-entropy of softmax(out)
-  binary_cross_entropy,   // model outputs logits; per-class sigmoid BCE averaged over classes (multi-label)
-};
 
 // What a batch is compared with: class indices [batch] (sparse, Keras's
 // sparse_categorical_crossentropy) or dense rows [batch, classes] (one-hot,
@@ -39,6 +34,15 @@ struct Targets {
   }
 };
 
+// CPU only: the algorithm of 3x3 stride-1 convolutions (backends/cpu/winograd_conv.h).
+// automatic: Winograd where a fixed rule says it wins, oneDNN's direct
+// kernels elsewhere; direct: oneDNN everywhere; winograd: Winograd wherever
+// it suits. The choice changes the result's bits: record it with them.
+enum class ConvAlgo { automatic, direct, winograd };
+// "auto", "direct", "winograd"; UserError naming them otherwise.
+ConvAlgo parse_conv_algo(const std::string& name);
+const char* conv_algo_name(ConvAlgo algo);
+
 struct CompileOptions {
   int64_t batch_size = 128;
   Loss loss = Loss::nll;
@@ -53,6 +57,7 @@ struct CompileOptions {
   // CPU only: which compiled copy of convoy's own kernels runs (core/cpu_info.h);
   // automatic picks the best this CPU runs. Recorded in summary.json.
   KernelSet cpu_kernels = KernelSet::automatic;
+  ConvAlgo conv_algo = ConvAlgo::automatic;  // CPU only, see ConvAlgo
   // GPU only (the CPU ignores them).
   struct Gpu {
     bool tf32 = true;    // TF32 tensor cores for convolutions and dense layers; off: plain fp32

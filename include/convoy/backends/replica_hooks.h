@@ -20,6 +20,10 @@ class GradientReducer {
   // After backward, before the update: the whole flat gradient buffer. Returns
   // once it holds the mean over replicas, the same bits on every replica.
   virtual void finish(std::span<float> gradients) = 0;
+  // The ready() calls since the last finish() belong to a step that will
+  // never run (a capture of steps that failed half-way, see
+  // backends/program.h): forget them, so the next step starts clean.
+  virtual void abandon_step() {}
 };
 
 // Synchronised batch norm: replaces per-channel partial sums (and a trailing

@@ -27,7 +27,8 @@ class ThreadPool {
   void submit(std::function<void()> task);
   int size() const { return static_cast<int>(workers_.size()); }
 
-  // The process-wide pool, one worker per hardware thread, created on first use.
+  // The process-wide pool, created on first use with configured_threads()
+  // workers (core/threads.h: --threads, else one per hardware thread).
   static ThreadPool& shared();
 
  private:

@@ -5,8 +5,13 @@
 namespace convoy {
 
 int hardware_threads();
-// Sets the number of worker threads; n <= 0 means all cores.
+// Sets the number of worker threads; n <= 0 means all cores. Applies to
+// OpenMP's pool and sizes ThreadPool::shared() (the input pipeline's), when
+// called before that pool's first use.
 void set_num_threads(int n);
+// OpenMP's thread count in the calling thread.
 int num_threads();
+// What set_num_threads last set, from any thread (all cores when never set).
+int configured_threads();
 
 }  // namespace convoy

@@ -13,20 +13,9 @@
 #include <span>
 #include <string>
 
+#include "convoy/optim/optimizer_options.h"
+
 namespace convoy::optim {
-
-enum class Kind { sgd, adam, adamw, rmsprop };
-
-struct OptimizerOptions {
-  Kind kind = Kind::sgd;
-  float lr = 0.01f;
-  float momentum = 0.0f;  // sgd, rmsprop
-  float weight_decay = 0.0f;
-  bool nesterov = false;  // sgd
-  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;  // adam, adamw; eps also rmsprop
-  float alpha = 0.99f;    // rmsprop's smoothing constant
-  float clip_norm = 0.0f;
-};
 
 // "sgd", "adam", "adamw", "rmsprop"; throws UserError listing them otherwise.
 Kind parse_kind(const std::string& name);

@@ -6,6 +6,6 @@
 #include "core/isa_entry.h"
 
 extern "C" const convoy::cpu::BackendEntry* CONVOY_ISA_ENTRY(convoy_cpu_backend)() {
-  static const convoy::cpu::BackendEntry entry{&convoy::compile_cpu, &convoy::optim::step, &convoy::cpu::make_cpu_op};
+  static const convoy::cpu::BackendEntry entry{&convoy::cpu::make_cpu_device, &convoy::optim::step, &convoy::cpu::make_cpu_op};
   return &entry;
 }

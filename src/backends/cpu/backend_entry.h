@@ -1,6 +1,7 @@
 #pragma once
 // What the CPU backend's per-instruction-set copies offer the rest of the
-// library (cmake/isa_units.cmake): compiling a model, and the optimizer's
+// library (cmake/isa_units.cmake): the CPU device (backends/device.h) a
+// Program compiles a model onto, and the optimizer's
 // update (also called directly by library users as optim::step). The
 // dispatcher, src/backends/cpu_kernels.cpp, picks a copy by KernelSet.
 #include <cstdint>
@@ -8,17 +9,22 @@
 #include <span>
 
 #include "backends/cpu/cpu_op.h"
+#include "backends/device.h"
 #include "convoy/backends/executable.h"
 
 namespace convoy::cpu {
 
 struct BackendEntry {
-  std::unique_ptr<Executable> (*compile)(const nn::Model& model, const CompileOptions& options, uint64_t seed);
+  std::unique_ptr<Device> (*make_device)(const CompileOptions& options);
   void (*optimizer_step)(const optim::OptimizerOptions& opt, std::span<float> params, std::span<float> grads,
                          std::span<float> state);
   // One layer's op (the per-op benchmarks time them one by one).
-  std::unique_ptr<CpuOp> (*make_cpu_op)(DnnlEnv& env, const nn::LayerPlan& plan, int64_t batch, uint64_t seed);
+  std::unique_ptr<CpuOp> (*make_cpu_op)(DnnlEnv& env, const nn::LayerPlan& plan, int64_t batch, uint64_t seed,
+                                        ConvAlgo algo);
 };
+
+// This copy's CPU device (cpu_device.cpp).
+std::unique_ptr<Device> make_cpu_device(const CompileOptions& options);
 
 // The copy for `set` (automatic: the best this CPU runs); UserError when this
 // CPU cannot run it. Defined outside the copies, in src/backends/cpu_kernels.cpp.

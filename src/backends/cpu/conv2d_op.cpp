@@ -26,7 +26,8 @@ memory::desc weight_desc(const nn::Conv2d& c, int64_t channels) {
 
 class Conv2dOp final : public WeightedOp {
  public:
-  Conv2dOp(DnnlEnv& env, const nn::LayerPlan& plan, const nn::Conv2d& c, const Shape& in, const Shape& out)
+  Conv2dOp(DnnlEnv& env, const nn::LayerPlan& plan, const nn::Conv2d& c, const Shape& in, const Shape& out,
+           ConvAlgo algo)
       : WeightedOp(activation_desc(in), activation_desc(out), weight_desc(c, in[1]),
                    c.bias ? plain_desc({c.filters}) : memory::desc(), plan.trainable) {
     const nn::Window wy = nn::window(in[2], c.kernel, c.stride, c.padding, plan.name);
@@ -54,7 +55,7 @@ class Conv2dOp final : public WeightedOp {
                                  : convolution_backward_weights::desc(alg, src_md_, any_w, dst_md_, strides, pad_l,
                                                                       pad_r);
     const convolution_backward_weights::primitive_desc bwd_w_pd(bwd_w_desc, attr, env.engine, fwd_pd);
-    if (const WinogradPasses passes = WinogradConv::passes(g, conv_algo_from_env()); passes.any()) {
+    if (const WinogradPasses passes = WinogradConv::passes(g, algo); passes.any()) {
       set_primitives_and_own_kernels(fwd_pd, bwd_data_pd, bwd_w_pd, std::make_unique<WinogradConv>(g, passes));
       return;
     }
@@ -64,8 +65,9 @@ class Conv2dOp final : public WeightedOp {
 
 }  // namespace
 
-std::unique_ptr<CpuOp> make_conv2d(DnnlEnv& env, const nn::LayerPlan& plan, const Shape& in, const Shape& out) {
-  return std::make_unique<Conv2dOp>(env, plan, std::get<nn::Conv2d>(plan.layer), in, out);
+std::unique_ptr<CpuOp> make_conv2d(DnnlEnv& env, const nn::LayerPlan& plan, const Shape& in, const Shape& out,
+                                   ConvAlgo algo) {
+  return std::make_unique<Conv2dOp>(env, plan, std::get<nn::Conv2d>(plan.layer), in, out, algo);
 }
 
 }  // namespace convoy::cpu

@@ -37,10 +37,11 @@ Shape with_batch(int64_t batch, const Shape& shape) {
   return full;
 }
 
-std::unique_ptr<CpuOp> make_cpu_op(DnnlEnv& env, const nn::LayerPlan& plan, int64_t batch, uint64_t seed) {
+std::unique_ptr<CpuOp> make_cpu_op(DnnlEnv& env, const nn::LayerPlan& plan, int64_t batch, uint64_t seed,
+                                   ConvAlgo algo) {
   const Shape in = with_batch(batch, plan.input_shape), out = with_batch(batch, plan.output_shape);
   const nn::Layer& layer = plan.layer;
-  if (std::holds_alternative<nn::Conv2d>(layer)) return make_conv2d(env, plan, in, out);
+  if (std::holds_alternative<nn::Conv2d>(layer)) return make_conv2d(env, plan, in, out, algo);
   if (std::holds_alternative<nn::MaxPool2d>(layer)) return make_max_pool2d(plan, in, out);
   if (std::holds_alternative<nn::AvgPool2d>(layer)) return make_avg_pool2d(plan, in, out);
   if (std::holds_alternative<nn::GlobalAvgPool>(layer)) return make_global_avg_pool(in);

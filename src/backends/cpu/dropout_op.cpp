@@ -1,15 +1,17 @@
 // Dropout, our own kernel over the activation layout. Training: every element
 // is kept with probability 1 - rate and scaled by 1 / (1 - rate), else zeroed;
-// the mask is a function of (seed, training step, example), drawn from
-// convoy's Rng one example per stream, so it does not depend on the thread
-// count and stays fixed between training steps (loss_and_gradients calls see
-// one mask: what a gradient check needs). Inference: a copy.
+// the mask is a function of (seed, training step, example, element) that
+// every device evaluates alike (backends/dropout_mask.h), so it does not
+// depend on the thread count and stays fixed between training steps
+// (loss_and_gradients calls see one mask: what a gradient check needs); the
+// step is the count of applied steps the Program keeps (OpBuffers::steps_done).
+// Inference: a copy.
 //   dst = src * mask;  diff_src = diff_dst * mask
 #include <cstring>
 #include <vector>
 
 #include "backends/cpu/ops.h"
-#include "convoy/core/rng.h"
+#include "backends/dropout_mask.h"
 
 namespace convoy::cpu {
 namespace {
@@ -21,9 +23,6 @@ class DropoutOp final : public CpuOp {
         mask_(static_cast<std::size_t>(batch * example)) {}
 
   void bind(DnnlEnv&, const OpBuffers& b) override { b_ = b; }
-
-  void next_step() override { ++step_; }
-  void set_step(int64_t steps) override { step_ = steps; }
 
   void forward(DnnlEnv&, bool training) override {
     const int64_t total = batch_ * example_;
@@ -37,11 +36,13 @@ class DropoutOp final : public CpuOp {
     const float* x = b_.src;
     float* y = b_.dst;
     float* mask = mask_.data();
+    const int64_t step = b_.steps_done ? *b_.steps_done : 0;  // unbound: an op timed alone
 #pragma omp parallel for schedule(static)
     for (int64_t n = 0; n < batch_; ++n) {
-      Rng rng(Rng(seed_ + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(step_ * batch_ + n + 1)).next_u64());
-      for (int64_t i = n * example; i < (n + 1) * example; ++i) {
-        mask[i] = rng.uniform01() < rate ? 0.0f : keep_scale;
+      const uint64_t stream = dropout_example_stream(seed_, step, batch_, n);
+      for (int64_t k = 0; k < example; ++k) {
+        const int64_t i = n * example + k;
+        mask[i] = dropout_drops(stream, k, rate) ? 0.0f : keep_scale;
         y[i] = x[i] * mask[i];
       }
     }
@@ -60,7 +61,6 @@ class DropoutOp final : public CpuOp {
   float rate_;
   int64_t batch_, example_;
   uint64_t seed_;
-  int64_t step_ = 0;
   std::vector<float> mask_;  // 0 or 1 / (1 - rate), per element of the batch
   OpBuffers b_;
 };

@@ -219,16 +219,6 @@ int64_t share(int64_t total, int t, int threads) { return total * t / threads; }
 
 }  // namespace
 
-ConvAlgo conv_algo_from_env() {
-  const char* v = std::getenv("CONVOY_CONV_ALGO");
-  if (!v || !*v) return ConvAlgo::automatic;
-  const std::string_view s(v);
-  if (s == "direct") return ConvAlgo::direct;
-  if (s == "winograd") return ConvAlgo::winograd;
-  if (s == "auto") return ConvAlgo::automatic;
-  throw UserError("CONVOY_CONV_ALGO=" + std::string(s) + " is not an algorithm: use direct, winograd or auto");
-}
-
 bool WinogradConv::suits(const ConvGeometry& g) {
   return g.kernel == 3 && g.stride == 1 && g.groups == 1 && g.pad_top == 1 && g.pad_left == 1 &&
          g.out_height == g.height && g.out_width == g.width;

@@ -48,14 +48,11 @@
 
 namespace convoy::cpu {
 
-// CONVOY_CONV_ALGO: "direct" (oneDNN for every pass), "winograd" (Winograd
-// for every pass of every layer it suits) or "auto" (default: Winograd where
-// it suits and channels and filters are both ≥ 32 with a product ≥ 2048 —
-// a fixed rule, measured, not a per-run timing, so that a run's arithmetic
-// and its bits do not depend on the machine's load). Read when a model is
-// compiled.
-enum class ConvAlgo { direct, winograd, automatic };
-ConvAlgo conv_algo_from_env();
+// CompileOptions::conv_algo: direct (oneDNN for every pass), winograd
+// (Winograd for every pass of every layer it suits) or automatic (default:
+// Winograd where it suits and channels and filters are both ≥ 32 with a
+// product ≥ 2048 — a fixed rule, measured, not a per-run timing, so that a
+// run's arithmetic and its bits do not depend on the machine's load).
 
 struct WinogradPasses {
   bool forward = false, input_gradient = false, weight_gradient = false;

@@ -2,7 +2,7 @@
 // Every CUDA, cuDNN and cuBLAS call is checked; a failure throws with the
 // call's own text, so a report names exactly what went wrong:
 //   CUDA_CHECK(cudaMalloc(&p, bytes));
-//   -> "cudaMalloc(&p, bytes) failed: out of memory (backends/cuda/cuda_executable.cpp:88)"
+//   -> "cudaMalloc(&p, bytes) failed: out of memory (backends/cuda/cuda_device.cpp:88)"
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>

@@ -1,7 +1,7 @@
 // Dropout and multiply: x times a mask or a gate (see kernels.h). Dropout's
 // mask is the CPU's, element for element (dropout_mask.h): the products are
 // single float multiplies, so outputs and gradients are the CPU's bits.
-#include "backends/cuda/dropout_mask.h"
+#include "backends/dropout_mask.h"
 #include "backends/cuda/kernels.h"
 #include "backends/cuda/launch.cuh"
 

@@ -1,14 +1,9 @@
 // The numerical guard on the device (Executable::last_step_finite), in a form
 // a captured CUDA graph can replay: no host decision inside a step. Each
 // step's loss and correct count go to per-step scalars; after backward one
-// pass flags any non-finite gradient, then one thread decides:
-//   finite and no earlier fault in this execution: commit the step's metrics,
-//     count it in steps_done, step_ok = 1 (the optimizer kernels run);
-//   otherwise step_ok = 0: the optimizer kernels return at once and the BN
-//     running statistics are copied back from before the step. The first
-//     faulty step also sets `halted`, which keeps every later step of the
-//     execution from changing anything, so the host can hand those batches
-//     in again (on_nan: skip_step) or stop with the last good weights.
+// pass flags any non-finite gradient, then one thread decides
+// (commit_guarded_step in backends/device_scalars.h, which every device
+// shares), and the BN running statistics are copied back after a faulty step.
 #include <cmath>
 
 #include "backends/cuda/kernels.h"
@@ -20,11 +15,7 @@ namespace {
 #define GRID_STRIDE(i, n) \
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); i += int64_t{gridDim.x} * blockDim.x)
 
-__global__ void begin_step_kernel(DeviceScalars* s) {
-  s->step_loss_sum = 0;
-  s->step_correct = 0;
-  s->nonfinite = 0;
-}
+__global__ void begin_step_kernel(DeviceScalars* s) { convoy::begin_guarded_step(s); }
 
 __global__ void flag_nonfinite_kernel(const float* g, int64_t n, DeviceScalars* s) {
   bool bad = false;
@@ -32,23 +23,7 @@ __global__ void flag_nonfinite_kernel(const float* g, int64_t n, DeviceScalars* 
   if (bad) atomicOr(&s->nonfinite, 1);
 }
 
-__global__ void commit_step_kernel(int64_t batch, DeviceScalars* s) {
-  const bool finite = s->nonfinite == 0 && isfinite(s->step_loss_sum);
-  if (s->halted || !finite) {
-    s->step_ok = 0;
-    if (!s->halted) {
-      s->halted = 1;
-      s->steps_run += 1;  // the faulty step counts as run
-    }
-    return;
-  }
-  s->step_ok = 1;
-  s->steps_run += 1;
-  s->steps_done += 1;  // dropout's next mask, as the CPU's next_step() after an update
-  s->loss_sum += s->step_loss_sum;
-  s->correct += s->step_correct;
-  s->train_examples += static_cast<unsigned long long>(batch);
-}
+__global__ void commit_step_kernel(int64_t batch, DeviceScalars* s) { commit_guarded_step(s, batch); }
 
 __global__ void restore_state_kernel(float* state, const float* before, int64_t n, const DeviceScalars* s) {
   if (s->step_ok) return;

@@ -3,42 +3,18 @@
 // padding_pools.cu, frozen.cu, guard.cu, softmax_loss.cu, optimizer.cu),
 // behind plain launch functions: callers need no CUDA syntax. Each launcher
 // enqueues on `stream` and checks the launch. The .cu files see only this
-// header (no convoy public headers), which keeps nvcc's work small; the
-// enums mirror convoy::Loss and optim::Kind.
+// header and the plain ones it includes (the loss and optimizer options the
+// CPU reads too, the device scalars), which keeps nvcc's work small.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 #include <string>
 
+#include "backends/device_scalars.h"
+#include "convoy/backends/loss.h"
+#include "convoy/optim/optimizer_options.h"
+
 namespace convoy::cuda {
-
-// Blocks of the first pass of the global gradient norm (clip_norm).
-inline constexpr int kNormBlocks = 128;
-
-// Scalars that live on the device, so that captured CUDA graphs read their
-// current values: metrics accumulate here between take_metrics() calls, and
-// the learning rate is written here between executions.
-struct DeviceScalars {
-  double loss_sum;              // metrics: sum of per-example losses
-  unsigned long long correct;   // metrics: examples predicted right
-  double step_loss;             // the last loss_and_gradients step's loss sum
-  float lr;                     // the optimizer's current learning rate
-  float clip_scale;             // this step's gradient scale (clip_norm)
-  float adam_c1, adam_c2;       // this step's Adam bias corrections
-  double norm_partials[kNormBlocks];
-  // The numerical guard (guard.cu): this step's loss and correct count before
-  // they join the metrics, its verdict, and the execution's fault state.
-  double step_loss_sum;
-  unsigned long long step_correct;
-  unsigned long long train_examples;  // metrics: examples of committed training steps
-  int nonfinite;  // this step: some gradient is NaN or Inf
-  int step_ok;    // this step may update (the optimizer kernels read it)
-  int halted;     // a step of this execution was not finite: later ones change nothing
-  int steps_run;  // steps of this execution run, up to and including a faulty one
-  // Training steps applied so far (committed by the guard): dropout draws
-  // its masks from it, as the CPU's ops count next_step() calls.
-  int64_t steps_done;
-};
 
 // True when this build's kernels run on the current device; else sets `why`.
 bool kernels_run_here(std::string& why);
@@ -135,9 +111,8 @@ void log_softmax_backward(const float* y, const float* dy, float* dx, int64_t ro
 // formulas, d_out = d(mean loss)/d(out) over grad_rows rows. Exactly one of
 // labels and dense is set; labels were checked on the host. Optional sinks:
 // step_loss (overwritten), loss_sum and correct (added to: the metrics).
-enum class LossKind { nll, softmax_cross_entropy, binary_cross_entropy };
 struct LossArgs {
-  LossKind loss = LossKind::nll;
+  Loss loss = Loss::nll;
   float smoothing = 0;
   const float* out = nullptr;
   const int32_t* labels = nullptr;
@@ -154,17 +129,9 @@ void loss_forward(const LossArgs& args, cudaStream_t stream);
 // One update of the flat parameter buffer, as optim::step (optim/optimizer.h):
 // global-norm clipping first (the gradients are scaled in place), then one
 // fused kernel for the optimizer kind. The learning rate is read from
-// scalars->lr; Adam's step count lives in state[2n] as on the CPU. Nothing
-// changes unless scalars->step_ok (the numerical guard's verdict).
-enum class OptimizerKind { sgd, adam, adamw, rmsprop };
-struct OptimizerArgs {
-  OptimizerKind kind = OptimizerKind::sgd;
-  float momentum = 0, weight_decay = 0;
-  bool nesterov = false;
-  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, alpha = 0.99f;
-  float clip_norm = 0;
-};
-void optimizer_step(const OptimizerArgs& opt, float* params, float* grads, float* state, int64_t n,
+// scalars->lr (opt.lr is ignored); Adam's step count lives in state[2n] as on
+// the CPU. Nothing changes unless scalars->step_ok (the guard's verdict).
+void optimizer_step(const optim::OptimizerOptions& opt, float* params, float* grads, float* state, int64_t n,
                     DeviceScalars* scalars, cudaStream_t stream);
 
 }  // namespace convoy::cuda

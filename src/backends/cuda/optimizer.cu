@@ -110,22 +110,22 @@ __global__ void rmsprop_kernel(float* p, float* g, float* sq, float* b, int64_t 
 }
 
 template <bool Clip>
-void update(const OptimizerArgs& o, float* p, float* g, float* st, int64_t n, DeviceScalars* s, cudaStream_t stream) {
+void update(const optim::OptimizerOptions& o, float* p, float* g, float* st, int64_t n, DeviceScalars* s, cudaStream_t stream) {
   const unsigned blocks = blocks_for(n);
   switch (o.kind) {
-    case OptimizerKind::sgd:
+    case optim::Kind::sgd:
       sgd_kernel<Clip><<<blocks, kThreads, 0, stream>>>(p, g, st, n, o.momentum, o.weight_decay, o.nesterov, s);
       CUDA_CHECK_LAUNCH("sgd_kernel");
       return;
-    case OptimizerKind::adam:
-    case OptimizerKind::adamw:
+    case optim::Kind::adam:
+    case optim::Kind::adamw:
       adam_prepare_kernel<<<1, 1, 0, stream>>>(st + 2 * n, o.beta1, o.beta2, s);
       CUDA_CHECK_LAUNCH("adam_prepare_kernel");
       adam_kernel<Clip><<<blocks, kThreads, 0, stream>>>(p, g, st, st + n, n, o.beta1, o.beta2, o.eps,
-                                                          o.weight_decay, o.kind == OptimizerKind::adamw, s);
+                                                          o.weight_decay, o.kind == optim::Kind::adamw, s);
       CUDA_CHECK_LAUNCH("adam_kernel");
       return;
-    case OptimizerKind::rmsprop:
+    case optim::Kind::rmsprop:
       rmsprop_kernel<Clip><<<blocks, kThreads, 0, stream>>>(p, g, st, st + n, n, o.alpha, o.eps, o.momentum,
                                                              o.weight_decay, s);
       CUDA_CHECK_LAUNCH("rmsprop_kernel");
@@ -135,7 +135,7 @@ void update(const OptimizerArgs& o, float* p, float* g, float* st, int64_t n, De
 
 }  // namespace
 
-void optimizer_step(const OptimizerArgs& opt, float* params, float* grads, float* state, int64_t n,
+void optimizer_step(const optim::OptimizerOptions& opt, float* params, float* grads, float* state, int64_t n,
                     DeviceScalars* scalars, cudaStream_t stream) {
   if (n == 0) return;
   if (opt.clip_norm <= 0) return update<false>(opt, params, grads, state, n, scalars, stream);

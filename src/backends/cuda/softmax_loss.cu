@@ -74,7 +74,7 @@ __global__ void loss_kernel(LossArgs a) {
   const int64_t cols = a.cols;
   const float s = a.smoothing;
   const float inv_n = 1.0f / static_cast<float>(a.grad_rows);
-  const float uniform = a.loss == LossKind::binary_cross_entropy ? s / 2 : s / static_cast<float>(cols);
+  const float uniform = a.loss == Loss::binary_cross_entropy ? s / 2 : s / static_cast<float>(cols);
   double loss = 0;
   unsigned long long correct = 0;
   for (int64_t row = threadIdx.x; row < a.rows; row += blockDim.x) {
@@ -85,7 +85,7 @@ __global__ void loss_kernel(LossArgs a) {
     auto target = [&](int64_t j) {  // the smoothed target of class j
       return dense ? dense[j] * (1 - s) + uniform : (j == label ? uniform + (1 - s) : uniform);
     };
-    if (a.loss == LossKind::binary_cross_entropy) {
+    if (a.loss == Loss::binary_cross_entropy) {
       // Stable form: max(o, 0) - o t + log(1 + exp(-|o|)), averaged over classes.
       bool all_right = true;
       double row_loss = 0;
@@ -103,7 +103,7 @@ __global__ void loss_kernel(LossArgs a) {
     correct += row_argmax(o, cols) == wanted;
     float t_sum = 0;
     for (int64_t j = 0; j < cols; ++j) t_sum += target(j);
-    if (a.loss == LossKind::nll) {
+    if (a.loss == Loss::nll) {
       for (int64_t j = 0; j < cols; ++j) loss -= target(j) * o[j];
       if (d)
         for (int64_t j = 0; j < cols; ++j) d[j] = -target(j) * inv_n;

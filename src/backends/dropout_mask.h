@@ -1,24 +1,26 @@
 #pragma once
-// The CPU backend's dropout masks (backends/cpu/dropout_op.cpp) as a formula
-// of (layer seed, step, example, element), so a GPU thread computes its own
-// element's draw and CPU and GPU runs with one seed drop the same elements.
+// Dropout's masks as one formula of (layer seed, step, example, element),
+// evaluated by the CPU's kernel (backends/cpu/dropout_op.cpp) and by each GPU
+// thread for its own element, so runs with one seed drop the same elements
+// on every device.
 //
-// The CPU draws example n's mask from Rng(Rng(s).next_u64()) with
+// Example n's draws are those of Rng(Rng(s).next_u64()) (core/rng.h) with
 // s = seed + golden * (step * batch + n + 1), one uniform01() per element in
-// its activation layout (NHWC for images). Rng is SplitMix64, whose k-th
-// output is mix(state + (k + 1) * golden): counter-based, no sequence to walk.
-// Plain integer and float arithmetic, so host and device agree bit for bit;
-// the host side (compiled without nvcc) is what tests/test_cuda_dropout_mask.cpp
-// checks against the CPU backend on machines without a GPU.
+// the CPU's activation layout (NHWC for images). Rng is SplitMix64, whose
+// k-th output is mix(state + (k + 1) * golden): counter-based, no sequence to
+// walk. Plain integer and float arithmetic, so host and device agree bit for
+// bit; tests/test_cuda_dropout_mask.cpp checks the formula against Rng.
 #include <cstdint>
 
+#ifndef CONVOY_HOST_DEVICE
 #if defined(__CUDACC__)
 #define CONVOY_HOST_DEVICE __host__ __device__
 #else
 #define CONVOY_HOST_DEVICE
 #endif
+#endif
 
-namespace convoy::cuda {
+namespace convoy {
 
 inline constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
 
@@ -31,9 +33,8 @@ CONVOY_HOST_DEVICE inline uint64_t splitmix64(uint64_t state) {
   return z ^ (z >> 31);
 }
 
-// The seed of layer `index`'s masks, derived from the model's seed as
-// CpuExecutable does for its ops.
-inline uint64_t dropout_layer_seed(uint64_t model_seed, uint64_t index) {
+// The seed of layer `index`'s masks, derived from the model's seed.
+CONVOY_HOST_DEVICE inline uint64_t dropout_layer_seed(uint64_t model_seed, uint64_t index) {
   return splitmix64(model_seed ^ (0xD1B54A32D192ED03ull * (index + 1)));
 }
 
@@ -56,4 +57,4 @@ CONVOY_HOST_DEVICE inline int64_t dropout_cpu_index(int64_t j, int64_t channels,
   return (j % pixels) * channels + j / pixels;
 }
 
-}  // namespace convoy::cuda
+}  // namespace convoy
