@@ -581,6 +581,42 @@ TEST(OnnxIssue23, NegativeAxesOfEveryAxisOpAreNormalised) {
     EXPECT_EQ(import_error(graph({5}, {op("Relu", "r", {"x"}), op(type, "s", {"r"}, {integer("axis", 2)})})),
               "g.onnx: node 's' (" + std::string(type) + "): axis 2 is out of range for a tensor of 2 dimensions");
   }
+  // ReduceMean, Squeeze and Unsqueeze name H and W of an image by either sign.
+  for (const auto& axes : std::vector<std::vector<int64_t>>{{2, 3}, {-1, -2}, {3, -2}}) {
+    EXPECT_EQ(import(graph({3, 2, 2}, {op("ReduceMean", "m", {"x"}, {ints("axes", axes), integer("keepdims", 0)})})).model.output_shape(),
+              (Shape{3}));
+    EXPECT_EQ(import(graph({3, 1, 1}, {op("Relu", "r", {"x"}), op("Squeeze", "s", {"r", "a"})}, {int64s("a", axes)})).model.output_shape(),
+              (Shape{3}));
+    EXPECT_EQ(import(graph({3, 2, 2}, {op("ReduceMean", "g", {"x"}, {ints("axes", {2, 3}), integer("keepdims", 0)}),
+                                       op("Unsqueeze", "u", {"g", "a"}), op("Mul", "m", {"x", "u"})},
+                           {int64s("a", axes)}))
+                  .model.output_shape(),
+              (Shape{3, 2, 2}))
+        << "a channel gate";
+  }
+  for (int64_t axis : {-2, 1}) {  // [N, 3] to [N, 1, 3] by either sign, then flat again
+    const ImportedModel m = import(graph({3}, {op("Unsqueeze", "u", {"x", "a"}), op("Relu", "r", {"u"}), op("Flatten", "f", {"r"})},
+                                         {int64s("a", {axis})}));
+    EXPECT_EQ(m.model.output_shape(), (Shape{3})) << axis;
+  }
+  EXPECT_EQ(import_error(graph({3, 2, 2}, {op("ReduceMean", "m", {"x"}, {ints("axes", {-3, -2})})})),
+            "g.onnx: node 'm' (ReduceMean): only ReduceMean over the spatial axes of an image (a global average pool) is "
+            "supported");
+}
+
+// LogSoftmax at |x| up to 1e4 (ONNX's test_logsoftmax_large_number): x - max
+// first, then the log of the sum, against a double-precision reference.
+TEST(OnnxIssue23, LogSoftmaxIsStableAtLargeInputs) {
+  const ImportedModel m = import(graph({4}, {op("LogSoftmax", "s", {"x"}, {integer("axis", -1)})}));
+  const std::vector<float> x{10000, 10001, 10002, 10003, -10000, -9999.5f, -10002, -10000, 0, 1, 2, 3};
+  const auto got = infer(m.model, m.weights.params, m.weights.state, x, 3);
+  for (std::size_t r = 0; r < 3; ++r) {
+    double mx = -1e300, sum = 0;
+    for (std::size_t j = 0; j < 4; ++j) mx = std::max(mx, static_cast<double>(x[r * 4 + j]));
+    for (std::size_t j = 0; j < 4; ++j) sum += std::exp(static_cast<double>(x[r * 4 + j]) - mx);
+    for (std::size_t j = 0; j < 4; ++j)
+      EXPECT_NEAR(got[r * 4 + j], static_cast<double>(x[r * 4 + j]) - mx - std::log(sum), 2e-6) << r << ", " << j;
+  }
 }
 
 // Every element type ONNX defines is read with its own width, from raw_data
@@ -792,6 +828,14 @@ TEST(OnnxIssue23, ConstantOperandsFoldOrBecomeFrozenLayers) {
   EXPECT_EQ(import_error(graph({3}, {op("Add", "k", {"p", "q"}), op("Relu", "r", {"x"})},
                                {{.name = "p", .dims = {2}, .floats = {1, 2}}, {.name = "q", .dims = {3}, .floats = {1, 2, 3}}})),
             "g.onnx: node 'k' (Add): its inputs are constants, which convoy folds, but shapes [2] and [3] do not broadcast");
+  // A fold is bounded: [2^14] + [2^14, 1] would be 2^28 values.
+  const onnx::Tensor wide{.name = "p", .dims = {1 << 14}, .floats = std::vector<float>(1 << 14)};
+  onnx::Tensor tall = wide;
+  tall.name = "q";
+  tall.dims = {1 << 14, 1};
+  EXPECT_EQ(import_error(graph({3}, {op("Add", "k", {"p", "q"}), op("Relu", "r", {"x"})}, {wide, tall})),
+            "g.onnx: node 'k' (Add): its inputs are constants, which convoy folds, but the result would have more than 2^26 "
+            "values");
 }
 
 // Flatten, Reshape, Squeeze and Unsqueeze that keep the batch first relabel
