@@ -4,7 +4,8 @@
 // wheel): each case goes through the public API as a user's file would
 // (io::load_onnx, compile_cpu, eval) and either matches output_0.pb or is
 // refused with one UserError naming the file. A wrong number or another
-// exception fails the test. OUTCOMES.tsv records which cases compute and
+// exception fails the test; what imports must also export (io::to_onnx) and
+// import again to the same numbers. OUTCOMES.tsv records which cases compute and
 // which are refused, so a change in either shows up here; the per-op counts
 // go to docs/zoo.md.
 //
@@ -92,19 +93,35 @@ Outcome run_case(const fs::path& dir) {
         for (int64_t k = 0; k < c; ++k)
           input[static_cast<std::size_t>(n * per_example + k * hw + p)] = x.floats[static_cast<std::size_t>(n * per_example + p * c + k)];
   }
-  std::unique_ptr<Executable> exe;
+  auto outputs = [&](const ImportedModel& model) {
+    auto exe = compile_cpu(model.model, {.batch_size = batch, .loss = Loss::softmax_cross_entropy}, 0);
+    exe->set_parameters(model.weights.params);
+    exe->set_state(model.weights.state);
+    std::vector<int32_t> labels(static_cast<std::size_t>(batch), 0);
+    exe->eval_step(input.data(), labels.data(), batch);
+    std::vector<float> out(static_cast<std::size_t>(batch * exe->output_size()));
+    exe->get_output(out);
+    return out;
+  };
+  std::vector<float> got;
   try {
-    exe = compile_cpu(m.model, {.batch_size = batch, .loss = Loss::softmax_cross_entropy}, 0);
+    got = outputs(m);
   } catch (const UserError& e) {
     return {"refused", std::string("at compile: ") + e.what()};
   }
-  exe->set_parameters(m.weights.params);
-  exe->set_state(m.weights.state);
-  std::vector<int32_t> labels(static_cast<std::size_t>(batch), 0);
-  exe->eval_step(input.data(), labels.data(), batch);
-  const int64_t cols = exe->output_size();
-  std::vector<float> got(static_cast<std::size_t>(batch * cols));
-  exe->get_output(got);
+  const int64_t cols = static_cast<int64_t>(got.size()) / batch;
+  // What imports exports again (convoy's ONNX out) and imports to the same numbers.
+  std::vector<float> again;
+  try {
+    const onnx::Model exported = to_onnx(m.model, m.weights.params, m.weights.state, {.fold_batch_norm = false});
+    again = outputs(from_onnx(onnx::decode(onnx::encode(exported), "re-export"), "re-export"));
+  } catch (const UserError& e) {
+    return {"WRONG", std::string("exported, it does not import again: ") + e.what()};
+  }
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (!(again[i] == got[i] || (std::isnan(again[i]) && std::isnan(got[i]))))
+      return {"WRONG", "exported and imported again, output " + std::to_string(i) + " is " + std::to_string(again[i]) +
+                           ", not " + std::to_string(got[i])};
   if (m.softmax_dropped)  // the model gives logits; the file gave their softmax
     for (int64_t n = 0; n < batch; ++n) {
       float* row = got.data() + n * cols;
