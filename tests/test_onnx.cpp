@@ -21,6 +21,7 @@
 #include "convoy/io/onnx.h"
 #include "convoy/io/pretrained.h"
 #include "convoy/io/safetensors.h"
+#include "io/onnx_fold.h"
 #include "convoy/nn/zoo.h"
 #include "test_helpers.h"
 #include "zoo_weights.h"
@@ -866,6 +867,16 @@ TEST(OnnxIssue23, ReshapesThatKeepTheBatchAreViews) {
             "g.onnx: node 'u' (Unsqueeze): unsqueezes before the batch axis; convoy keeps the batch first");
   EXPECT_EQ(import_error(graph({6}, {op("Relu", "r", {"x"}), op("Reshape", "v", {"r", "to"})}, {int64s("to", {0, 2, 3})})),
             "g.onnx: the graph output 'v' is [N, 2, 3]; convoy models give [N, C, H, W] images or [N, features] rows (flatten it)");
+  // Ranks a file claims are bounded (and messages show at most 16 values).
+  std::vector<int64_t> many(70);
+  for (std::size_t i = 0; i < many.size(); ++i) many[i] = static_cast<int64_t>(i) + 1;
+  EXPECT_EQ(import_error(graph({3}, {op("Unsqueeze", "u", {"x", "a"}), op("Flatten", "f", {"u"})}, {int64s("a", many)})),
+            "g.onnx: node 'u' (Unsqueeze): the result has more than 64 dimensions");
+  EXPECT_EQ(import_error(graph({3}, {op("Unsqueeze", "u", {"k", "a"}), op("Relu", "r", {"x"})},
+                               {{.name = "k", .dims = {1}, .floats = {1}}, int64s("a", many)})),
+            "g.onnx: node 'u' (Unsqueeze): its inputs are constants, which convoy folds, but the result would have more "
+            "than 64 dimensions");
+  EXPECT_EQ(onnx_fold::list(many), "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, ... (70 values)]");
 }
 
 // SAME_LOWER with even pads is SAME_UPPER; ceil_mode where it adds no

@@ -10,12 +10,6 @@
 namespace convoy::io::onnx_fold {
 namespace {
 
-std::string list(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
-
 int64_t count(const std::vector<int64_t>& dims) {
   int64_t n = 1;
   for (int64_t d : dims) {
@@ -123,6 +117,7 @@ onnx::Tensor arithmetic(const onnx::Node& n, const onnx::Tensor& a, const onnx::
 }
 
 onnx::Tensor reshape(const onnx::Node& n, const onnx::Tensor& t, const std::vector<int64_t>& target) {
+  if (target.size() > 64) throw FoldError("the shape has more than 64 dimensions");
   const bool allowzero = n.find("allowzero") && n.find("allowzero")->i != 0;
   std::vector<int64_t> dims = target;
   int64_t known = 1, infer = -1;
@@ -214,6 +209,14 @@ onnx::Tensor concat(const onnx::Node& n, const std::vector<const onnx::Tensor*>&
 
 }  // namespace
 
+std::string list(const std::vector<int64_t>& v) {
+  constexpr std::size_t kShown = 16;
+  std::string s = "[";
+  for (std::size_t i = 0; i < std::min(v.size(), kShown); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  if (v.size() > kShown) s += ", ... (" + std::to_string(v.size()) + " values)";
+  return s + "]";
+}
+
 bool folds(const std::string& op) {
   static const std::set<std::string> ops{"Identity", "Add",     "Sub",       "Mul",       "Div",   "Reshape",
                                          "Flatten",  "Squeeze", "Unsqueeze", "Transpose", "Concat"};
@@ -272,6 +275,7 @@ onnx::Tensor fold_node(const onnx::Node& n, const std::vector<const onnx::Tensor
       } else {
         if (!axes) throw FoldError("the axes are missing");
         const int64_t out_rank = rank + static_cast<int64_t>(axes->size());
+        if (out_rank > 64) throw FoldError("the result would have more than 64 dimensions");
         std::set<int64_t> at;
         for (int64_t a : *axes)
           if (!at.insert(axis_in(a, out_rank)).second) throw FoldError("axes " + list(*axes) + " repeat an axis");

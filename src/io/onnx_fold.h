@@ -33,6 +33,10 @@ bool folds(const std::string& op_type);
 // FoldError when the inputs do not fit the op.
 onnx::Tensor fold_node(const onnx::Node& n, const std::vector<const onnx::Tensor*>& inputs, int64_t opset);
 
+// "[1, 2, 3]" for dimensions, axes or shapes in messages; at most 16 shown
+// (a file may claim a million dimensions of size 1).
+std::string list(const std::vector<int64_t>& values);
+
 // The shape two shapes broadcast to under ONNX's (numpy's) rules, or nullopt.
 std::optional<std::vector<int64_t>> broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
 

@@ -106,11 +106,7 @@ bool keeps_sign(const nn::Layer& l) {
          std::holds_alternative<nn::Flatten>(l) || std::holds_alternative<nn::Concat>(l);
 }
 
-std::string list(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
+using onnx_fold::list;
 
 // "[N, 3, 4]": ONNX dimensions after the batch, with it.
 std::string with_batch(const Shape& dims) {
@@ -155,6 +151,7 @@ class Importer {
     require(input->dims.size() >= 2, where_ + ": input '" + shown(input->name) + "' has " + std::to_string(input->dims.size()) +
                                          " dimension(s); convoy takes a batch of examples: [N, C, H, W] images, [N, features] "
                                          "rows, or another [N, ...] as rows of its values");
+    require(input->dims.size() <= 64, where_ + ": input '" + shown(input->name) + "' has more than 64 dimensions");
     batch_ = input->dims[0] > 0 ? input->dims[0] : -1;
     Shape shape(input->dims.begin() + 1, input->dims.end());
     for (int64_t d : shape) {
@@ -664,6 +661,7 @@ class Importer {
       const auto axes = ints_input(n, 1, "axes");
       if (!axes) fail(n, "the axes are missing");
       const int64_t out_rank = rank + static_cast<int64_t>(axes->size());
+      if (out_rank > 64) fail(n, "the result has more than 64 dimensions");
       std::set<int64_t> at;
       for (int64_t a : *axes) {
         const int64_t k = normalized_axis(n, a, out_rank);
@@ -692,6 +690,7 @@ class Importer {
     };
     auto refuse = [&](const std::string& why) { fail(n, "reshapes " + with_batch(dims) + " to " + shape_text() + ": " + why); };
     if (d.size() < 2) refuse("convoy models keep the batch axis and at least one more");
+    if (d.size() > 64) refuse("more than 64 dimensions");
     Shape rest;
     int64_t known = 1, infer = -1;
     for (std::size_t i = 1; i < d.size(); ++i) {
