@@ -3,7 +3,10 @@
 torch.onnx.export (opset 13, inference mode: batch norms folded into the
 convolutions), import into convoy and give PyTorch's logits; so does a small
 CNN flattening with x.view(x.size(0), -1), exported with a free and a fixed
-batch size.
+batch size, and one of constant operands and reshapes (issue 23: an input
+normalised by per-channel constants, a bias and a scale added to a
+convolution, a reshape that keeps the batch, a Linear scaled and shifted),
+exported with PyTorch's constant folding and without it.
 
 The files are made here at test time rather than committed (ResNet-18 is
 45 MB): seeded weights (torch.manual_seed; batch-norm statistics randomised
@@ -55,6 +58,27 @@ class ViewNet(torch.nn.Module):
         return self.fc(x.view(x.size(0), -1))
 
 
+class ConstantsNet(torch.nn.Module):
+    """(x - mean) / std per channel, a bias-free conv plus a per-channel bias
+    times 0.5, x.reshape(N, 2, -1) through a sigmoid, then flatten(1), and a
+    Linear whose logits are scaled and shifted by constants."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("mean", torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1))
+        self.register_buffer("std", torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1))
+        self.conv = torch.nn.Conv2d(3, 2, 3, bias=False)
+        self.bias = torch.nn.Parameter(torch.randn(2))
+        self.fc = torch.nn.Linear(2 * 6 * 6, 10)
+        self.register_buffer("offset", torch.randn(10))
+
+    def forward(self, x):
+        x = (x - self.mean) / self.std
+        x = (self.conv(x) + self.bias.view(1, -1, 1, 1)) * 0.5
+        x = torch.sigmoid(x.reshape(x.size(0), 2, -1)).flatten(1)
+        return self.fc(x) * 2.0 - self.offset
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         torch.manual_seed(7)
@@ -66,6 +90,13 @@ def main():
                               output_names=["logits"], dynamic_axes=axes)
             with torch.no_grad():
                 write_safetensors(os.path.join(tmp, name + ".safetensors"), {"input": x, "logits": view(x)})
+        constants = ConstantsNet().eval()
+        for name, folding in [("constants_folded", True), ("constants_unfolded", False)]:
+            torch.onnx.export(constants, x, os.path.join(tmp, name + ".onnx"), opset_version=13, input_names=["input"],
+                              output_names=["logits"], dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}},
+                              do_constant_folding=folding)
+            with torch.no_grad():
+                write_safetensors(os.path.join(tmp, name + ".safetensors"), {"input": x, "logits": constants(x)})
         for i, name in enumerate(["resnet18", "mobilenet_v2"]):
             torch.manual_seed(i)
             model = getattr(torchvision.models, name)(num_classes=10).eval()

@@ -21,6 +21,7 @@
 #include "convoy/io/onnx.h"
 #include "convoy/io/pretrained.h"
 #include "convoy/io/safetensors.h"
+#include "io/onnx_fold.h"
 #include "convoy/nn/zoo.h"
 #include "test_helpers.h"
 #include "zoo_weights.h"
@@ -357,9 +358,13 @@ TEST(Onnx, PyTorchViewFlattensImport) {
   EXPECT_EQ(import_error(graph({6}, {op("Gather", "g", {"x", "zero"})}, constants)),
             "g.onnx: node 'g' (Gather): is supported only on shapes (Shape, Gather, Unsqueeze, Concat before a Reshape: "
             "PyTorch's x.view(x.size(0), -1))");
-  // A target shape that is no flatten.
-  EXPECT_EQ(import_error(graph({2, 3, 3}, {op("Relu", "r", {"x"}), op("Shape", "s", {"r"}), op("Reshape", "f", {"r", "s"})})),
-            "g.onnx: node 'f' (Reshape): only reshapes to [N, -1] (flattening) are supported");
+  // A reshape to the tensor's own shape changes nothing; one that moves the batch is refused.
+  EXPECT_EQ(import(graph({2, 3, 3}, {op("Relu", "r", {"x"}), op("Shape", "s", {"r"}), op("Reshape", "f", {"r", "s"}), op("Flatten", "g", {"f"})}))
+                .model.layers().size(),
+            2u);
+  EXPECT_EQ(import_error(graph({2, 3, 3}, {op("Relu", "r", {"x"}), op("Reshape", "f", {"r", "to"})}, {int64s("to", {-1, 3})})),
+            "g.onnx: node 'f' (Reshape): reshapes [N, 2, 3, 3] to [-1, 3]: only reshapes that keep the batch as the first "
+            "axis are supported");
 }
 
 TEST(Onnx, LayoutsAndSoftmaxConvoyCannotFollowAreErrors) {
@@ -516,9 +521,14 @@ TEST(OnnxFuzzRegressions, LayerErrorsAndEmptyGraphsNameTheFile) {
             "g.onnx: c: groups (3) must divide the input channels (4) and the filters (6)");
   EXPECT_EQ(import_error(graph({2}, {op("Relu", "a", {"x"}), op("Relu", "b", {"x"})})),
             "g.onnx: model: the output of relu_0 is not used by any later layer; remove it or join it into the graph");
-  EXPECT_EQ(import_error(graph({2}, {op("Softmax", "s", {"x"})})),
+  EXPECT_EQ(import_error(graph({3, 2, 2}, {op("Identity", "i", {"x"})})),
             "g.onnx: the graph has no node convoy imports as a layer (only Identity, Transpose, Softmax, Constant and "
             "the like)");
+  // On rows such a graph is the identity: one Flatten (a Softmax left out).
+  const ImportedModel softmax = import(graph({2}, {op("Softmax", "s", {"x"})}));
+  ASSERT_EQ(softmax.model.layers().size(), 1u);
+  EXPECT_TRUE(std::holds_alternative<nn::Flatten>(softmax.model.layers()[0].layer));
+  EXPECT_TRUE(softmax.softmax_dropped);
 }
 
 // Issue 23: ONNX's conformance suite (tests/test_onnx_conformance.cpp) found
@@ -557,7 +567,8 @@ TEST(OnnxIssue23, NegativeAxesOfEveryAxisOpAreNormalised) {
                   .model.output_shape(),
               (Shape{16}));
   EXPECT_EQ(import_error(graph({3, 2, 2}, {conv("c", "x", "w", 1), op("Flatten", "f", {"c"}, {integer("axis", -2)})}, {w})),
-            "g.onnx: node 'f' (Flatten): only Flatten with axis 1 is supported");
+            "g.onnx: node 'f' (Flatten): axis -2 joins the batch with the next 4 values ([N*4, ...]); convoy keeps the batch "
+            "axis (axis 1)");
   for (const char* type : {"LogSoftmax", "Softmax"}) {
     for (int64_t axis : {1, -1}) {
       const ImportedModel m = import(graph({5}, {op("Relu", "r", {"x"}), op(type, "s", {"r"}, {integer("axis", axis)})}));
@@ -570,6 +581,42 @@ TEST(OnnxIssue23, NegativeAxesOfEveryAxisOpAreNormalised) {
           << type << axis;
     EXPECT_EQ(import_error(graph({5}, {op("Relu", "r", {"x"}), op(type, "s", {"r"}, {integer("axis", 2)})})),
               "g.onnx: node 's' (" + std::string(type) + "): axis 2 is out of range for a tensor of 2 dimensions");
+  }
+  // ReduceMean, Squeeze and Unsqueeze name H and W of an image by either sign.
+  for (const auto& axes : std::vector<std::vector<int64_t>>{{2, 3}, {-1, -2}, {3, -2}}) {
+    EXPECT_EQ(import(graph({3, 2, 2}, {op("ReduceMean", "m", {"x"}, {ints("axes", axes), integer("keepdims", 0)})})).model.output_shape(),
+              (Shape{3}));
+    EXPECT_EQ(import(graph({3, 1, 1}, {op("Relu", "r", {"x"}), op("Squeeze", "s", {"r", "a"})}, {int64s("a", axes)})).model.output_shape(),
+              (Shape{3}));
+    EXPECT_EQ(import(graph({3, 2, 2}, {op("ReduceMean", "g", {"x"}, {ints("axes", {2, 3}), integer("keepdims", 0)}),
+                                       op("Unsqueeze", "u", {"g", "a"}), op("Mul", "m", {"x", "u"})},
+                           {int64s("a", axes)}))
+                  .model.output_shape(),
+              (Shape{3, 2, 2}))
+        << "a channel gate";
+  }
+  for (int64_t axis : {-2, 1}) {  // [N, 3] to [N, 1, 3] by either sign, then flat again
+    const ImportedModel m = import(graph({3}, {op("Unsqueeze", "u", {"x", "a"}), op("Relu", "r", {"u"}), op("Flatten", "f", {"r"})},
+                                         {int64s("a", {axis})}));
+    EXPECT_EQ(m.model.output_shape(), (Shape{3})) << axis;
+  }
+  EXPECT_EQ(import_error(graph({3, 2, 2}, {op("ReduceMean", "m", {"x"}, {ints("axes", {-3, -2})})})),
+            "g.onnx: node 'm' (ReduceMean): only ReduceMean over the spatial axes of an image (a global average pool) is "
+            "supported");
+}
+
+// LogSoftmax at |x| up to 1e4 (ONNX's test_logsoftmax_large_number): x - max
+// first, then the log of the sum, against a double-precision reference.
+TEST(OnnxIssue23, LogSoftmaxIsStableAtLargeInputs) {
+  const ImportedModel m = import(graph({4}, {op("LogSoftmax", "s", {"x"}, {integer("axis", -1)})}));
+  const std::vector<float> x{10000, 10001, 10002, 10003, -10000, -9999.5f, -10002, -10000, 0, 1, 2, 3};
+  const auto got = infer(m.model, m.weights.params, m.weights.state, x, 3);
+  for (std::size_t r = 0; r < 3; ++r) {
+    double mx = -1e300, sum = 0;
+    for (std::size_t j = 0; j < 4; ++j) mx = std::max(mx, static_cast<double>(x[r * 4 + j]));
+    for (std::size_t j = 0; j < 4; ++j) sum += std::exp(static_cast<double>(x[r * 4 + j]) - mx);
+    for (std::size_t j = 0; j < 4; ++j)
+      EXPECT_NEAR(got[r * 4 + j], static_cast<double>(x[r * 4 + j]) - mx - std::log(sum), 2e-6) << r << ", " << j;
   }
 }
 
@@ -676,15 +723,19 @@ TEST(OnnxIssue23, MessagesNameTheNodeAndTheConstantOperand) {
             "g.onnx: node #0 (MaxPool): padding 2 is more than half the kernel 3");
   EXPECT_EQ(import_error(graph({3}, {unnamed(op("Erf", "e", {"x"}))})).substr(0, 41), "g.onnx: node #0 has op Erf, which convoy ");
   const auto c = weights("k", {1, 3, 2, 2});
+  // A Transpose of a constant folds; the graph's output then is a constant.
   EXPECT_EQ(import_error(graph({3, 2, 2}, {op("Transpose", "t", {"k"}, {ints("perm", {0, 2, 3, 1})})}, {c})),
-            "g.onnx: node 't' (Transpose): input 'k' is a constant (FLOAT [1, 3, 2, 2]); a constant operand is not "
-            "supported here, only a computed tensor");
+            "g.onnx: the graph output 't' is a constant; convoy models compute their output from the input");
   EXPECT_EQ(import_error(graph({3, 2, 2}, {op("Relu", "r", {"x"}), op("Concat", "c", {"r", "k"}, {integer("axis", 1)})}, {c})),
-            "g.onnx: node 'c' (Concat): input 'k' is a constant (FLOAT [1, 3, 2, 2]); a constant operand is not "
-            "supported here, only a computed tensor");
+            "g.onnx: node 'c' (Concat): Concat with a constant operand ('k', FLOAT [1, 3, 2, 2]) is not supported; convoy "
+            "takes a computed tensor there");
   EXPECT_EQ(import_error(graph({3, 2, 2}, {op("Relu", "r", {"x"}), op("Add", "a", {"r", "k"})}, {c})),
-            "g.onnx: node 'a' (Add): input 'k' is a constant (FLOAT [1, 3, 2, 2]); a constant operand is not supported "
-            "(only the bias Add after a MatMul)");
+            "g.onnx: node 'a' (Add): Add with a constant operand ('k', [1, 3, 2, 2]) on [N, 3, 2, 2] is not supported: "
+            "convoy takes one value, or one per channel, on an [N, C, H, W] image, or on the [N, features] rows a Gemm or "
+            "MatMul computes (it has no layer that holds a constant tensor)");
+  EXPECT_EQ(import_error(graph({3}, {op("Shape", "s", {"x"})})),
+            "g.onnx: the graph output 's' is a shape (Shape, Gather, ...), which convoy evaluates at import; its models "
+            "compute tensors");
   EXPECT_EQ(import_error(graph({3, 2, 2}, {op("Relu", "r", {"nothing"})})),
             "g.onnx: node 'r' (Relu): input 'nothing' is not computed by any earlier node");
 }
@@ -730,6 +781,133 @@ TEST(OnnxIssue23, GemmScalingClipWithoutBoundsAndWeightsAsInputs) {
     else
       EXPECT_EQ(import_error(model), "g.onnx: node 'd' (Dropout): training_mode true (dropout at inference) is not supported");
   }
+}
+
+// Constant operands: nodes whose inputs are all constants fold at import (a
+// Transpose of a weight, Mul of Constant nodes); x op c with one value or one
+// per channel on an image is a frozen depthwise 1x1 convolution, on a Gemm's
+// rows folded into it; any other constant tensor is refused by its shape.
+TEST(OnnxIssue23, ConstantOperandsFoldOrBecomeFrozenLayers) {
+  const onnx::Tensor mean{.name = "mean", .dims = {1, 2, 1, 1}, .floats = {0.5f, -1.0f}};
+  const onnx::Tensor stdev{.name = "std", .dims = {2, 1, 1}, .floats = {2.0f, 0.25f}};
+  const ImportedModel norm =
+      import(graph({2, 1, 2}, {op("Sub", "s", {"x", "mean"}), op("Div", "d", {"s", "std"}), op("Flatten", "f", {"d"})}, {mean, stdev}));
+  ASSERT_EQ(norm.model.layers().size(), 3u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_TRUE(std::holds_alternative<nn::Conv2d>(norm.model.layers()[i].layer));
+    EXPECT_FALSE(norm.model.layers()[i].trainable) << "a constant stays constant";
+  }
+  EXPECT_EQ(infer(norm.model, norm.weights.params, norm.weights.state, {1, 2, 3, 4}, 1), (std::vector<float>{0.25f, 0.75f, 16, 20}));
+  // c - x, and a product by a scalar Constant node.
+  const onnx::Node three{.name = "three", .op_type = "Constant", .outputs = {"three"},
+                         .attributes = {{.name = "value", .type = onnx::Attribute::kTensor, .t = onnx::Tensor{.name = "t", .floats = {3}}}}};
+  const ImportedModel flip = import(graph({2, 1, 2}, {three, op("Sub", "s", {"one", "x"}), op("Mul", "m", {"s", "three"}), op("Flatten", "f", {"m"})},
+                                          {onnx::Tensor{.name = "one", .dims = {1}, .floats = {1}}}));
+  EXPECT_EQ(infer(flip.model, flip.weights.params, flip.weights.state, {1, 2, 3, 4}, 1), (std::vector<float>{0, -3, -6, -9}));
+  // A Conv's weight as the Transpose of a constant: folded, then the Conv's.
+  const onnx::Tensor kt{.name = "kt", .dims = {3, 2, 1, 1}, .floats = {1, 2, 3, 4, 5, 6}};
+  const ImportedModel folded = import(graph({3, 1, 1}, {op("Transpose", "k", {"kt"}, {ints("perm", {1, 0, 2, 3})}), conv("c", "x", "k", 1)}, {kt}));
+  EXPECT_EQ(folded.weights.params, (std::vector<float>{1, 3, 5, 2, 4, 6}));
+  // Gemm, then Mul and Add of one value per unit: the Dense's weight and bias.
+  const auto w = weights("w", {2, 3});
+  const ImportedModel dense = import(graph({3}, {op("Gemm", "g", {"x", "w", "b"}, {integer("transB", 1)}), op("Mul", "m", {"g", "s"}), op("Add", "a", {"m", "t"})},
+                                           {w, {.name = "b", .dims = {2}, .floats = {1, 2}}, {.name = "s", .dims = {2}, .floats = {2, -1}},
+                                            {.name = "t", .dims = {1, 2}, .floats = {0.5f, 0.5f}}}));
+  ASSERT_EQ(dense.model.layers().size(), 1u);
+  std::vector<float> want = w.floats;
+  for (std::size_t i = 0; i < 6; ++i) want[i] *= i < 3 ? 2.0f : -1.0f;
+  want.insert(want.end(), {2.5f, -1.5f});
+  EXPECT_EQ(dense.weights.params, want);
+  // Refused by name and shape: rows no Gemm computes, a constant dividend, constants that do not fold.
+  EXPECT_EQ(import_error(graph({3}, {op("Relu", "r", {"x"}), op("Add", "a", {"r", "t"})}, {{.name = "t", .dims = {3}, .floats = {1, 2, 3}}})),
+            "g.onnx: node 'a' (Add): Add with a constant operand ('t', [3]) on [N, 3] is not supported: convoy takes one value, "
+            "or one per channel, on an [N, C, H, W] image, or on the [N, features] rows a Gemm or MatMul computes (it has no "
+            "layer that holds a constant tensor)");
+  EXPECT_EQ(import_error(graph({2, 1, 2}, {op("Div", "d", {"one", "x"})}, {{.name = "one", .dims = {1}, .floats = {1}}})),
+            "g.onnx: node 'd' (Div): Div with a constant operand ('one', [1]) as the dividend is not supported (only a "
+            "computed tensor divided by a constant)");
+  EXPECT_EQ(import_error(graph({3}, {op("Add", "k", {"p", "q"}), op("Relu", "r", {"x"})},
+                               {{.name = "p", .dims = {2}, .floats = {1, 2}}, {.name = "q", .dims = {3}, .floats = {1, 2, 3}}})),
+            "g.onnx: node 'k' (Add): its inputs are constants, which convoy folds, but shapes [2] and [3] do not broadcast");
+  // A fold is bounded: [2^14] + [2^14, 1] would be 2^28 values.
+  const onnx::Tensor wide{.name = "p", .dims = {1 << 14}, .floats = std::vector<float>(1 << 14)};
+  onnx::Tensor tall = wide;
+  tall.name = "q";
+  tall.dims = {1 << 14, 1};
+  EXPECT_EQ(import_error(graph({3}, {op("Add", "k", {"p", "q"}), op("Relu", "r", {"x"})}, {wide, tall})),
+            "g.onnx: node 'k' (Add): its inputs are constants, which convoy folds, but the result would have more than 2^26 "
+            "values");
+}
+
+// Flatten, Reshape, Squeeze and Unsqueeze that keep the batch first relabel
+// the values (convoy keeps their order); element-wise ops pass the shape on,
+// an input of rank 3 is rows of its values, other readers refuse the shape.
+TEST(OnnxIssue23, ReshapesThatKeepTheBatchAreViews) {
+  const ImportedModel rows = import(graph({2, 3}, {op("Unsqueeze", "u", {"x", "one"}), op("Relu", "r", {"u"}),
+                                                   op("Squeeze", "s", {"r", "one"}), op("Flatten", "f", {"s"})},
+                                          {int64s("one", {1})}));
+  EXPECT_EQ(rows.model.input_shape(), (Shape{6}));
+  EXPECT_EQ(rows.model.layers().size(), 1u);
+  EXPECT_EQ(rows.model.output_shape(), (Shape{6}));
+  const ImportedModel image = import(graph({2, 2, 2}, {op("Relu", "r", {"x"}), op("Reshape", "v", {"r", "to"}), op("Sigmoid", "s", {"v"}),
+                                                       op("Flatten", "f", {"s"})},
+                                           {int64s("to", {0, 2, 4})}));
+  ASSERT_EQ(image.model.layers().size(), 3u);
+  EXPECT_TRUE(std::holds_alternative<nn::Flatten>(image.model.layers()[2].layer));
+  const std::vector<float> x{-1, 2, -3, 4, 5, -6, 7, -8};
+  std::vector<float> want(8);
+  for (std::size_t i = 0; i < 8; ++i) want[i] = 1.0f / (1.0f + std::exp(-std::max(x[i], 0.0f)));
+  EXPECT_LT(relative_error(infer(image.model, image.weights.params, image.weights.state, x, 1), want), 1e-6);
+  EXPECT_EQ(import_error(graph({2, 3}, {op("Softmax", "s", {"x"})})),
+            "g.onnx: node 's' (Softmax): input 'x' is [N, 2, 3], which convoy imports only into element-wise ops, Flatten, "
+            "Reshape, Squeeze and Unsqueeze");
+  EXPECT_EQ(import_error(graph({1, 3}, {op("Squeeze", "s", {"x", "zero"}), op("Relu", "r", {"s"})}, {int64s("zero", {0})})),
+            "g.onnx: node 's' (Squeeze): squeezes the batch axis; convoy keeps it");
+  EXPECT_EQ(import_error(graph({3}, {op("Unsqueeze", "u", {"x", "zero"}), op("Flatten", "f", {"u"})}, {int64s("zero", {0})})),
+            "g.onnx: node 'u' (Unsqueeze): unsqueezes before the batch axis; convoy keeps the batch first");
+  EXPECT_EQ(import_error(graph({6}, {op("Relu", "r", {"x"}), op("Reshape", "v", {"r", "to"})}, {int64s("to", {0, 2, 3})})),
+            "g.onnx: the graph output 'v' is [N, 2, 3]; convoy models give [N, C, H, W] images or [N, features] rows (flatten it)");
+  // Ranks a file claims are bounded (and messages show at most 16 values).
+  std::vector<int64_t> many(70);
+  for (std::size_t i = 0; i < many.size(); ++i) many[i] = static_cast<int64_t>(i) + 1;
+  EXPECT_EQ(import_error(graph({3}, {op("Unsqueeze", "u", {"x", "a"}), op("Flatten", "f", {"u"})}, {int64s("a", many)})),
+            "g.onnx: node 'u' (Unsqueeze): the result has more than 64 dimensions");
+  EXPECT_EQ(import_error(graph({3}, {op("Unsqueeze", "u", {"k", "a"}), op("Relu", "r", {"x"})},
+                               {{.name = "k", .dims = {1}, .floats = {1}}, int64s("a", many)})),
+            "g.onnx: node 'u' (Unsqueeze): its inputs are constants, which convoy folds, but the result would have more "
+            "than 64 dimensions");
+  EXPECT_EQ(onnx_fold::list(many), "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, ... (70 values)]");
+}
+
+// SAME_LOWER with even pads is SAME_UPPER; ceil_mode where it adds no
+// window; MaxPool's indices and Dropout's mask when nothing reads them;
+// Dropout's training_mode with a ratio of 0, which drops nothing.
+TEST(OnnxIssue23, SameLowerCeilModeAndUnreadSecondOutputs) {
+  const auto w = weights("w", {1, 1, 3, 3});
+  auto same_lower = [&](int64_t size) {
+    return graph({1, size, size}, {conv("c", "x", "w", 3, {text("auto_pad", "SAME_LOWER"), ints("strides", {2, 2})})}, {w});
+  };
+  EXPECT_EQ(import(same_lower(5)).model.output_shape(), (Shape{1, 3, 3}));
+  EXPECT_EQ(import_error(same_lower(4)),
+            "g.onnx: node 'c' (Conv): auto_pad SAME_LOWER pads the odd row or column first; convoy's \"same\" (SAME_UPPER) "
+            "pads it last");
+  auto pool = [](int64_t size, int64_t k, int64_t s) {
+    return graph({1, size, size}, {op("MaxPool", "p", {"x"}, {ints("kernel_shape", {k, k}), ints("strides", {s, s}), integer("ceil_mode", 1)})});
+  };
+  EXPECT_EQ(import(pool(2, 1, 2)).model.output_shape(), (Shape{1, 1, 1}));
+  EXPECT_EQ(import_error(pool(4, 3, 2)),
+            "g.onnx: node 'p' (MaxPool): ceil_mode 1 gives 2 windows where convoy's pools give 1; only a ceil_mode that "
+            "changes nothing is supported");
+  onnx::Node indices = op("MaxPool", "p", {"x"}, {ints("kernel_shape", {2, 2})});
+  indices.outputs.push_back("idx");
+  EXPECT_EQ(import(graph({1, 2, 2}, {indices})).model.output_shape(), (Shape{1, 1, 1}));
+  EXPECT_EQ(import_error(graph({1, 2, 2}, {indices, op("Relu", "r", {"idx"})})),
+            "g.onnx: node 'p' (MaxPool): its indices output 'idx' is read, which convoy does not compute");
+  onnx::Node dropout = op("Dropout", "d", {"x", "ratio", "mode"});
+  dropout.outputs.push_back("mask");
+  const ImportedModel zero = import(graph({3}, {dropout}, {{.name = "ratio", .floats = {0}}, {.name = "mode", .data_type = onnx::kBool, .int64s = {1}}}));
+  ASSERT_EQ(zero.model.layers().size(), 1u);
+  EXPECT_EQ(std::get<nn::Dropout>(zero.model.layers()[0].layer).rate, 0.0f);
 }
 
 // Writes convoy's ONNX files, inputs and outputs for tests/onnx_peers.py

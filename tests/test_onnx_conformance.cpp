@@ -4,7 +4,8 @@
 // wheel): each case goes through the public API as a user's file would
 // (io::load_onnx, compile_cpu, eval) and either matches output_0.pb or is
 // refused with one UserError naming the file. A wrong number or another
-// exception fails the test. OUTCOMES.tsv records which cases compute and
+// exception fails the test; what imports must also export (io::to_onnx) and
+// import again to the same numbers. OUTCOMES.tsv records which cases compute and
 // which are refused, so a change in either shows up here; the per-op counts
 // go to docs/zoo.md.
 //
@@ -92,19 +93,35 @@ Outcome run_case(const fs::path& dir) {
         for (int64_t k = 0; k < c; ++k)
           input[static_cast<std::size_t>(n * per_example + k * hw + p)] = x.floats[static_cast<std::size_t>(n * per_example + p * c + k)];
   }
-  std::unique_ptr<Executable> exe;
+  auto outputs = [&](const ImportedModel& model) {
+    auto exe = compile_cpu(model.model, {.batch_size = batch, .loss = Loss::softmax_cross_entropy}, 0);
+    exe->set_parameters(model.weights.params);
+    exe->set_state(model.weights.state);
+    std::vector<int32_t> labels(static_cast<std::size_t>(batch), 0);
+    exe->eval_step(input.data(), labels.data(), batch);
+    std::vector<float> out(static_cast<std::size_t>(batch * exe->output_size()));
+    exe->get_output(out);
+    return out;
+  };
+  std::vector<float> got;
   try {
-    exe = compile_cpu(m.model, {.batch_size = batch, .loss = Loss::softmax_cross_entropy}, 0);
+    got = outputs(m);
   } catch (const UserError& e) {
     return {"refused", std::string("at compile: ") + e.what()};
   }
-  exe->set_parameters(m.weights.params);
-  exe->set_state(m.weights.state);
-  std::vector<int32_t> labels(static_cast<std::size_t>(batch), 0);
-  exe->eval_step(input.data(), labels.data(), batch);
-  const int64_t cols = exe->output_size();
-  std::vector<float> got(static_cast<std::size_t>(batch * cols));
-  exe->get_output(got);
+  const int64_t cols = static_cast<int64_t>(got.size()) / batch;
+  // What imports exports again (convoy's ONNX out) and imports to the same numbers.
+  std::vector<float> again;
+  try {
+    const onnx::Model exported = to_onnx(m.model, m.weights.params, m.weights.state, {.fold_batch_norm = false});
+    again = outputs(from_onnx(onnx::decode(onnx::encode(exported), "re-export"), "re-export"));
+  } catch (const UserError& e) {
+    return {"WRONG", std::string("exported, it does not import again: ") + e.what()};
+  }
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (!(again[i] == got[i] || (std::isnan(again[i]) && std::isnan(got[i]))))
+      return {"WRONG", "exported and imported again, output " + std::to_string(i) + " is " + std::to_string(again[i]) +
+                           ", not " + std::to_string(got[i])};
   if (m.softmax_dropped)  // the model gives logits; the file gave their softmax
     for (int64_t n = 0; n < batch; ++n) {
       float* row = got.data() + n * cols;
@@ -134,13 +151,16 @@ Outcome run_case(const fs::path& dir) {
 
 void run_all(const fs::path& root, bool check_outcomes) {
   const auto ops = read_tsv(root / "MANIFEST.tsv", 1);
+  const auto sources = read_tsv(root / "MANIFEST.tsv", 2);
   const auto recorded = check_outcomes ? read_tsv(root / "OUTCOMES.tsv", 1) : std::map<std::string, std::string>{};
   std::vector<fs::path> cases;
   for (const auto& e : fs::directory_iterator(root))
     if (e.is_directory()) cases.push_back(e.path());
   std::sort(cases.begin(), cases.end());
   ASSERT_FALSE(cases.empty()) << root;
-  std::map<std::string, std::array<int, 3>> per_op;  // matched, refused, wrong
+  // By op: ONNX's node tests, then the built cases: matched, refused, wrong.
+  std::map<std::string, std::array<std::array<int, 3>, 2>> per_op;
+  std::array<std::array<int, 3>, 2> totals{};
   std::ostringstream seen;
   int matched = 0, refused = 0, wrong = 0;
   for (const auto& dir : cases) {
@@ -152,10 +172,11 @@ void run_all(const fs::path& root, bool check_outcomes) {
       o = {"WRONG", std::string("an exception that is no UserError: ") + e.what()};
     }
     const std::string op = ops.count(name) ? ops.at(name) : "?";
-    auto& counts = per_op[op];
-    if (o.kind == "match") ++matched, ++counts[0];
-    else if (o.kind == "refused") ++refused, ++counts[1];
-    else ++wrong, ++counts[2];
+    const int built = sources.count(name) && sources.at(name).rfind("built", 0) == 0 ? 1 : 0;
+    const int k = o.kind == "match" ? 0 : o.kind == "refused" ? 1 : 2;
+    ++per_op[op][built][k];
+    ++totals[built][k];
+    (k == 0 ? matched : k == 1 ? refused : wrong)++;
     EXPECT_NE(o.kind, "WRONG") << name << ": " << o.detail;
     seen << name << '\t' << o.kind << '\t' << o.detail << '\n';
     if (check_outcomes) {
@@ -166,12 +187,18 @@ void run_all(const fs::path& root, bool check_outcomes) {
   if (check_outcomes) {
     EXPECT_EQ(recorded.size(), cases.size()) << "OUTCOMES.tsv lists cases that are not there";
   }
+  // The table docs/zoo.md shows: per op, node tests run numerically (matched) or refused, and the same for built cases.
   std::ostringstream table;
-  table << "| op | node tests and built cases | matched | refused | wrong |\n|---|---|---|---|---|\n";
-  for (const auto& [op, c] : per_op)
-    table << "| " << op << " | " << c[0] + c[1] + c[2] << " | " << c[0] << " | " << c[1] << " | " << c[2] << " |\n";
+  auto cells = [&](const std::array<int, 3>& c) {
+    const int all = c[0] + c[1] + c[2];
+    return all ? std::to_string(all) + " | " + std::to_string(c[0]) + " | " + std::to_string(c[1]) : std::string(" | | ");
+  };
+  table << "| op | node tests | matched | refused | built | matched | refused |\n|---|---|---|---|---|---|---|\n";
+  for (const auto& [op, c] : per_op) table << "| " << op << " | " << cells(c[0]) << " | " << cells(c[1]) << " |\n";
+  table << "| all | " << cells(totals[0]) << " | " << cells(totals[1]) << " |\n";
   std::cout << table.str() << cases.size() << " cases: " << matched << " matched, " << refused << " refused, " << wrong
-            << " wrong\n";
+            << " wrong; node tests: " << totals[0][0] << " of " << totals[0][0] + totals[0][1] + totals[0][2]
+            << " run numerically and matched\n";
   if (const char* out = std::getenv("CONVOY_ONNX_CONFORMANCE_OUTCOMES")) {
     std::ofstream f(out);
     f << "# case\toutcome\trefusal (tests/test_onnx_conformance.cpp writes this with CONVOY_ONNX_CONFORMANCE_OUTCOMES)\n"

@@ -23,10 +23,12 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "convoy/core/error.h"
 #include "convoy/core/untrusted.h"
 #include "convoy/io/onnx.h"
+#include "io/onnx_fold.h"
 
 namespace convoy::io {
 namespace {
@@ -35,7 +37,7 @@ using onnx::Node;
 using Ref = nn::GraphBuilder::Ref;
 
 constexpr const char* kSupported =
-    "Conv, BatchNormalization, Relu, Clip, Sigmoid, Mul, Add, Concat, MaxPool, AveragePool, GlobalAveragePool, "
+    "Conv, BatchNormalization, Relu, Clip, Sigmoid, Mul, Add, Sub, Div, Concat, MaxPool, AveragePool, GlobalAveragePool, "
     "ReduceMean, Pad, Transpose, Flatten, Reshape, Squeeze, Unsqueeze, Gemm, MatMul, LogSoftmax, Softmax, Dropout, Identity, "
     "Constant, and Shape, Gather, Concat on shapes";
 
@@ -56,7 +58,20 @@ struct Value {
   // [C] features the ONNX graph unsqueezed to [N, C, 1, 1]: only a Mul may
   // read them, as a channel gate (convoy's Multiply takes [C] gates as they are).
   bool unsqueezed = false;
+  // The ONNX tensor's dimensions (without the batch) where they are not
+  // `shape`: a reshape that keeps the batch and the values' order ([N, 3, 4]
+  // to [N, 12, 1]), or an input of a rank convoy does not store (kept as
+  // [N, values] rows). Only element-wise ops pass it on; a flatten, Reshape,
+  // Squeeze or Unsqueeze relabels it; other ops refuse it by its shape.
+  Shape view;
 };
+
+// The ONNX dimensions of a value, without the batch.
+Shape dims_of(const Value& v) {
+  if (v.unsqueezed) return {v.shape[0], 1, 1};
+  if (v.nhwc) return {v.shape[1], v.shape[2], v.shape[0]};
+  return v.view.empty() ? v.shape : v.view;
+}
 
 // The most values one example may have in any tensor (8 GiB of floats), and
 // the largest kernel, stride or pad: far beyond what trains on one machine,
@@ -91,9 +106,12 @@ bool keeps_sign(const nn::Layer& l) {
          std::holds_alternative<nn::Flatten>(l) || std::holds_alternative<nn::Concat>(l);
 }
 
-std::string list(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+using onnx_fold::list;
+
+// "[N, 3, 4]": ONNX dimensions after the batch, with it.
+std::string with_batch(const Shape& dims) {
+  std::string s = "[N";
+  for (int64_t d : dims) s += ", " + std::to_string(d);
   return s + "]";
 }
 
@@ -130,20 +148,26 @@ class Importer {
     require(input->elem_type == onnx::kFloat, where_ + ": input '" + shown(input->name) + "' holds " +
                                                   onnx::data_type_name(input->elem_type) +
                                                   " elements; convoy models take FLOAT input");
-    require(input->dims.size() == 4 || input->dims.size() == 2,
-            where_ + ": input '" + shown(input->name) + "' has " + std::to_string(input->dims.size()) +
-                " dimensions; convoy takes [N, C, H, W] images or [N, features] rows");
+    require(input->dims.size() >= 2, where_ + ": input '" + shown(input->name) + "' has " + std::to_string(input->dims.size()) +
+                                         " dimension(s); convoy takes a batch of examples: [N, C, H, W] images, [N, features] "
+                                         "rows, or another [N, ...] as rows of its values");
+    require(input->dims.size() <= 64, where_ + ": input '" + shown(input->name) + "' has more than 64 dimensions");
     batch_ = input->dims[0] > 0 ? input->dims[0] : -1;
     Shape shape(input->dims.begin() + 1, input->dims.end());
-    for (int64_t d : shape)
+    for (int64_t d : shape) {
+      require(d != 0, where_ + ": input '" + shown(input->name) + "' has a dimension of size 0; convoy's examples hold values");
       require(d > 0, where_ + ": input '" + shown(input->name) + "' has a dimension of unknown size besides the batch");
+    }
     require(bounded_numel(shape) > 0, where_ + ": input '" + shown(input->name) + "' is " + to_string(shape) +
                                           " per example: more than 2^31 values, which convoy does not take");
     // TensorFlow's layout: an [N, H, W, C] input that every reader transposes to NCHW.
     input_nhwc_ = shape.size() == 3 && read_only_by_transposes_to_nchw(input->name);
     if (input_nhwc_) shape = {shape[2], shape[0], shape[1]};
+    // Another rank ([N, L], [N, D, H, W, C]): its values as rows, the shape kept as a view.
+    Shape view;
+    if (shape.size() != 1 && shape.size() != 3) view = std::exchange(shape, Shape{bounded_numel(shape)});
     builder_.emplace(shape);
-    values_[input->name] = {.ref = builder_->input(), .shape = shape, .nhwc = input_nhwc_};
+    values_[input->name] = {.ref = builder_->input(), .shape = shape, .nhwc = input_nhwc_, .view = view};
 
     for (std::size_t i = 0; i < g.nodes.size(); ++i) {
       current_ = i;
@@ -151,11 +175,21 @@ class Importer {
     }
     require(g.outputs.size() == 1, where_ + ": the graph has " + std::to_string(g.outputs.size()) +
                                        " outputs; convoy models have one");
+    Value out = value(g.outputs[0].name, "the graph output");
+    // A graph that computes nothing convoy keeps as a layer on [N, features]
+    // rows (Identity, an unbounded Clip, a last Softmax): one Flatten, the identity.
+    if (layer_count_ == 0 && out.ref.index == nn::kModelInput && out.shape.size() == 1 && out.view.empty() &&
+        out.hwc_image.empty() && !out.unsqueezed) {
+      out.ref = builder_->add(nn::Flatten{}, out.ref);
+      weights_.emplace_back();
+      ++layer_count_;
+    }
     require(layer_count_ > 0, where_ + ": the graph has no node convoy imports as a layer (only " +
                                   "Identity, Transpose, Softmax, Constant and the like)");
-    const Value& out = value(g.outputs[0].name, "the graph output");
     require(!out.nhwc && out.hwc_image.empty() && !out.unsqueezed,
             where_ + ": the graph output '" + shown(g.outputs[0].name) + "' is in NHWC order or unsqueezed, which convoy models do not give");
+    require(out.view.empty(), where_ + ": the graph output '" + shown(g.outputs[0].name) + "' is " + with_batch(out.view) +
+                                  "; convoy models give [N, C, H, W] images or [N, features] rows (flatten it)");
     require(layer_count_ > 0 && out.ref.index == layer_count_ - 1,
             where_ + ": the graph output '" + shown(g.outputs[0].name) + "' is not computed by the last node");
     std::optional<nn::Model> built;
@@ -165,6 +199,9 @@ class Importer {
       throw UserError(where_ + ": " + e.what());
     }
     nn::Model& model = *built;
+    // Constant operands stay constants (see constant_operand): their layers are frozen.
+    for (const std::string& name : frozen_)
+      require(model.set_trainable(false, name) == 1, where_ + ": layer name '" + name + "' is not unique");
     // Every tensor the file gave has the size its layer needs, checked before
     // the flat buffers are allocated: their sizes then come from the file's
     // own bytes, not from shapes it claims (a batch norm over 2^30 channels
@@ -204,17 +241,26 @@ class Importer {
   [[noreturn]] void fail(const Node& n, const std::string& what) const { throw UserError(where_ + ": " + label(n) + ": " + what); }
   const Value& value(const std::string& name, const std::string& what) const {
     auto it = values_.find(name);
-    require(it != values_.end(), where_ + ": " + what + " '" + name + "' is not computed by any earlier node");
+    require(it != values_.end() || !constant(name), where_ + ": " + what + " '" + shown(name) + "' is a constant; convoy models compute their output from the input");
+    require(it != values_.end() || !shape_values_.count(name),
+            where_ + ": " + what + " '" + shown(name) + "' is a shape (Shape, Gather, ...), which convoy evaluates at import; its models compute tensors");
+    require(it != values_.end(), where_ + ": " + what + " '" + shown(name) + "' is not computed by any earlier node");
     return it->second;
   }
-  // The computed tensor `name` that node n reads; a constant there is refused as one.
-  const Value& input(const Node& n, const std::string& name) const {
+  // The computed tensor `name` that node n reads; a constant there is refused
+  // as one. A reshaped value (Value::view) only where the caller takes one.
+  const Value& input(const Node& n, const std::string& name, bool views = false) const {
     auto it = values_.find(name);
-    if (it != values_.end()) return it->second;
+    if (it != values_.end()) {
+      if (!views && !it->second.view.empty())
+        fail(n, "input '" + shown(name) + "' is " + with_batch(it->second.view) +
+                    ", which convoy imports only into element-wise ops, Flatten, Reshape, Squeeze and Unsqueeze");
+      return it->second;
+    }
     if (const onnx::Tensor* t = constant(name))
-      fail(n, "input '" + name + "' is a constant (" + onnx::data_type_name(t->data_type) + " " + list(t->dims) +
-                  "); a constant operand is not supported here, only a computed tensor");
-    fail(n, "input '" + name + "' is not computed by any earlier node");
+      fail(n, shown(n.op_type) + " with a constant operand ('" + shown(name) + "', " + onnx::data_type_name(t->data_type) + " " +
+                  list(t->dims) + ") is not supported; convoy takes a computed tensor there");
+    fail(n, "input '" + shown(name) + "' is not computed by any earlier node");
   }
   // `axis` of a tensor of `rank` dimensions as a non-negative number (ONNX counts negative ones from the end).
   int64_t normalized_axis(const Node& n, int64_t axis, int64_t rank) const {
@@ -281,8 +327,10 @@ class Importer {
     std::vector<Shape> shapes;
     Shape hwc_image;
     bool nonnegative = true;
+    Shape view;  // passed on by element-wise layers
     for (const auto& in : inputs) {
-      const Value& v = input(n, in);
+      const Value& v = input(n, in, elementwise(layer) || std::holds_alternative<nn::Flatten>(layer));
+      if (elementwise(layer)) view = v.view;
       if (v.nhwc && !reads_nhwc)
         fail(n, "reads an NHWC tensor (a Transpose with perm [0, 2, 3, 1]), which convoy imports only before a "
                 "flatten, a ReduceMean over H and W, or the Transpose back to NCHW");
@@ -308,14 +356,15 @@ class Importer {
     if (bounded_numel(out) < 0) fail(n, "its output has more than 2^31 values per example");
     const bool out_nonnegative = std::holds_alternative<nn::ReLU>(layer) || std::holds_alternative<nn::ReLU6>(layer) ||
                                  std::holds_alternative<nn::Sigmoid>(layer) || (keeps_sign(layer) && nonnegative);
+    is_dense_.push_back(std::holds_alternative<nn::Dense>(layer));
     const Ref r = builder_->add(std::move(layer), refs, std::move(name));
     ++layer_count_;
     weights_.push_back(std::move(w));
     Value& v = values_[output ? *output : n.outputs.at(0)];
-    v = {.ref = r, .shape = std::move(out), .hwc_image = std::move(hwc_image), .nonnegative = out_nonnegative};
+    v = {.ref = r, .shape = std::move(out), .hwc_image = std::move(hwc_image), .nonnegative = out_nonnegative, .view = view};
     return v;
   }
-  void alias(const Node& n, const std::string& from) { values_[n.outputs.at(0)] = input(n, from); }
+  void alias(const Node& n, const std::string& from) { values_[n.outputs.at(0)] = input(n, from, /*views=*/true); }
 
   // The padding of a Conv or pool as one convoy value: equal on all sides, or
   // "same" where the pads are TensorFlow's. A Pad folded into the node adds its own.
@@ -324,18 +373,21 @@ class Importer {
     const auto folded = folded_pads_.find(current_);
     const Pads extra = folded == folded_pads_.end() ? Pads{0, 0, 0, 0} : folded->second;
     Pads own{0, 0, 0, 0};  // top, left, bottom, right
-    if (auto_pad == "SAME_UPPER") {
-      if (folded == folded_pads_.end()) return nn::kSame;
-      // "same" for the padded size the node sees.
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      // "same" for the padded size the node sees; SAME_LOWER pads an odd
+      // row or column first, which is SAME_UPPER when the pads are even.
       const nn::Window h = nn::window(in[1] + extra[0] + extra[2], kernel, stride, nn::kSame, shown_name(n)),
                        w = nn::window(in[2] + extra[1] + extra[3], kernel, stride, nn::kSame, shown_name(n));
+      if (auto_pad == "SAME_LOWER" && (h.pad_begin != h.pad_end || w.pad_begin != w.pad_end))
+        fail(n, "auto_pad SAME_LOWER pads the odd row or column first; convoy's \"same\" (SAME_UPPER) pads it last");
+      if (folded == folded_pads_.end()) return nn::kSame;
       own = {h.pad_begin, w.pad_begin, h.pad_end, w.pad_end};
     } else if (auto_pad == "NOTSET") {
       const std::vector<int64_t> pads = ints_attr(n, "pads");
       if (!pads.empty() && pads.size() != 4) fail(n, "pads must have 4 values");
       if (!pads.empty()) own = {pads[0], pads[1], pads[2], pads[3]};
     } else if (auto_pad != "VALID") {
-      fail(n, "auto_pad " + auto_pad + " is not supported (NOTSET, SAME_UPPER, VALID are)");
+      fail(n, "auto_pad " + auto_pad + " is not supported (NOTSET, SAME_UPPER, VALID and an even SAME_LOWER are)");
     }
     std::vector<int64_t> total(4);
     for (std::size_t i = 0; i < 4; ++i) {
@@ -360,7 +412,6 @@ class Importer {
       fail(n, "kernel " + std::to_string(kernel[0]) + " or stride " + std::to_string(strides[0]) + " is out of range");
     for (int64_t d : ints_attr(n, "dilations"))
       if (d != 1) fail(n, "dilated kernels are not supported");
-    if (int_attr(n, "ceil_mode", 0) != 0) fail(n, "ceil_mode 1 is not supported");
     return {kernel[0], strides[0]};
   }
   const Shape& image_input(const Node& n) const {
@@ -457,45 +508,243 @@ class Importer {
     add(n, nn::Dense{.units = units}, {x}, {.params = {std::move(w_rows), std::move(bias)}}, layer_name(weight_name), output);
   }
 
-  // Flatten (axis 1), Reshape to [N, -1], and Squeeze of an image's 1x1 spatial axes: [C, H, W] -> [C*H*W].
-  void flatten(const Node& n) {
-    const std::string& op = n.op_type;
-    const Value v = input(n, n.inputs.at(0));
-    const int64_t rank = rank_of(v);
-    if (op == "Flatten") {
-      if (normalized_axis(n, int_attr(n, "axis", 1), rank) != 1) fail(n, "only Flatten with axis 1 is supported");
-    } else if (op == "Reshape") {
-      // The target shape: a constant, or computed from the input's shape
-      // (PyTorch's x.view(x.size(0), -1) with a free batch size).
-      std::vector<int64_t> d;
-      if (n.inputs.size() > 1 && shape_values_.count(n.inputs[1])) {
-        d = shape_values_.at(n.inputs[1]);
-      } else {
-        d = need_integers(n, 1).int64s;
-      }
-      // [N, features] by any spelling of N: 0 (copy), -1 (infer), the batch
-      // itself, or the batch size the file was exported with ([2, 320]).
-      const bool batch_first = d.size() == 2 && (d[0] == kBatch || d[0] == 0 || d[0] == -1 || d[0] == 1 ||
-                                                 (d[0] > 0 && d[1] == bounded_numel(v.shape)) || (d[0] > 0 && d[0] == batch_));
-      const bool flat = batch_first && (d[1] == -1 || d[1] == bounded_numel(v.shape)) && !(d[0] == -1 && d[1] == -1);
-      if (!flat) fail(n, "only reshapes to [N, -1] (flattening) are supported");
-    } else {  // Squeeze of [N, C, 1, 1] (or [N, 1, 1, C] when NHWC)
-      const auto axes = ints_input(n, 1, "axes");
-      const std::vector<int64_t> spatial = v.nhwc ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{2, 3};
-      const bool ok = v.unsqueezed ? (axes ? normalized_axes(*axes, rank) == spatial : v.shape[0] != 1)
-                                   : v.shape.size() == 3 && v.shape[1] == 1 && v.shape[2] == 1 &&
-                                         (axes ? normalized_axes(*axes, rank) == spatial : v.shape[0] != 1);
-      if (!ok) fail(n, "only Squeeze of the 1x1 spatial axes of an image is supported");
+  // Every input of n is a constant (and there is one): fold computes it.
+  bool all_constant(const Node& n) const {
+    bool any = false;
+    for (const auto& in : n.inputs) {
+      if (in.empty()) continue;
+      if (!constant(in) || shape_values_.count(in)) return false;
+      any = true;
     }
-    if (v.shape.size() == 1) {  // already [C] in convoy: the ONNX tensor becomes [N, C] too
+    return any;
+  }
+  void fold(const Node& n) {
+    std::vector<const onnx::Tensor*> in;
+    for (const auto& name : n.inputs) in.push_back(name.empty() ? nullptr : constant(name));
+    try {
+      owned_.push_back(onnx_fold::fold_node(n, in, m_.opset));
+    } catch (const onnx_fold::FoldError& e) {
+      fail(n, std::string("its inputs are constants, which convoy folds, but ") + e.what());
+    }
+    constants_[n.outputs.at(0)] = &owned_.back();
+  }
+
+  // x op c or c op x (Add, Sub, Mul, Div) with a constant c of one value, or
+  // one per channel: on an image a frozen depthwise 1x1 convolution (scale,
+  // shift; exact for Add, Sub and Mul, Div as a product by 1/c), on the rows
+  // a Gemm or MatMul computes folded into that layer's weight and bias.
+  // Anything else is refused by its shape: convoy has no layer that holds a
+  // constant tensor.
+  void constant_operand(const Node& n, std::size_t xi) {
+    const std::string& op = n.op_type;
+    const std::string& x_name = n.inputs[xi];
+    const onnx::Tensor& c = need_float(n, 1 - xi);
+    const std::string what = op + " with a constant operand ('" + shown(c.name) + "', " + list(c.dims) + ")";
+    if (op == "Div" && xi == 1) fail(n, what + " as the dividend is not supported (only a computed tensor divided by a constant)");
+    const Value& x = input(n, x_name);
+    const Shape dims = dims_of(x);
+    const int64_t rank = static_cast<int64_t>(dims.size()) + 1, channel_axis = x.nhwc ? rank - 1 : 1;
+    const int64_t channels = dims[static_cast<std::size_t>(channel_axis - 1)];
+    bool per_channel = static_cast<int64_t>(c.dims.size()) <= rank && !x.unsqueezed && x.hwc_image.empty();
+    for (std::size_t k = 0; per_channel && k < c.dims.size(); ++k) {
+      const int64_t axis = rank - static_cast<int64_t>(c.dims.size()) + static_cast<int64_t>(k);
+      per_channel = c.dims[k] == 1 || (axis == channel_axis && c.dims[k] == channels);
+    }
+    const bool image = dims.size() == 3, rows = dims.size() == 1;
+    const int64_t producer = x.ref.index;
+    const bool after_dense = rows && producer >= 0 && static_cast<std::size_t>(producer) < is_dense_.size() &&
+                             is_dense_[static_cast<std::size_t>(producer)] && only_consumer(x_name) == current_ &&
+                             !is_output(x_name);
+    if (!per_channel || !(image || after_dense))
+      fail(n, what + " on " + with_batch(dims) + " is not supported: convoy takes one value, or one per channel, on an "
+                     "[N, C, H, W] image, or on the [N, features] rows a Gemm or MatMul computes (it has no layer that "
+                     "holds a constant tensor)");
+    std::vector<float> scale(static_cast<std::size_t>(channels), 1.0f), shift(static_cast<std::size_t>(channels), 0.0f);
+    for (std::size_t i = 0; i < scale.size(); ++i) {
+      const float v = c.floats[c.floats.size() == 1 ? 0 : i];
+      if (op == "Add") shift[i] = v;
+      else if (op == "Sub") (xi == 0 ? shift[i] = -v : (scale[i] = -1.0f, shift[i] = v));
+      else if (op == "Mul") scale[i] = v;
+      else scale[i] = 1.0f / v;
+    }
+    if (after_dense) {  // (x W^T + b) * s + t = x (s W)^T + (s b + t)
+      LayerWeights& w = weights_[static_cast<std::size_t>(producer)];
+      const std::size_t in = w.params[0].size() / scale.size();
+      for (std::size_t o = 0; o < scale.size(); ++o) {
+        for (std::size_t i = 0; i < in; ++i) w.params[0][o * in + i] *= scale[o];
+        w.params[1][o] = w.params[1][o] * scale[o] + shift[o];
+      }
+      values_[n.outputs.at(0)] = x;
+      return;
+    }
+    std::string name;
+    for (int k = 0; name.empty(); ++k)
+      if (used_names_.insert("onnx_constant_" + std::to_string(k)).second) name = "onnx_constant_" + std::to_string(k);
+    const bool nhwc = x.nhwc;
+    Value& out = add(n, nn::Conv2d{.filters = channels, .kernel = 1, .groups = channels}, {x_name},
+                     {.params = {std::move(scale), std::move(shift)}}, name, nullptr, /*reads_nhwc=*/true);
+    out.nhwc = nhwc;
+    frozen_.push_back(name);
+  }
+
+  // Some node or the graph's output reads `tensor`.
+  bool is_read(const std::string& tensor) const {
+    for (const auto& node : m_.graph.nodes)
+      if (std::find(node.inputs.begin(), node.inputs.end(), tensor) != node.inputs.end()) return true;
+    return std::any_of(m_.graph.outputs.begin(), m_.graph.outputs.end(), [&](const auto& o) { return o.name == tensor; });
+  }
+  // Dropout's mask, MaxPool's indices: imported when nothing reads them.
+  void unread_second_output(const Node& n, const std::string& what) const {
+    for (std::size_t i = 1; i < n.outputs.size(); ++i)
+      if (!n.outputs[i].empty() && is_read(n.outputs[i]))
+        fail(n, "its " + what + " output '" + shown(n.outputs[i]) + "' is read, which convoy does not compute");
+  }
+  // ceil_mode 1 where it gives as many windows as convoy's floor: ONNX's
+  // ceil((size + pads - kernel) / stride) + 1, less the last window when it
+  // would start in the end padding.
+  void ceil_changes_nothing(const Node& n, const Shape& in, int64_t kernel, int64_t stride, int64_t pad) const {
+    for (std::size_t axis : {std::size_t{1}, std::size_t{2}}) {
+      if (pad != nn::kSame && in[axis] + 2 * pad < kernel) return;  // the layer refuses it, naming it
+      const nn::Window w = nn::window(in[axis], kernel, stride, pad, shown_name(n));
+      const int64_t span = in[axis] + w.pad_begin + w.pad_end - kernel;
+      int64_t out = (span + stride - 1) / stride + 1;
+      if ((out - 1) * stride >= in[axis] + w.pad_begin) --out;
+      if (out != w.out)
+        fail(n, "ceil_mode 1 gives " + std::to_string(out) + " windows where convoy's pools give " + std::to_string(w.out) +
+                    "; only a ceil_mode that changes nothing is supported");
+    }
+  }
+
+  // Flatten, Reshape, Squeeze and Unsqueeze keep the values' order: each
+  // relabels the ONNX dimensions after the batch, which stays first. To
+  // [N, features] that is convoy's Flatten (nothing on rows), to convoy's own
+  // shape nothing, to another shape a view (Value::view) that element-wise
+  // ops pass on and a later flatten or reshape relabels again.
+  void reshape_like(const Node& n) {
+    const std::string& op = n.op_type;
+    const Value v = input(n, n.inputs.at(0), /*views=*/true);
+    const Shape dims = dims_of(v);
+    const int64_t rank = static_cast<int64_t>(dims.size()) + 1, values = bounded_numel(dims);
+    Shape to;
+    if (op == "Flatten") {
+      const int64_t written = int_attr(n, "axis", 1), axis = normalized_axis(n, written, rank);
+      int64_t lead = 1;  // what joins the batch in the first output axis
+      for (int64_t k = 1; k < axis; ++k) lead *= dims[static_cast<std::size_t>(k - 1)];
+      if (axis == 0 && batch_ != 1)
+        fail(n, "axis " + std::to_string(written) + " makes the whole batch one row; convoy keeps the batch axis (axis 1), "
+                "which is the same only in a file whose batch size is 1");
+      if (lead != 1)
+        fail(n, "axis " + std::to_string(written) + " joins the batch with the next " + std::to_string(lead) +
+                    " values ([N*" + std::to_string(lead) + ", ...]); convoy keeps the batch axis (axis 1)");
+      to = {values};
+    } else if (op == "Reshape") {
+      to = reshape_target(n, dims);
+    } else if (op == "Squeeze") {
+      std::set<int64_t> drop;
+      if (const auto axes = ints_input(n, 1, "axes")) {
+        for (int64_t a : *axes) {
+          const int64_t k = normalized_axis(n, a, rank);
+          if (k == 0) fail(n, "squeezes the batch axis; convoy keeps it");
+          if (dims[static_cast<std::size_t>(k - 1)] != 1)
+            fail(n, "axis " + std::to_string(a) + " of " + with_batch(dims) + " has size " +
+                        std::to_string(dims[static_cast<std::size_t>(k - 1)]) + ", not 1");
+          drop.insert(k);
+        }
+      } else {
+        if (batch_ == 1) fail(n, "without axes it squeezes the batch of 1 too; convoy keeps the batch (give the axes)");
+        for (int64_t k = 1; k < rank; ++k)
+          if (dims[static_cast<std::size_t>(k - 1)] == 1) drop.insert(k);
+      }
+      for (int64_t k = 1; k < rank; ++k)
+        if (!drop.count(k)) to.push_back(dims[static_cast<std::size_t>(k - 1)]);
+    } else {  // Unsqueeze
+      const auto axes = ints_input(n, 1, "axes");
+      if (!axes) fail(n, "the axes are missing");
+      const int64_t out_rank = rank + static_cast<int64_t>(axes->size());
+      if (out_rank > 64) fail(n, "the result has more than 64 dimensions");
+      std::set<int64_t> at;
+      for (int64_t a : *axes) {
+        const int64_t k = normalized_axis(n, a, out_rank);
+        if (k == 0) fail(n, "unsqueezes before the batch axis; convoy keeps the batch first");
+        if (!at.insert(k).second) fail(n, "axes " + list(*axes) + " name one axis twice");
+      }
+      std::size_t next = 0;
+      for (int64_t k = 1; k < out_rank; ++k) to.push_back(at.count(k) ? 1 : dims[next++]);
+    }
+    relabel(n, v, to);
+  }
+  // Reshape's target without the batch: its first dimension must be the
+  // batch (0 or the batch itself, the batch size the file fixes, or any
+  // number when the others hold one example's values; [1, -1] too, as
+  // exporters write it for a batch of 1), 0 copies an input dimension
+  // (unless allowzero), one -1 is inferred.
+  Shape reshape_target(const Node& n, const Shape& dims) {
+    const std::vector<int64_t> d = n.inputs.size() > 1 && shape_values_.count(n.inputs[1]) ? shape_values_.at(n.inputs[1])
+                                                                                           : need_integers(n, 1).int64s;
+    const bool allowzero = int_attr(n, "allowzero", 0) != 0;
+    const int64_t values = bounded_numel(dims);
+    auto shape_text = [&] {
+      std::string s = "[";
+      for (std::size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + (d[i] == kBatch ? std::string("N") : std::to_string(d[i]));
+      return s + "]";
+    };
+    auto refuse = [&](const std::string& why) { fail(n, "reshapes " + with_batch(dims) + " to " + shape_text() + ": " + why); };
+    if (d.size() < 2) refuse("convoy models keep the batch axis and at least one more");
+    if (d.size() > 64) refuse("more than 64 dimensions");
+    Shape rest;
+    int64_t known = 1, infer = -1;
+    for (std::size_t i = 1; i < d.size(); ++i) {
+      int64_t x = d[i];
+      if (x == kBatch) refuse("the batch moves from the first axis, which convoy does not do");
+      if (x == 0 && !allowzero) {
+        if (i - 1 >= dims.size()) refuse("0 copies a dimension the input does not have");
+        x = dims[i - 1];
+      }
+      if (x == -1) {
+        if (infer >= 0) refuse("two dimensions are -1");
+        infer = static_cast<int64_t>(rest.size());
+        rest.push_back(-1);
+        continue;
+      }
+      if (x <= 0) refuse("only positive sizes, 0 (copy) and -1 (infer) are supported");
+      if (known > kMaxValues / x) refuse("more than 2^31 values per example");
+      known *= x;
+      rest.push_back(x);
+    }
+    const int64_t first = d[0];
+    const bool exact = infer < 0 && known == values;
+    const bool keeps_batch = first == kBatch || (first == 0 && !allowzero) || (batch_ > 0 && first == batch_) ||
+                             (exact && (first == -1 || first > 0)) || (first == 1 && d.size() == 2 && infer >= 0);
+    if (!keeps_batch) refuse("only reshapes that keep the batch as the first axis are supported");
+    if (infer >= 0) {
+      if (values % known != 0) refuse("the sizes do not divide the example's " + std::to_string(values) + " values");
+      rest[static_cast<std::size_t>(infer)] = values / known;
+    } else if (known != values) {
+      refuse("the sizes do not hold the example's " + std::to_string(values) + " values");
+    }
+    return rest;
+  }
+  // The value of node n's output: v's values with ONNX dimensions `to` after the batch.
+  void relabel(const Node& n, const Value& v, const Shape& to) {
+    if (to.empty()) fail(n, "gives one value per example ([N]); convoy keeps at least [N, 1]");
+    if (to.size() == 1 && v.shape.size() == 1) {  // rows already: the same values
       Value out = v;
       out.unsqueezed = false;
+      out.view.clear();
       values_[n.outputs.at(0)] = out;
       return;
     }
-    if (v.shape.size() != 3) fail(n, "needs an image or rows, gets " + std::to_string(rank) + " dimensions");
-    Value& out = add(n, nn::Flatten{}, {n.inputs[0]}, {}, {}, nullptr, /*reads_nhwc=*/true);
-    if (v.nhwc && v.shape[0] > 1 && v.shape[1] * v.shape[2] > 1) out.hwc_image = v.shape;  // else both orders agree
+    if (to.size() == 1) {  // an image (or a view of one) to [N, features]: convoy's Flatten
+      Value& out = add(n, nn::Flatten{}, {n.inputs[0]}, {}, {}, nullptr, /*reads_nhwc=*/true);
+      if (v.nhwc && v.shape[0] > 1 && v.shape[1] * v.shape[2] > 1) out.hwc_image = v.shape;  // else both orders agree
+      return;
+    }
+    if (v.nhwc || !v.hwc_image.empty())
+      fail(n, "reshapes NHWC-ordered values to " + with_batch(to) + "; convoy takes them only flattened ([N, features])");
+    Value out = v;
+    out.unsqueezed = false;
+    out.view = to == v.shape ? Shape{} : to;
+    values_[n.outputs.at(0)] = out;
   }
 
   // Transposes between NHWC and NCHW images: convoy's tensors stay NCHW, the
@@ -604,12 +853,11 @@ class Importer {
       return shape_values_.at(n.inputs[i]);
     };
     if (op == "Shape") {
-      const Value& v = input(n, n.inputs.at(0));
+      const Value& v = input(n, n.inputs.at(0), /*views=*/true);
       if (!v.hwc_image.empty()) fail(n, "the shape of NHWC-ordered features is not supported");
+      const Shape dims = dims_of(v);
       out = {kBatch};
-      if (v.unsqueezed) out.insert(out.end(), {v.shape[0], 1, 1});
-      else if (v.nhwc) out.insert(out.end(), {v.shape[1], v.shape[2], v.shape[0]});
-      else out.insert(out.end(), v.shape.begin(), v.shape.end());
+      out.insert(out.end(), dims.begin(), dims.end());
       const int64_t rank = static_cast<int64_t>(out.size());
       int64_t start = int_attr(n, "start", 0), end = int_attr(n, "end", rank);  // opset 15
       start = std::clamp(start < 0 ? start + rank : start, int64_t{0}, rank);
@@ -649,16 +897,19 @@ class Importer {
       constants_[n.outputs.at(0)] = &owned_.back();
       return;
     }
+    if (onnx_fold::folds(op) && all_constant(n)) return fold(n);
     if (op == "Identity") return alias(n, n.inputs.at(0));
     if (op == "Dropout") {
       float rate = float_attr(n, "ratio", 0.5f);
       if (auto r = scalar(n, 1)) rate = *r;
-      // training_mode (opset 12): true drops values even at inference, which convoy's Dropout does not.
+      // training_mode (opset 12): true drops values even at inference, which
+      // convoy's Dropout does not; with a ratio of 0 it drops nothing.
       if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
         const onnx::Tensor& mode = need_integers(n, 2);
         if (mode.int64s.size() != 1) fail(n, "training_mode must be one bool");
-        if (mode.int64s[0] != 0) fail(n, "training_mode true (dropout at inference) is not supported");
+        if (mode.int64s[0] != 0 && rate != 0) fail(n, "training_mode true (dropout at inference) is not supported");
       }
+      unread_second_output(n, "mask");
       if (m_.opset < 7 && int_attr(n, "is_test", 0) == 0) fail(n, "is_test 0 (dropout at inference) is not supported");
       return (void)add(n, nn::Dropout{.rate = rate}, {n.inputs.at(0)});
     }
@@ -694,12 +945,10 @@ class Importer {
       if (lo == 0.0f && (!hi || (std::isinf(*hi) && *hi > 0))) return (void)add(n, nn::ReLU{}, {n.inputs[0]});
       fail(n, "only Clip to [0, 6] (ReLU6), [0, inf) (ReLU) or without bounds is supported");
     }
-    if (op == "Mul" || op == "Add") {
+    if (op == "Mul" || op == "Add" || op == "Sub" || op == "Div") {
       if (n.inputs.size() != 2) fail(n, "needs two inputs");
-      for (const auto& in : n.inputs)
-        if (const onnx::Tensor* t = constant(in))
-          fail(n, "input '" + in + "' is a constant (" + onnx::data_type_name(t->data_type) + " " + list(t->dims) +
-                      "); a constant operand is not supported (only the bias Add after a MatMul)");
+      if (constant(n.inputs[0]) || constant(n.inputs[1])) return constant_operand(n, constant(n.inputs[1]) ? 0 : 1);
+      if (op == "Sub" || op == "Div") fail(n, op + " of two computed tensors is not supported (only with a constant operand)");
       if (op == "Add") return (void)add(n, nn::Add{}, {n.inputs[0], n.inputs[1]});
       // Element-wise, or a channel gate [N, C, 1, 1] on an image (ONNX's
       // broadcasting allows no other shapes convoy's Multiply takes). It takes
@@ -730,8 +979,9 @@ class Importer {
       const Shape& in = image_input(n);
       const auto [k, stride] = square_window(n, ints_attr(n, "kernel_shape"));
       const int64_t pad = padding(n, in, k, stride);
+      if (int_attr(n, "ceil_mode", 0) != 0) ceil_changes_nothing(n, in, k, stride, pad);
       if (op == "MaxPool") {
-        if (n.outputs.size() > 1) fail(n, "the indices output is not supported");
+        unread_second_output(n, "indices");
         return (void)add(n, nn::MaxPool2d{.kernel = k, .stride = stride, .padding = pad}, {n.inputs[0]});
       }
       // A folded Pad's zeros count in the mean (it only folds where the pool's own pads count too).
@@ -744,13 +994,15 @@ class Importer {
       image_input(n);
       return (void)add(n, nn::GlobalAvgPool{.keep_dims = true}, {n.inputs[0]});
     }
-    if (op == "Flatten" || op == "Reshape" || op == "Squeeze") return flatten(n);
+    if (op == "Flatten" || op == "Reshape" || op == "Squeeze") return reshape_like(n);
     if (op == "Transpose") return transpose(n);
-    if (op == "Unsqueeze") {  // [N, C] -> [N, C, 1, 1] for a channel gate, as convoy's own export writes it
-      Value out = input(n, n.inputs.at(0));
+    if (op == "Unsqueeze") {
+      // [N, C] -> [N, C, 1, 1]: a channel gate for a Mul, as convoy's own export writes it; else a relabelling.
+      Value out = input(n, n.inputs.at(0), /*views=*/true);
       const auto axes = ints_input(n, 1, "axes");
-      if (out.shape.size() != 1 || !out.hwc_image.empty() || out.unsqueezed || !axes || normalized_axes(*axes, 4) != std::vector<int64_t>{2, 3})
-        fail(n, "only Unsqueeze of [N, C] to [N, C, 1, 1] (a channel gate for a Mul) is supported");
+      if (out.shape.size() != 1 || !out.view.empty() || !out.hwc_image.empty() || out.unsqueezed || !axes ||
+          normalized_axes(*axes, 4) != std::vector<int64_t>{2, 3})
+        return reshape_like(n);
       out.unsqueezed = true;
       values_[n.outputs.at(0)] = out;
       return;
@@ -833,6 +1085,8 @@ class Importer {
   std::set<std::string> used_names_;
   std::optional<nn::GraphBuilder> builder_;
   std::vector<LayerWeights> weights_;  // one per layer added
+  std::vector<bool> is_dense_;         // one per layer added through add()
+  std::vector<std::string> frozen_;    // layers holding constants (see constant_operand)
   int layer_count_ = 0;
   std::size_t current_ = 0;                  // the node being imported
   std::map<std::size_t, Pads> folded_pads_;  // by reader node: the Pad folded into its padding

@@ -1,0 +1,43 @@
+#pragma once
+// Constant folding for the ONNX import: a node whose inputs are all
+// constants (initializers, Constant nodes, nodes folded before it) computes
+// a constant, here, as ONNX defines the op. Exporters write such chains
+// around weights and shapes (a Transpose of a weight before a MatMul, a
+// Reshape of a bias, Sub and Div of normalisation constants); folding them
+// leaves the importer only "computed tensor op constant" to turn into layers.
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "convoy/io/onnx.h"
+
+namespace convoy::io::onnx_fold {
+
+// Why a node cannot be folded, without the node's name (the importer adds it).
+struct FoldError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The most values a folded constant may have: folding never allocates more
+// than the file could plausibly mean (a hostile [2^20] + [2^20, 1] is refused).
+inline constexpr int64_t kMaxFoldedValues = int64_t{1} << 26;
+
+// The ops fold_node computes: Identity, Add, Sub, Mul, Div, Reshape, Flatten,
+// Squeeze, Unsqueeze, Transpose, Concat.
+bool folds(const std::string& op_type);
+
+// Node n's first output from its inputs (nullptr where an optional input is
+// absent); `opset` picks where axes come from (attribute or input). Throws
+// FoldError when the inputs do not fit the op.
+onnx::Tensor fold_node(const onnx::Node& n, const std::vector<const onnx::Tensor*>& inputs, int64_t opset);
+
+// "[1, 2, 3]" for dimensions, axes or shapes in messages; at most 16 shown
+// (a file may claim a million dimensions of size 1).
+std::string list(const std::vector<int64_t>& values);
+
+// The shape two shapes broadcast to under ONNX's (numpy's) rules, or nullopt.
+std::optional<std::vector<int64_t>> broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+
+}  // namespace convoy::io::onnx_fold
