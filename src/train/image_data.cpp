@@ -269,12 +269,8 @@ ImageData load_image_data(const RunConfig& c, bool with_training) {
   return out;
 }
 
-int64_t write_submission(Executable& exe, const RunConfig& c, const std::string& test_csv,
-                         const std::string& output_csv, std::vector<std::string>* skipped) {
-  require(c.data.kind == "csv", "a submission needs a test CSV of image ids beside the images; data.kind " +
-                                    c.data.kind + " has none (use kind csv)");
+ImagePredictions predict_manifest(Executable& exe, const RunConfig& c, const records::Manifest& m) {
   const data::OnBadExample policy = policy_of(c);
-  const records::Manifest m = test_manifest(c, test_csv);
   auto bad_ids = std::make_shared<std::set<std::string>>();
   auto mu = std::make_shared<std::mutex>();
   auto lost = std::make_shared<data::SkippedExamples>();
@@ -308,13 +304,10 @@ int64_t write_submission(Executable& exe, const RunConfig& c, const std::string&
   require(classes == static_cast<int64_t>(c.data.classes.size()),
           "the model has " + std::to_string(classes) + " outputs but data.classes names " +
               std::to_string(c.data.classes.size()));
-  std::string csv = c.data.id_column;
-  for (const auto& name : c.data.classes) csv += "," + name;
-  csv += "\n";
+  ImagePredictions out;
+  out.classes = classes;
   const Loss loss = loss_kind(c);
   std::vector<float> p(static_cast<std::size_t>(classes));
-  char cell[32];
-  int64_t rows = 0;
   for_each_output(exe, batches, [&](int64_t i, const float* row) {
     const std::string& id = m.entries[static_cast<std::size_t>(i)].id;
     bool bad;
@@ -324,20 +317,39 @@ int64_t write_submission(Executable& exe, const RunConfig& c, const std::string&
     }
     if (bad) std::fill(p.begin(), p.end(), 1.0f / static_cast<float>(classes));
     else output_probabilities(loss, row, classes, p.data());
-    csv += id;
-    for (float v : p) {
-      std::snprintf(cell, sizeof cell, ",%.6f", v);
+    out.ids.push_back(id);
+    out.probabilities.insert(out.probabilities.end(), p.begin(), p.end());
+  });
+  for (const auto& s : m.skipped) out.skipped.push_back(s);
+  for (const auto& s : messages(*lost)) out.skipped.push_back(s + " (its row has equal probabilities)");
+  return out;
+}
+
+std::string predictions_csv(const ImagePredictions& p, const std::string& first_column,
+                            const std::vector<std::string>& classes) {
+  std::string csv = first_column;
+  for (const auto& name : classes) csv += "," + name;
+  csv += "\n";
+  char cell[32];
+  for (std::size_t r = 0; r < p.ids.size(); ++r) {
+    csv += p.ids[r];
+    for (int64_t k = 0; k < p.classes; ++k) {
+      std::snprintf(cell, sizeof cell, ",%.6f", p.probabilities[r * static_cast<std::size_t>(p.classes) + k]);
       csv += cell;
     }
     csv += "\n";
-    ++rows;
-  });
-  io::write_file_atomic(output_csv, csv);
-  if (skipped) {
-    for (const auto& s : m.skipped) skipped->push_back(s);
-    for (const auto& s : messages(*lost)) skipped->push_back(s + " (its row has equal probabilities)");
   }
-  return rows;
+  return csv;
+}
+
+int64_t write_submission(Executable& exe, const RunConfig& c, const std::string& test_csv,
+                         const std::string& output_csv, std::vector<std::string>* skipped) {
+  require(c.data.kind == "csv", "a submission needs a test CSV of image ids beside the images; data.kind " +
+                                    c.data.kind + " has none (use kind csv)");
+  const ImagePredictions p = predict_manifest(exe, c, test_manifest(c, test_csv));
+  io::write_file_atomic(output_csv, predictions_csv(p, c.data.id_column, c.data.classes));
+  if (skipped) skipped->insert(skipped->end(), p.skipped.begin(), p.skipped.end());
+  return static_cast<int64_t>(p.ids.size());
 }
 
 }  // namespace convoy::train

@@ -32,6 +32,7 @@
 #include "convoy/train/profile_report.h"
 #include "convoy/train/replicas.h"
 #include "convoy/train/schedules.h"
+#include "train/restore.h"
 #include "transfer.h"
 
 namespace convoy::train {
@@ -39,8 +40,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::vector<std::string> kFashionMnistClasses = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-                                                       "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+using data::kFashionMnistClasses;
 
 // The pictures and the report of a finished run.
 // The class names and pixel normalisation of a run's data, for the pictures.
@@ -534,45 +534,6 @@ Metrics evaluate_checkpoint(const std::string& dir) {
     return evaluate(*restore(ck), load_image_data(ck.config, /*with_training=*/false).validation);
   const data::TrainTest data = data::load_fashion_mnist(ck.config.data_dir);
   return evaluate(*restore(ck), data.test);
-}
-
-int64_t predict_to_csv(const std::string& dir, const std::string& images_idx, const std::string& output_csv) {
-  const Checkpoint ck = load_latest_checkpoint(dir, std::cerr);
-  if (ck.config.data.reads_images()) {
-    const std::string csv = images_idx.empty() ? ck.config.data.test_csv : images_idx;
-    require(!csv.empty(), "predict: the run's config has no data.test_csv; pass --input TEST.csv");
-    const std::string out = output_csv.empty() ? (fs::path(dir) / "submission.csv").string() : output_csv;
-    return write_submission(*restore(ck), ck.config, images_idx.empty() ? data_path(ck.config, csv) : csv, out);
-  }
-  require(!images_idx.empty() && !output_csv.empty(), "predict: pass --input IMAGES.idx and --output FILE.csv");
-  const Tensor raw = data::read_idx_u8(images_idx);
-  const nn::Model model = build_model(ck.config, data::kFashionMnistShape);
-  const Shape& want = model.input_shape();
-  require(raw.shape().size() == 3 && raw.dim(1) == want[1] && raw.dim(2) == want[2],
-          images_idx + ": images are " + to_string(raw.shape()) + ", the model takes [N, " + std::to_string(want[1]) +
-              ", " + std::to_string(want[2]) + "]");
-  // Labels are unknown; zeros keep the batch machinery unchanged.
-  const data::LabeledImages images =
-      data::from_u8(raw, Tensor(DType::u8, {raw.dim(0)}), data::kSeedMean, data::kSeedStd, images_idx);
-  auto exe = restore(ck);
-  const int64_t classes = exe->output_size();
-  std::string csv = "id";
-  for (const auto& name : kFashionMnistClasses) csv += "," + name;
-  csv += "\n";
-  char cell[32];
-  std::vector<float> p(static_cast<std::size_t>(classes));
-  const Loss loss = loss_kind(ck.config);
-  for_each_output(*exe, images, [&](int64_t id, const float* row) {
-    csv += std::to_string(id);
-    output_probabilities(loss, row, classes, p.data());
-    for (int64_t k = 0; k < classes; ++k) {
-      std::snprintf(cell, sizeof cell, ",%.6f", p[k]);
-      csv += cell;
-    }
-    csv += "\n";
-  });
-  io::write_file_atomic(output_csv, csv);
-  return images.size();
 }
 
 }  // namespace convoy::train

@@ -5,6 +5,7 @@
 // the file.
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -105,8 +106,23 @@ struct RunConfig {
   bool profile = false;           // print a per-layer profile of the training steps at the end
 };
 
-// Parses JSON, or YAML when the file name ends in .yaml/.yml.
+// Parses JSON, or YAML when the file name ends in .yaml/.yml. Relative paths
+// in the file (data.dir, model.pretrained, output.dir) are relative to the
+// file's folder.
 RunConfig load_run_config(const std::string& path);
+
+// A config as `convoy train` assembles it: the file (none: the defaults),
+// then each "key=value" of `sets` (--set optimizer.lr=3e-4): a dotted key of
+// the file's layout and a value as YAML reads it (a number, true, a string,
+// [0.5, 0.5]). An unknown key is one error naming the close matches; a value
+// is typed like the file's. Paths given by --set stay relative to the working
+// directory.
+struct LoadedConfig {
+  RunConfig config;
+  std::set<std::string> given;  // the dotted keys the file or --set named ("optimizer.lr")
+  bool has(const std::string& dotted) const { return given.count(dotted) > 0; }
+};
+LoadedConfig load_run_config(const std::string& path, const std::vector<std::string>& sets);
 RunConfig parse_run_config(const std::string& text, const std::string& where, bool yaml);
 std::string run_config_json(const RunConfig& config);
 // Range checks shared by files and flags (epochs >= 1, lr > 0, ...).
