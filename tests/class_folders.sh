@@ -101,4 +101,19 @@ expect_error "predict: no such input" "--input nope.jpg: no such file or folder"
 expect_error "predict: not an image" "neither an image" -- predict --checkpoint O --input notdata/a.txt
 expect_error "predict: empty folder" "no images" -- predict --checkpoint O --input notdata
 
+# Checked before anything trains, the scratch comparison included; a config's
+# paths are relative to its folder.
+mkdir -p cfg && cat >cfg/transfer.yaml <<'YAML'
+data: {dir: ../photos, kind: folders}
+model: {name: plant_cnn, pretrained: backbone.safetensors}
+transfer: {freeze_epochs: 3, compare_with_scratch: true}
+training: {epochs: 5, batch_size: 8, threads: 1}
+YAML
+expect_error "pretrained file, before the scratch run" "model.pretrained: cfg/backbone.safetensors is missing" \
+  -- train --config cfg/transfer.yaml --out T
+[[ ! -e T ]] || fail "a failed check left T behind: $(ls T)"
+grep -q "for comparison" out && fail "the scratch comparison started: $(cat out)"
+expect_error "freeze_epochs past --epochs" "transfer.freeze_epochs must be between 0 and training.epochs (2)" \
+  -- train --config cfg/transfer.yaml --epochs 2 --out T
+
 finish class-folder

@@ -32,6 +32,7 @@
 #include "convoy/train/profile_report.h"
 #include "convoy/train/replicas.h"
 #include "convoy/train/schedules.h"
+#include "train/preflight.h"
 #include "train/restore.h"
 #include "transfer.h"
 
@@ -476,6 +477,7 @@ RunOutcome run_scratch(const RunConfig& c, std::ostream& log, bool resuming) {
 }
 
 RunOutcome run_compared(const RunConfig& c, const std::optional<Checkpoint>& resume, std::ostream& log) {
+  check_before_training(c);  // before the scratch comparison trains
   if (!c.compare_with_scratch) return run(c, resume, log);
   RunOutcome scratch = run_scratch(c, log, resume.has_value());
   if (scratch.stopped_by_signal) return scratch;
