@@ -33,6 +33,14 @@ if "$convoy" train --data photos --epochs 2 --threads 1 --progress lines --out O
     [[ "$first" == *"$want"* ]] || fail "train: the first line does not say '$want': $first"
   done
   echo "ok   train: $first"
+  plain_train=$(sed -n 's/.*plant_cnn on photos (\([0-9]*\) train.*/\1/p' log)
+  # The final block: the metric Kaggle judges by and each class's scores, in the console and the report.
+  grep -Eq '^validation \([0-9]+ images\): accuracy [0-9.]+%, mean ROC AUC [0-9.]+' log || fail "no final block: $(tail -6 log)"
+  for class in healthy rust scab; do
+    grep -Eq "^  $class +[0-9.]+ +[0-9.]+ +[0-9.]+ +([0-9.]+|n/a) +[0-9]+$" log || fail "final block: no row for $class"
+    grep -q "<td style=\"text-align:left\">$class</td>" O/report.html || fail "report.html: no row for $class"
+  done
+  grep -q "Mean ROC AUC" O/report.html || fail "report.html: no mean ROC AUC"
   python3 - <<'PY' || fail "summary.json"
 import json
 s = json.load(open("O/summary.json"))
@@ -89,6 +97,14 @@ if "$convoy" train --data photos --epochs 1 --threads 1 --image-size 48 --optimi
   echo "ok   --image-size 48 --optimizer sgd: $first"
 else
   fail "--image-size: $(cat err)"
+fi
+# data.oversample: the training split's classes repeated up to the largest's count.
+if "$convoy" train --data photos --epochs 1 --threads 1 --set data.oversample=true --progress lines >log 2>err; then
+  train=$(sed -n 's/.*plant_cnn on photos (\([0-9]*\) train.*/\1/p' log)
+  [[ -n "$train" && $train -gt ${plain_train:-999} ]] || fail "oversample: $train training images, $plain_train without"
+  echo "ok   oversample: $train training images instead of $plain_train"
+else
+  fail "oversample: $(cat err)"
 fi
 mkdir -p notdata && echo hi >notdata/a.txt
 expect_error "unrecognised data" "class folders" -- train --data notdata

@@ -70,6 +70,7 @@ void read_data_section(Section& s, RunConfig& c) {
   s.get("validation_split", d.validation_split);
   s.get("cache", d.cache);
   s.get("shuffle_buffer", d.shuffle_buffer);
+  s.get("oversample", d.oversample);
   get_list(s, "mean", d.mean);
   get_list(s, "std", d.std);
   s.get("on_bad_example", d.on_bad_example);
@@ -108,7 +109,7 @@ json data_section_json(const RunConfig& c) {
           {"images", d.images}, {"id_column", d.id_column}, {"label_column", d.label_column},
           {"extension", d.extension}, {"files", d.files}, {"classes", d.classes}, {"width", d.width},
           {"height", d.height}, {"channels", d.channels}, {"resize", d.resize}, {"fit", d.fit},
-          {"validation_split", d.validation_split}, {"cache", d.cache}, {"shuffle_buffer", d.shuffle_buffer},
+          {"validation_split", d.validation_split}, {"cache", d.cache}, {"shuffle_buffer", d.shuffle_buffer}, {"oversample", d.oversample},
           {"mean", d.mean}, {"std", d.std}, {"on_bad_example", d.on_bad_example},
           {"max_image_bytes", d.max_image_bytes},
           {"augment",
@@ -139,6 +140,9 @@ void validate_data(const DataConfig& d) {
   per_channel(d.mean, "mean");
   per_channel(d.std, "std");
   for (double s : d.std) require(s > 0, "data.std values must be positive");
+  require(!d.oversample || d.kind != "tfrecord",
+          "data.oversample: repeats rows of a CSV or class-folder manifest; TFRecord files have none (use kind csv or "
+          "folders)");
   require(d.kind != "tfrecord" || !d.files.empty(), "data.files: kind tfrecord needs a file glob, e.g. shards/*.tfrecord");
   data::parse_on_bad_example(d.on_bad_example, "data.on_bad_example");
   try {

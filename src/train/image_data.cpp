@@ -16,6 +16,7 @@
 #include "convoy/records/manifest.h"
 #include "convoy/records/tfrecord_dataset.h"
 #include "convoy/train/evaluation.h"
+#include "train/oversample.h"
 
 namespace convoy::train {
 namespace {
@@ -161,7 +162,8 @@ Split manifest_split(const RunConfig& c, ImageData& out, const std::shared_ptr<d
   out.classes = m.classes;
   out.one_hot = m.label_kind == records::LabelKind::one_hot;
   out.skipped.insert(out.skipped.end(), m.skipped.begin(), m.skipped.end());
-  const records::ManifestSplit s = records::stratified_split(m, c.data.validation_split, c.seed);
+  records::ManifestSplit s = records::stratified_split(m, c.data.validation_split, c.seed);
+  if (c.data.oversample) s.train = oversampled(std::move(s.train));
   const records::ManifestDatasetOptions o{.max_image_bytes = static_cast<uint64_t>(c.data.max_image_bytes),
                                           .on_bad_example = policy, .skipped = skipped, .log = no_log()};
   return {records::manifest_dataset(s.train, o), records::manifest_dataset(s.validation, o)};

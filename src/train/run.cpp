@@ -106,7 +106,8 @@ void write_reports(const fs::path& dir, const RunConfig& c, const RunOutcome& ou
                              .channel_mean = look.mean, .channel_std = look.std});
   io::write_report_html((dir / "report.html").string(),
                         {.title = "convoy: " + c.model + " on " + look.name, .device = out.device,
-                         .config_json = run_config_json(c), .threads = out.threads, .images = images,
+                         .config_json = run_config_json(c), .class_scores = class_scores(ev, look.classes),
+                         .mean_roc_auc = ev.mean_roc_auc, .threads = out.threads, .images = images,
                          .compared = compared},
                         h);
 }
@@ -396,6 +397,8 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
                      << std::flush;
   const auto& h = out.history;
   if (h.epochs.empty() || !primary) return out;
+  // The kept weights on the validation (or test) split: the console's final block, summary.json, the report.
+  const EvaluationReport ev = evaluate_report(*exe, test, loss_kind(c));
   if (c.progress != "quiet") {
     char line[200];
     const EpochRecord& kept = h.kept();
@@ -404,7 +407,7 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
       std::snprintf(from, sizeof from, " (weights of epoch %lld)", static_cast<long long>(kept.epoch));
     std::snprintf(line, sizeof line, "total training time %.2f s | test accuracy %.2f%%%s | %.0f images/s\n",
                   h.total_train_seconds, 100.0 * kept.test_accuracy, from, h.images_per_second());
-    log << line << std::flush;
+    log << line << evaluation_text(ev, look_of(c).classes, images ? "validation" : "test") << std::flush;
   }
   if (!c.out_dir.empty()) {
     const fs::path dir(c.out_dir);
@@ -413,7 +416,6 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
                      .threads = out.threads,
                      .epochs = c.epochs, .batch_size = c.batch_size, .lr = c.lr, .momentum = c.momentum,
                      .seed = c.seed, .replicas = replicas->world_size()};
-    const EvaluationReport ev = evaluate_report(*exe, test, loss_kind(c));
     info.evaluation_json = evaluation_json(ev, look_of(c).classes);
     const std::vector<io::NamedHistory> compared = compared_runs(c, h, scratch);
     info.compared_json = compared_json(compared);

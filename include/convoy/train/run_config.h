@@ -47,6 +47,7 @@ struct DataConfig {
   double validation_split = 0.2; // stratified by class, drawn by training.seed
   std::string cache = "memory";  // memory (decode once) or none (decode every epoch)
   int64_t shuffle_buffer = 0;    // 0: the whole training split
+  bool oversample = false;       // repeat the training split's rarer classes up to the largest's count (csv, folders)
   std::vector<double> mean = {0.0}, std = {1.0};  // per channel (or one), on pixels scaled to [0, 1]
   image::AugmentOptions augment;  // training split only, after the cache
   std::string on_bad_example = "fail";  // fail or skip (count and name them)
