@@ -111,6 +111,9 @@ Predictions predict(const std::string& dir, const PredictOptions& o) {
     require(!o.input.empty(), "predict: this run trained on Fashion-MNIST's IDX files; pass --input IMAGES.idx "
                               "(uint8 [N, 28, 28], raw or .gz)");
     require(fs::is_regular_file(o.input), "--input " + shown(o.input) + ": no such file; pass an IDX file of images");
+    require(!holds_image(o.input), "--input " + shown(o.input) +
+                                       ": an image, but this run trained on Fashion-MNIST's IDX files; pass an IDX "
+                                       "file of uint8 [N, 28, 28] images (a run on photos predicts on images)");
     p = of_idx(ck, o.input);
     first_column = "id";
   } else {
