@@ -106,6 +106,23 @@ if "$convoy" train --data photos --epochs 1 --threads 1 --set data.oversample=tr
 else
   fail "oversample: $(cat err)"
 fi
+# data.class_weight: each example's loss weighted by its class's weight. Adam
+# ignores a uniform scale of the gradients, so weights of 2 for every class
+# train the same steps and report twice the loss.
+epoch_loss() { sed -n 's/^epoch   1\/1  loss \([0-9.]*\).*/\1/p' "$1"; }
+"$convoy" train --data photos --epochs 1 --threads 1 --progress lines --out W1 >w1.log 2>err || fail "unweighted: $(cat err)"
+"$convoy" train --data photos --epochs 1 --threads 1 --progress lines --out W2 \
+  --set 'data.class_weight={healthy: 2, rust: 2, scab: 2}' >w2.log 2>err || fail "class_weight: $(cat err)"
+grep -q "^class weights in the loss: healthy 2, rust 2, scab 2$" w2.log || fail "class_weight: no line naming the weights"
+python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); assert abs(b / a - 2) < 0.01, (a, b)" \
+  "$(epoch_loss w1.log)" "$(epoch_loss w2.log)" || fail "class_weight 2: loss $(epoch_loss w2.log), unweighted $(epoch_loss w1.log)"
+"$convoy" train --data photos --epochs 1 --threads 1 --progress lines --set data.class_weight=balanced >log 2>err ||
+  fail "balanced: $(cat err)"
+grep -Eq "^class weights in the loss: healthy [0-9.]+, rust [0-9.]+, scab [0-9.]+$" log || fail "balanced: $(sed -n 2p log)"
+echo "ok   class_weight: loss $(epoch_loss w2.log) with weights 2, $(epoch_loss w1.log) without; $(grep '^class weights' log)"
+expect_error "class_weight of no class" "'cats' is not a class of the data; its classes: healthy, rust, scab" \
+  -- train --data photos --threads 1 --set 'data.class_weight={cats: 3}'
+
 mkdir -p notdata && echo hi >notdata/a.txt
 expect_error "unrecognised data" "class folders" -- train --data notdata
 expect_error "model meets data" "model 'seed_cnn' takes [1, 28, 28] inputs but the data's examples are [3, 64, 96]" \

@@ -41,7 +41,8 @@ std::vector<std::string> ignored_settings(const RunConfig& c, const std::set<std
                   "model.pretrained the frozen layers learn nothing in those epochs");
   if (!c.data.reads_images())
     for (const std::string& key : given)
-      if (key.starts_with("data.") && key != "data.dir" && key != "data.kind")
+      if (key.starts_with("data.") && key != "data.dir" && key != "data.kind" &&
+          !key.starts_with("data.class_weight"))  // an error of its own (preflight)
         out.push_back(key + " is ignored: Fashion-MNIST's IDX data reads only data.dir (the other data keys are "
                             "for images: class folders, a CSV, TFRecords)");
   if (!c.schedule.active())

@@ -16,6 +16,7 @@
 #include "convoy/records/manifest.h"
 #include "convoy/records/tfrecord_dataset.h"
 #include "convoy/train/evaluation.h"
+#include "train/class_weights.h"
 #include "train/oversample.h"
 
 namespace convoy::train {
@@ -250,8 +251,14 @@ ImageData load_image_data(const RunConfig& c, bool with_training) {
     // One pass now: every bad image fails (or is counted) before training
     // starts, the cache is filled, and the epoch length is known.
     int64_t n = 0;
-    for (auto it = train.iterate(0); it->next();) ++n;
+    std::vector<int64_t> counts(static_cast<std::size_t>(classes), 0);
+    for (auto it = train.iterate(0); auto e = it->next();) {
+      ++n;
+      const int32_t label = e->tensor("label").data<int32_t>()[0];
+      if (label >= 0 && label < classes) ++counts[static_cast<std::size_t>(label)];
+    }
     out.train_examples = n;
+    out.class_weights = class_weights_for(c.data, out.classes, counts);
     require(n >= c.batch_size, "the training split has " + std::to_string(n) + " images, fewer than a batch of " +
                                    std::to_string(c.batch_size) + "; use a smaller training.batch_size");
     const image::AugmentOptions& a = c.data.augment;
@@ -260,7 +267,8 @@ ImageData load_image_data(const RunConfig& c, bool with_training) {
                             a.cutout > 0;
     if (augmenting) train = train.map(image::augment(a), {.parallelism = data::kAutotune, .seed = c.seed + 101});
     train = train.map(to_float(c), {.parallelism = data::kAutotune});
-    if (out.one_hot) train = train.map(data::one_hot("label", classes));
+    if (!out.class_weights.empty()) train = train.map(weighted_one_hot(out.class_weights));
+    else if (out.one_hot) train = train.map(data::one_hot("label", classes));
     train = train.shuffle(c.data.shuffle_buffer > 0 ? c.data.shuffle_buffer : n, c.seed)
                 .batch(c.batch_size, /*drop_remainder=*/true)
                 .prefetch(2);

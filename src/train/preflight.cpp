@@ -47,6 +47,10 @@ void check_before_training(const RunConfig& c) {
   if (c.data.reads_images())  // the IDX reader names Debian's package when the files are missing
     require(fs::is_directory(c.data_dir, ec),
             "data.dir (--data) " + shown(c.data_dir) + ": no such folder; pass the folder that holds the data");
+  // Checked here, not with the keys: the data's kind may be found only after they are read (--data DIR).
+  require(c.data.class_weight.empty() || c.data.reads_images(),
+          "data.class_weight: weights the image workflow's classes (csv, folders, tfrecord); Fashion-MNIST's IDX data "
+          "is balanced");
   if (!c.pretrained.empty()) check_pretrained(c);
   check_output_folder(c.out_dir);
 }

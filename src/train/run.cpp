@@ -32,6 +32,7 @@
 #include "convoy/train/profile_report.h"
 #include "convoy/train/replicas.h"
 #include "convoy/train/schedules.h"
+#include "train/class_weights.h"
 #include "train/preflight.h"
 #include "train/restore.h"
 #include "transfer.h"
@@ -270,6 +271,8 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
     images = load_image_data(config, /*with_training=*/true);
     check_test_images(config);  // found now, not after training
     c.data.classes = config.data.classes = images->classes;
+    if (!images->class_weights.empty() && c.progress != "quiet")
+      log << "class weights in the loss: " << describe_weights(images->class_weights, images->classes) << "\n";
     if (!images->skipped.empty()) {  // one line per example: which file or row, and why
       log << "skipped " << images->skipped.size() << " bad example(s) (on_bad_example: skip):";
       for (const auto& s : images->skipped) log << "\n  " << s;

@@ -25,6 +25,7 @@ struct ImageData {
   bool one_hot = false;              // labels came as 0/1 columns: training batches carry one-hot rows
   std::optional<TrainingData> training;  // only when asked for
   int64_t train_examples = 0;
+  std::vector<double> class_weights;  // data.class_weight, in label order; empty: unweighted
   // Decoded, resized and normalised once, in split order: fit's validation
   // pass, the final report, predictions.png.
   data::LabeledImages validation;

@@ -4,6 +4,7 @@
 // is checked: an unknown key or a wrong type is a UserError naming the key and
 // the file.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -48,6 +49,11 @@ struct DataConfig {
   std::string cache = "memory";  // memory (decode once) or none (decode every epoch)
   int64_t shuffle_buffer = 0;    // 0: the whole training split
   bool oversample = false;       // repeat the training split's rarer classes up to the largest's count (csv, folders)
+  // Weights of each class's examples in the training loss (Keras's
+  // class_weight): "balanced" (n / (classes x the class's count) over the
+  // training split) or, with class_weights, a weight per class name (others 1).
+  std::string class_weight;  // "", "balanced" or "map" (class_weights)
+  std::map<std::string, double> class_weights;
   std::vector<double> mean = {0.0}, std = {1.0};  // per channel (or one), on pixels scaled to [0, 1]
   image::AugmentOptions augment;  // training split only, after the cache
   std::string on_bad_example = "fail";  // fail or skip (count and name them)
