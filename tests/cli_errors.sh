@@ -61,6 +61,7 @@ printf 'data:\n  kind: csv\n  width: "wide"\n' >"$tmp/data_type.yaml"
 printf 'data:\n  kind: csv\n  classes: healthy\n' >"$tmp/data_list.yaml"
 printf 'data:\n  kind: csv\n  augment: {rotation: 2}\n' >"$tmp/augment_range.yaml"
 printf 'data:\n  kind: csv\n  validation_split: 1.5\n' >"$tmp/data_split.yaml"
+mkdir -p "$tmp/none"  # the folder is there, its train.csv is not
 printf 'data:\n  kind: csv\n  dir: %s/none\n' "$tmp" >"$tmp/data_missing.yaml"
 expect_error "unknown data key" "data.augmnt" -- train --config "$tmp/data_key.yaml"
 expect_error "unknown data key names its file" "data_key.yaml" -- train --config "$tmp/data_key.yaml"

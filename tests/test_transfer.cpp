@@ -191,7 +191,9 @@ TEST(TransferConfig, TheShippedConfigLoadsThePretrainedBackbone) {
   EXPECT_TRUE(c.compare_with_scratch);
   const nn::Model model = build_model(c, model_input_shape(c), 4);
   ASSERT_NE(model.find_layer(c.head), nullptr);
-  const std::string weights = std::string(CONVOY_SOURCE_DIR) + "/" + c.pretrained;
+  // model.pretrained is relative to the config's folder: the repository's pretrained/.
+  const std::string weights = c.pretrained;
+  EXPECT_EQ(fs::path(weights), fs::path(std::string(CONVOY_SOURCE_DIR) + "/pretrained/tf_efficientnet_lite0.safetensors").lexically_normal());
   if (!fs::exists(weights)) GTEST_SKIP() << weights << " is absent (bash tools/fetch_pretrained.sh fetches it)";
   io::FlatWeights w{model.initial_parameters(1), model.initial_state()};
   EXPECT_EQ(io::load_pytorch_weights(model, weights, w, {.skip_prefixes = {c.head + "."}}),

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <new>
 #include <optional>
+#include <set>
 
 #include "convoy/backends/devices.h"
 #include "convoy/core/cpu_info.h"
@@ -19,8 +20,11 @@
 #include "convoy/io/pretrained.h"
 #include "convoy/nn/zoo.h"
 #include "convoy/records/shards.h"
+#include "convoy/train/config_warnings.h"
+#include "convoy/train/data_defaults.h"
 #include "convoy/train/export.h"
 #include "convoy/train/graceful_stop.h"
+#include "convoy/train/predict.h"
 #include "convoy/train/run.h"
 
 namespace {
@@ -34,7 +38,9 @@ struct TrainFlags {
   std::optional<double> lr, momentum;
   std::optional<int> threads;
   std::optional<uint64_t> seed;
-  std::optional<std::string> data, out, progress, on_nan, device;
+  std::optional<std::string> data, out, progress, on_nan, device, model, optimizer;
+  std::optional<int64_t> image_size, freeze_epochs;
+  std::vector<std::string> sets;  // --set key=value, in order
   bool quiet = false, profile = false;
   // data parallelism
   std::optional<std::string> strategy;
@@ -54,27 +60,52 @@ void apply_how_to_run_flags(const TrainFlags& f, RunConfig& c) {
   if (f.bucket_kib) c.bucket_kib = *f.bucket_kib;
 }
 
-RunConfig resolve(const TrainFlags& f) {
-  RunConfig c = f.config.empty() ? RunConfig{} : convoy::train::load_run_config(f.config);
-  if (f.epochs) c.epochs = *f.epochs;
-  if (f.batch_size) c.batch_size = *f.batch_size;
-  if (f.lr) c.lr = *f.lr;
+// The config file, then --set, then the flags; the keys nobody gave come from
+// the data (choose_from_data), said in `chosen` (printed first).
+RunConfig resolve(const TrainFlags& f, std::string* chosen = nullptr) {
+  convoy::train::LoadedConfig loaded = convoy::train::load_run_config(f.config, f.sets);
+  RunConfig& c = loaded.config;
+  std::set<std::string>& given = loaded.given;
+  const auto flag = [&](const auto& value, const char* key, auto& field) {
+    if (!value) return;
+    field = *value;
+    given.insert(key);
+  };
+  flag(f.epochs, "training.epochs", c.epochs);
+  flag(f.batch_size, "training.batch_size", c.batch_size);
+  flag(f.lr, "optimizer.lr", c.lr);
+  flag(f.optimizer, "optimizer.name", c.optimizer);
+  flag(f.model, "model.name", c.model);
+  flag(f.freeze_epochs, "transfer.freeze_epochs", c.freeze_epochs);
+  flag(f.threads, "training.threads", c.threads);
+  flag(f.seed, "training.seed", c.seed);
+  flag(f.data, "data.dir", c.data_dir);
+  flag(f.out, "output.dir", c.out_dir);
+  flag(f.checkpoint_every_steps, "training.checkpoint_every_steps", c.checkpoint_every_steps);
+  flag(f.on_nan, "callbacks.on_nan", c.on_nan);
+  if (f.model) c.layers.clear();  // a zoo model instead of the file's layer list
+  if (f.image_size) {
+    c.data.width = c.data.height = *f.image_size;
+    given.insert({"data.width", "data.height"});
+  }
   if (f.momentum) {
     // Adam and AdamW have none (beta1 plays its part): a flag they would ignore is an error, not silence.
     convoy::require(c.optimizer == "sgd" || c.optimizer == "rmsprop",
                     "--momentum: the " + c.optimizer + " optimizer has no momentum (optimizer.beta1 plays that part); "
                     "drop --momentum, or use sgd or rmsprop");
     c.momentum = *f.momentum;
+    given.insert("optimizer.momentum");
   }
-  if (f.threads) c.threads = *f.threads;
-  if (f.seed) c.seed = *f.seed;
-  if (f.data) c.data_dir = *f.data;
-  if (f.out) c.out_dir = *f.out;
-  if (f.checkpoint_every_steps) c.checkpoint_every_steps = *f.checkpoint_every_steps;
-  if (f.on_nan) c.on_nan = *f.on_nan;
   if (f.scale_lr) c.scale_lr = true;
   if (f.sync_bn) c.sync_batch_norm = true;
   apply_how_to_run_flags(f, c);
+  const std::string line = convoy::train::choose_from_data(c, given);
+  if (chosen) *chosen = line;
+  convoy::require(!f.image_size || c.data.reads_images(),
+                  "--image-size: Fashion-MNIST's IDX images are 28x28 gray and are not resized; use it with image "
+                  "data (class folders, a CSV)");
+  for (const std::string& w : convoy::train::ignored_settings(c, given)) std::cerr << "convoy: warning: " << w << "\n";
+  convoy::train::validate(c);
   return c;
 }
 
@@ -90,7 +121,8 @@ int stopped(const convoy::train::RunOutcome& outcome, const std::string& dir) {
 int run_train(const TrainFlags& f) {
   if (!f.resume.empty()) {
     convoy::require(f.config.empty() && !f.batch_size && !f.lr && !f.momentum && !f.seed && !f.data &&
-                        !f.out && !f.checkpoint_every_steps && !f.on_nan && !f.scale_lr && !f.sync_bn,
+                        !f.out && !f.checkpoint_every_steps && !f.on_nan && !f.scale_lr && !f.sync_bn && !f.model &&
+                        !f.optimizer && !f.image_size && !f.freeze_epochs && f.sets.empty(),
                     "--resume continues a run with its own settings; pass no other training flags (but --epochs N "
                     "to train on to epoch N)");
     // The thread count orders the sums, so another one would break the exact resume.
@@ -101,7 +133,9 @@ int run_train(const TrainFlags& f) {
                                        f.epochs.value_or(0));
     return outcome.stopped_by_signal ? stopped(outcome, f.resume) : 0;
   }
-  const RunConfig c = resolve(f);
+  std::string chosen;
+  const RunConfig c = resolve(f, &chosen);
+  if (!chosen.empty() && c.progress != "quiet") std::cout << chosen << std::endl;
   const auto outcome = convoy::train::run_training(c, std::cout);
   if (outcome.stopped_by_signal) {
     if (c.out_dir.empty()) {
@@ -237,6 +271,16 @@ int run_export(const std::string& checkpoint, const std::string& onnx, bool keep
   return 0;
 }
 
+int run_predict(const std::string& checkpoint, const std::string& input, const std::string& output, int top_k) {
+  const convoy::train::Predictions p = convoy::train::predict(checkpoint, {.input = input, .output = output});
+  for (const auto& s : p.skipped) std::cerr << "convoy: skipped " << s << "\n";
+  if (top_k > 0) std::cout << convoy::train::top_k_table(p, top_k);
+  std::printf("wrote %s (%zu row%s: %s, then the probabilities of %zu classes)\n", p.output.c_str(), p.ids.size(),
+              p.ids.size() == 1 ? "" : "s", p.input_kind == "idx" ? "id" : p.input_kind == "csv" ? "id" : "file",
+              p.classes.size());
+  return 0;
+}
+
 int run_evaluate(const std::string& checkpoint) {
   const convoy::Metrics m = convoy::train::evaluate_checkpoint(checkpoint);
   std::printf("test_loss %.4f  test_accuracy %.4f  (%lld images)\n", m.mean_loss(), m.accuracy(),
@@ -258,7 +302,7 @@ int main(int argc, char** argv) {
   train->add_option("--resume", f.resume, "Continue the run saved in this --out folder");
   train->add_option("--epochs", f.epochs, "Training epochs [50]");
   train->add_option("--batch-size", f.batch_size, "Examples per step [128]");
-  train->add_option("--lr", f.lr, "Learning rate, for any optimizer [0.01]");
+  train->add_option("--lr", f.lr, "Learning rate, for any optimizer [0.01; photos: 0.001]");
   train->add_option("--momentum", f.momentum, "Momentum of sgd and rmsprop (adam has none) [0.5]");
   train->add_option("--threads", f.threads, "Worker threads, 0 = all cores [0]");
   // Seeds are unsigned: "-1" would otherwise wrap to 18446744073709551615.
@@ -266,7 +310,15 @@ int main(int argc, char** argv) {
       [](const std::string& s) { return s.find('-') == std::string::npos ? std::string() : "a seed is a whole number >= 0"; },
       "SEED");
   train->add_option("--seed", f.seed, "Seed for initialisation and shuffling [2]")->check(seed_check);
-  train->add_option("--data", f.data, "Folder with the Fashion-MNIST IDX files");
+  train->add_option("--data", f.data,
+                    "Data folder: class folders of images, a Kaggle CSV + images/, or Fashion-MNIST IDX files");
+  train->add_option("--model", f.model, "A zoo model (see 'convoy summary --help') [seed_cnn; photos: plant_cnn]");
+  train->add_option("--optimizer", f.optimizer, "sgd, adam, adamw or rmsprop [sgd; photos: adam]");
+  train->add_option("--image-size", f.image_size, "Image data: resize to N x N [from the first image, at most 128]")
+      ->check(CLI::Range(8, 4096));
+  train->add_option("--freeze-epochs", f.freeze_epochs, "Transfer learning: epochs that train the head alone [0]");
+  train->add_option("--set", f.sets, "Any config key: --set optimizer.lr=3e-4 --set data.augment.horizontal_flip=true")
+      ->allow_extra_args(false);
   train->add_option("--out", f.out, "Folder for checkpoint, history.csv, summary.json, model.safetensors");
   train->add_option("--progress", f.progress, "auto, bar, lines or quiet [auto]");
   train->add_option("--device", f.device, "auto (a usable GPU, else the CPU), cpu or cuda [auto]");
@@ -288,9 +340,13 @@ int main(int argc, char** argv) {
   CLI::App* predict = app.add_subcommand("predict", "Class probabilities for images, as a submission CSV");
   predict->add_option("--checkpoint", checkpoint, "The --out folder of a train run")->required();
   predict->add_option("--input", input,
-                      "IDX file of uint8 images [N, H, W] (raw or .gz); for an image run, a test CSV [its data.test_csv]");
+                      "An image, a folder of images (searched below too) or a test CSV of ids [the run's "
+                      "data.test_csv]; a Fashion-MNIST run: an IDX file of uint8 [N, 28, 28] images");
   predict->add_option("--output", output,
-                      "CSV to write: id and one probability column per class [image run: DIR/submission.csv]");
+                      "CSV to write: file (or id) and one probability column per class [DIR/predictions.csv; for a "
+                      "CSV input DIR/submission.csv]");
+  int top_k = 0;
+  predict->add_option("--top-k", top_k, "Also print each input's K most probable classes")->check(CLI::PositiveNumber);
   std::string onnx_path;
   bool keep_batch_norm = false;
   CLI::App* export_cmd = app.add_subcommand("export", "Write a checkpoint's inference graph as ONNX");
@@ -353,11 +409,7 @@ int main(int argc, char** argv) {
   try {
     if (train->parsed()) return run_train(f);
     if (evaluate->parsed()) return run_evaluate(checkpoint);
-    if (predict->parsed()) {
-      const int64_t rows = convoy::train::predict_to_csv(checkpoint, input, output);
-      std::printf("wrote %s (%lld rows)\n", output.c_str(), static_cast<long long>(rows));
-      return 0;
-    }
+    if (predict->parsed()) return run_predict(checkpoint, input, output, top_k);
     if (export_cmd->parsed()) return run_export(checkpoint, onnx_path, keep_batch_norm);
     if (summary->parsed()) return run_summary(f, summary_flags);
     if (app.got_subcommand("devices")) return run_devices();

@@ -4,6 +4,7 @@
 // the dotted key ("configs/x.yaml: 'optimizer.lr' must be a number").
 #include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -11,6 +12,10 @@
 #include "convoy/core/untrusted.h"
 
 namespace convoy::train {
+
+// The names of `known` a typo of `key` could stand for: a small edit
+// distance, or one containing the other ("learning_rate" and "lr" excepted).
+std::vector<std::string> close_matches(const std::string& key, const std::set<std::string>& known);
 
 // Reads one JSON object's keys into typed fields; anything not read is an
 // unknown key. Messages name the file and the dotted key.
@@ -58,9 +63,11 @@ class Section {
   void finish() const {
     for (auto& [k, v] : j_.items()) {
       if (known_.count(k)) continue;
-      std::string list;
+      std::string list, close;
       for (const auto& n : known_) list += (list.empty() ? "" : ", ") + n;
-      throw UserError(where_ + ": unknown key '" + shown(dotted(k)) + "' (known here: " + list + ")");
+      for (const auto& n : close_matches(k, known_)) close += (close.empty() ? "" : " or ") + ("'" + dotted(n) + "'");
+      throw UserError(where_ + ": unknown key '" + shown(dotted(k)) + "'" +
+                      (close.empty() ? "" : "; did you mean " + close + "?") + " (known here: " + list + ")");
     }
   }
 

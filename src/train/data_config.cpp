@@ -1,5 +1,6 @@
 #include "train/data_config.h"
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,23 @@ template <class T> void get_float(Section& s, const char* key, T& out) {
   out = static_cast<T>(v);
 }
 
+// data.class_weight: balanced, or a mapping of class names to weights.
+void read_class_weight(Section& s, DataConfig& d) {
+  const json* v = s.raw("class_weight");
+  if (!v || v->is_null()) return;
+  if (v->is_string()) {
+    require(*v == "balanced", s.where() + ": 'data.class_weight' must be balanced or a mapping of class names to "
+                                          "weights, got " + shown_json(*v));
+    d.class_weight = "balanced";
+    return;
+  }
+  const bool ok = v->is_object() && std::all_of(v->begin(), v->end(), [](const json& w) { return w.is_number(); });
+  require(ok, s.where() + ": 'data.class_weight' must be balanced or a mapping of class names to weights "
+                          "({rare: 3, common: 1}), got " + shown_json(*v));
+  d.class_weight = "map";
+  for (auto it = v->begin(); it != v->end(); ++it) d.class_weights[it.key()] = it->get<double>();
+}
+
 }  // namespace
 
 void read_data_section(Section& s, RunConfig& c) {
@@ -70,8 +88,10 @@ void read_data_section(Section& s, RunConfig& c) {
   s.get("validation_split", d.validation_split);
   s.get("cache", d.cache);
   s.get("shuffle_buffer", d.shuffle_buffer);
+  s.get("oversample", d.oversample);
   get_list(s, "mean", d.mean);
   get_list(s, "std", d.std);
+  read_class_weight(s, d);
   s.get("on_bad_example", d.on_bad_example);
   s.get("max_image_bytes", d.max_image_bytes);
   Section a = s.sub("augment");
@@ -108,7 +128,8 @@ json data_section_json(const RunConfig& c) {
           {"images", d.images}, {"id_column", d.id_column}, {"label_column", d.label_column},
           {"extension", d.extension}, {"files", d.files}, {"classes", d.classes}, {"width", d.width},
           {"height", d.height}, {"channels", d.channels}, {"resize", d.resize}, {"fit", d.fit},
-          {"validation_split", d.validation_split}, {"cache", d.cache}, {"shuffle_buffer", d.shuffle_buffer},
+          {"validation_split", d.validation_split}, {"cache", d.cache}, {"shuffle_buffer", d.shuffle_buffer}, {"oversample", d.oversample},
+          {"class_weight", d.class_weight == "map" ? json(d.class_weights) : d.class_weight.empty() ? json(nullptr) : json(d.class_weight)},
           {"mean", d.mean}, {"std", d.std}, {"on_bad_example", d.on_bad_example},
           {"max_image_bytes", d.max_image_bytes},
           {"augment",
@@ -122,6 +143,8 @@ json data_section_json(const RunConfig& c) {
 void validate_data(const DataConfig& d) {
   require(d.kind == "idx" || d.kind == "csv" || d.kind == "folders" || d.kind == "tfrecord",
           "data.kind: '" + d.kind + "' is not idx, csv, folders or tfrecord");
+  for (const auto& [name, w] : d.class_weights)
+    require(w >= 0 && std::isfinite(w), "data.class_weight: the weight of '" + shown(name) + "' must be 0 or more");
   if (!d.reads_images()) return;
   require(d.width >= 8 && d.height >= 8 && d.width <= 4096 && d.height <= 4096,
           "data.width and data.height must be in [8, 4096]");
@@ -139,6 +162,9 @@ void validate_data(const DataConfig& d) {
   per_channel(d.mean, "mean");
   per_channel(d.std, "std");
   for (double s : d.std) require(s > 0, "data.std values must be positive");
+  require(!d.oversample || d.kind != "tfrecord",
+          "data.oversample: repeats rows of a CSV or class-folder manifest; TFRecord files have none (use kind csv or "
+          "folders)");
   require(d.kind != "tfrecord" || !d.files.empty(), "data.files: kind tfrecord needs a file glob, e.g. shards/*.tfrecord");
   data::parse_on_bad_example(d.on_bad_example, "data.on_bad_example");
   try {

@@ -16,6 +16,8 @@
 #include "convoy/records/manifest.h"
 #include "convoy/records/tfrecord_dataset.h"
 #include "convoy/train/evaluation.h"
+#include "train/class_weights.h"
+#include "train/oversample.h"
 
 namespace convoy::train {
 namespace {
@@ -161,7 +163,8 @@ Split manifest_split(const RunConfig& c, ImageData& out, const std::shared_ptr<d
   out.classes = m.classes;
   out.one_hot = m.label_kind == records::LabelKind::one_hot;
   out.skipped.insert(out.skipped.end(), m.skipped.begin(), m.skipped.end());
-  const records::ManifestSplit s = records::stratified_split(m, c.data.validation_split, c.seed);
+  records::ManifestSplit s = records::stratified_split(m, c.data.validation_split, c.seed);
+  if (c.data.oversample) s.train = oversampled(std::move(s.train));
   const records::ManifestDatasetOptions o{.max_image_bytes = static_cast<uint64_t>(c.data.max_image_bytes),
                                           .on_bad_example = policy, .skipped = skipped, .log = no_log()};
   return {records::manifest_dataset(s.train, o), records::manifest_dataset(s.validation, o)};
@@ -248,8 +251,14 @@ ImageData load_image_data(const RunConfig& c, bool with_training) {
     // One pass now: every bad image fails (or is counted) before training
     // starts, the cache is filled, and the epoch length is known.
     int64_t n = 0;
-    for (auto it = train.iterate(0); it->next();) ++n;
+    std::vector<int64_t> counts(static_cast<std::size_t>(classes), 0);
+    for (auto it = train.iterate(0); auto e = it->next();) {
+      ++n;
+      const int32_t label = e->tensor("label").data<int32_t>()[0];
+      if (label >= 0 && label < classes) ++counts[static_cast<std::size_t>(label)];
+    }
     out.train_examples = n;
+    out.class_weights = class_weights_for(c.data, out.classes, counts);
     require(n >= c.batch_size, "the training split has " + std::to_string(n) + " images, fewer than a batch of " +
                                    std::to_string(c.batch_size) + "; use a smaller training.batch_size");
     const image::AugmentOptions& a = c.data.augment;
@@ -258,7 +267,8 @@ ImageData load_image_data(const RunConfig& c, bool with_training) {
                             a.cutout > 0;
     if (augmenting) train = train.map(image::augment(a), {.parallelism = data::kAutotune, .seed = c.seed + 101});
     train = train.map(to_float(c), {.parallelism = data::kAutotune});
-    if (out.one_hot) train = train.map(data::one_hot("label", classes));
+    if (!out.class_weights.empty()) train = train.map(weighted_one_hot(out.class_weights));
+    else if (out.one_hot) train = train.map(data::one_hot("label", classes));
     train = train.shuffle(c.data.shuffle_buffer > 0 ? c.data.shuffle_buffer : n, c.seed)
                 .batch(c.batch_size, /*drop_remainder=*/true)
                 .prefetch(2);
@@ -269,12 +279,8 @@ ImageData load_image_data(const RunConfig& c, bool with_training) {
   return out;
 }
 
-int64_t write_submission(Executable& exe, const RunConfig& c, const std::string& test_csv,
-                         const std::string& output_csv, std::vector<std::string>* skipped) {
-  require(c.data.kind == "csv", "a submission needs a test CSV of image ids beside the images; data.kind " +
-                                    c.data.kind + " has none (use kind csv)");
+ImagePredictions predict_manifest(Executable& exe, const RunConfig& c, const records::Manifest& m) {
   const data::OnBadExample policy = policy_of(c);
-  const records::Manifest m = test_manifest(c, test_csv);
   auto bad_ids = std::make_shared<std::set<std::string>>();
   auto mu = std::make_shared<std::mutex>();
   auto lost = std::make_shared<data::SkippedExamples>();
@@ -308,13 +314,10 @@ int64_t write_submission(Executable& exe, const RunConfig& c, const std::string&
   require(classes == static_cast<int64_t>(c.data.classes.size()),
           "the model has " + std::to_string(classes) + " outputs but data.classes names " +
               std::to_string(c.data.classes.size()));
-  std::string csv = c.data.id_column;
-  for (const auto& name : c.data.classes) csv += "," + name;
-  csv += "\n";
+  ImagePredictions out;
+  out.classes = classes;
   const Loss loss = loss_kind(c);
   std::vector<float> p(static_cast<std::size_t>(classes));
-  char cell[32];
-  int64_t rows = 0;
   for_each_output(exe, batches, [&](int64_t i, const float* row) {
     const std::string& id = m.entries[static_cast<std::size_t>(i)].id;
     bool bad;
@@ -324,20 +327,39 @@ int64_t write_submission(Executable& exe, const RunConfig& c, const std::string&
     }
     if (bad) std::fill(p.begin(), p.end(), 1.0f / static_cast<float>(classes));
     else output_probabilities(loss, row, classes, p.data());
-    csv += id;
-    for (float v : p) {
-      std::snprintf(cell, sizeof cell, ",%.6f", v);
+    out.ids.push_back(id);
+    out.probabilities.insert(out.probabilities.end(), p.begin(), p.end());
+  });
+  for (const auto& s : m.skipped) out.skipped.push_back(s);
+  for (const auto& s : messages(*lost)) out.skipped.push_back(s + " (its row has equal probabilities)");
+  return out;
+}
+
+std::string predictions_csv(const ImagePredictions& p, const std::string& first_column,
+                            const std::vector<std::string>& classes) {
+  std::string csv = first_column;
+  for (const auto& name : classes) csv += "," + name;
+  csv += "\n";
+  char cell[32];
+  for (std::size_t r = 0; r < p.ids.size(); ++r) {
+    csv += p.ids[r];
+    for (int64_t k = 0; k < p.classes; ++k) {
+      std::snprintf(cell, sizeof cell, ",%.6f", p.probabilities[r * static_cast<std::size_t>(p.classes) + k]);
       csv += cell;
     }
     csv += "\n";
-    ++rows;
-  });
-  io::write_file_atomic(output_csv, csv);
-  if (skipped) {
-    for (const auto& s : m.skipped) skipped->push_back(s);
-    for (const auto& s : messages(*lost)) skipped->push_back(s + " (its row has equal probabilities)");
   }
-  return rows;
+  return csv;
+}
+
+int64_t write_submission(Executable& exe, const RunConfig& c, const std::string& test_csv,
+                         const std::string& output_csv, std::vector<std::string>* skipped) {
+  require(c.data.kind == "csv", "a submission needs a test CSV of image ids beside the images; data.kind " +
+                                    c.data.kind + " has none (use kind csv)");
+  const ImagePredictions p = predict_manifest(exe, c, test_manifest(c, test_csv));
+  io::write_file_atomic(output_csv, predictions_csv(p, c.data.id_column, c.data.classes));
+  if (skipped) skipped->insert(skipped->end(), p.skipped.begin(), p.skipped.end());
+  return static_cast<int64_t>(p.ids.size());
 }
 
 }  // namespace convoy::train

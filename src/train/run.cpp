@@ -33,6 +33,9 @@
 #include "convoy/train/replicas.h"
 #include "convoy/train/schedules.h"
 #include "fault_injection.h"
+#include "train/class_weights.h"
+#include "train/preflight.h"
+#include "train/restore.h"
 #include "transfer.h"
 
 namespace convoy::train {
@@ -40,8 +43,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::vector<std::string> kFashionMnistClasses = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-                                                       "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+using data::kFashionMnistClasses;
 
 // The pictures and the report of a finished run.
 // The class names and pixel normalisation of a run's data, for the pictures.
@@ -106,7 +108,8 @@ void write_reports(const fs::path& dir, const RunConfig& c, const RunOutcome& ou
                              .channel_mean = look.mean, .channel_std = look.std});
   io::write_report_html((dir / "report.html").string(),
                         {.title = "convoy: " + c.model + " on " + look.name, .device = out.device,
-                         .config_json = run_config_json(c), .threads = out.threads, .images = images,
+                         .config_json = run_config_json(c), .class_scores = class_scores(ev, look.classes),
+                         .mean_roc_auc = ev.mean_roc_auc, .threads = out.threads, .images = images,
                          .compared = compared},
                         h);
 }
@@ -275,6 +278,8 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
     images = load_image_data(config, /*with_training=*/true);
     check_test_images(config);  // found now, not after training
     c.data.classes = config.data.classes = images->classes;
+    if (!images->class_weights.empty() && c.progress != "quiet")
+      log << "class weights in the loss: " << describe_weights(images->class_weights, images->classes) << "\n";
     if (!images->skipped.empty()) {  // one line per example: which file or row, and why
       log << "skipped " << images->skipped.size() << " bad example(s) (on_bad_example: skip):";
       for (const auto& s : images->skipped) log << "\n  " << s;
@@ -402,6 +407,8 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
                      << std::flush;
   const auto& h = out.history;
   if (h.epochs.empty() || !primary) return out;
+  // The kept weights on the validation (or test) split: the console's final block, summary.json, the report.
+  const EvaluationReport ev = evaluate_report(*exe, test, loss_kind(c));
   if (c.progress != "quiet") {
     char line[200];
     const EpochRecord& kept = h.kept();
@@ -410,7 +417,7 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
       std::snprintf(from, sizeof from, " (weights of epoch %lld)", static_cast<long long>(kept.epoch));
     std::snprintf(line, sizeof line, "total training time %.2f s | test accuracy %.2f%%%s | %.0f images/s\n",
                   h.total_train_seconds, 100.0 * kept.test_accuracy, from, h.images_per_second());
-    log << line << std::flush;
+    log << line << evaluation_text(ev, look_of(c).classes, images ? "validation" : "test") << std::flush;
   }
   if (!c.out_dir.empty()) {
     const fs::path dir(c.out_dir);
@@ -419,7 +426,6 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
                      .threads = out.threads,
                      .epochs = c.epochs, .batch_size = c.batch_size, .lr = c.lr, .momentum = c.momentum,
                      .seed = c.seed, .replicas = replicas->world_size()};
-    const EvaluationReport ev = evaluate_report(*exe, test, loss_kind(c));
     info.evaluation_json = evaluation_json(ev, look_of(c).classes);
     const std::vector<io::NamedHistory> compared = compared_runs(c, h, scratch);
     info.compared_json = compared_json(compared);
@@ -483,6 +489,7 @@ RunOutcome run_scratch(const RunConfig& c, std::ostream& log, bool resuming) {
 }
 
 RunOutcome run_compared(const RunConfig& c, const std::optional<Checkpoint>& resume, std::ostream& log) {
+  check_before_training(c);  // before the scratch comparison trains
   if (!c.compare_with_scratch) return run(c, resume, log);
   RunOutcome scratch = run_scratch(c, log, resume.has_value());
   if (scratch.stopped_by_signal) return scratch;
@@ -541,45 +548,6 @@ Metrics evaluate_checkpoint(const std::string& dir) {
     return evaluate(*restore(ck), load_image_data(ck.config, /*with_training=*/false).validation);
   const data::TrainTest data = data::load_fashion_mnist(ck.config.data_dir);
   return evaluate(*restore(ck), data.test);
-}
-
-int64_t predict_to_csv(const std::string& dir, const std::string& images_idx, const std::string& output_csv) {
-  const Checkpoint ck = load_latest_checkpoint(dir, std::cerr);
-  if (ck.config.data.reads_images()) {
-    const std::string csv = images_idx.empty() ? ck.config.data.test_csv : images_idx;
-    require(!csv.empty(), "predict: the run's config has no data.test_csv; pass --input TEST.csv");
-    const std::string out = output_csv.empty() ? (fs::path(dir) / "submission.csv").string() : output_csv;
-    return write_submission(*restore(ck), ck.config, images_idx.empty() ? data_path(ck.config, csv) : csv, out);
-  }
-  require(!images_idx.empty() && !output_csv.empty(), "predict: pass --input IMAGES.idx and --output FILE.csv");
-  const Tensor raw = data::read_idx_u8(images_idx);
-  const nn::Model model = build_model(ck.config, data::kFashionMnistShape);
-  const Shape& want = model.input_shape();
-  require(raw.shape().size() == 3 && raw.dim(1) == want[1] && raw.dim(2) == want[2],
-          images_idx + ": images are " + to_string(raw.shape()) + ", the model takes [N, " + std::to_string(want[1]) +
-              ", " + std::to_string(want[2]) + "]");
-  // Labels are unknown; zeros keep the batch machinery unchanged.
-  const data::LabeledImages images =
-      data::from_u8(raw, Tensor(DType::u8, {raw.dim(0)}), data::kSeedMean, data::kSeedStd, images_idx);
-  auto exe = restore(ck);
-  const int64_t classes = exe->output_size();
-  std::string csv = "id";
-  for (const auto& name : kFashionMnistClasses) csv += "," + name;
-  csv += "\n";
-  char cell[32];
-  std::vector<float> p(static_cast<std::size_t>(classes));
-  const Loss loss = loss_kind(ck.config);
-  for_each_output(*exe, images, [&](int64_t id, const float* row) {
-    csv += std::to_string(id);
-    output_probabilities(loss, row, classes, p.data());
-    for (int64_t k = 0; k < classes; ++k) {
-      std::snprintf(cell, sizeof cell, ",%.6f", p[k]);
-      csv += cell;
-    }
-    csv += "\n";
-  });
-  io::write_file_atomic(output_csv, csv);
-  return images.size();
 }
 
 }  // namespace convoy::train

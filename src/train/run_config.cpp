@@ -15,6 +15,7 @@
 #include "convoy/core/untrusted.h"
 #include "convoy/data/fashion_mnist.h"
 #include "convoy/nn/zoo.h"
+#include "train/config_json.h"
 #include "train/config_section.h"
 #include "train/data_config.h"
 #include "train/layer_config.h"
@@ -77,7 +78,9 @@ json yaml_to_json(const YAML::Node& n, YamlBudget& budget, int depth = 0) {
   }
 }
 
-RunConfig from_json(const json& root, const std::string& where) {
+}  // namespace
+
+RunConfig config_from_json(const json& root, const std::string& where, bool check_values) {
   RunConfig c;
   Section top(root, where, "");
   {
@@ -195,6 +198,7 @@ RunConfig from_json(const json& root, const std::string& where) {
     s.finish();
   }
   top.finish();
+  if (!check_values) return c;
   try {
     validate(c);
   } catch (const UserError& e) {
@@ -202,6 +206,8 @@ RunConfig from_json(const json& root, const std::string& where) {
   }
   return c;
 }
+
+namespace {
 
 // Configs are stored as JSON in checkpoints and summaries, which hold UTF-8 only.
 void require_utf8(const std::string& value, const std::string& key) {
@@ -313,7 +319,7 @@ Loss loss_kind(const RunConfig& c) {
                   "'; available: nll, categorical_crossentropy, sparse_categorical_crossentropy, binary_crossentropy");
 }
 
-RunConfig parse_run_config(const std::string& text, const std::string& where, bool yaml) {
+json config_text_to_json(const std::string& text, const std::string& where, bool yaml) {
   json root;
   if (yaml) {
     try {
@@ -326,20 +332,11 @@ RunConfig parse_run_config(const std::string& text, const std::string& where, bo
     root = parse_json_bounded(text, where + ": not valid JSON");
   }
   if (root.is_null()) root = json::object();  // an empty file: all defaults
-  return from_json(root, where);
+  return root;
 }
 
-RunConfig load_run_config(const std::string& path) {
-  std::error_code ec;
-  require(!std::filesystem::is_directory(path, ec),
-          path + ": is a folder, not a config file; pass a .yaml, .yml or .json file");
-  require_file_size_at_most(path, kMaxConfigBytes, "run config");
-  std::ifstream in(path);
-  require(static_cast<bool>(in), path + ": cannot open the config file; check the path");
-  std::stringstream text;
-  text << in.rdbuf();
-  const bool yaml = path.ends_with(".yaml") || path.ends_with(".yml");
-  return parse_run_config(text.str(), path, yaml);
+RunConfig parse_run_config(const std::string& text, const std::string& where, bool yaml) {
+  return config_from_json(config_text_to_json(text, where, yaml), where);
 }
 
 std::string run_config_json(const RunConfig& c) {

@@ -2,6 +2,7 @@
 // The default dataset: Fashion-MNIST as IDX files (Debian's
 // dataset-fashion-mnist installs them in kFashionMnistDir).
 #include <string>
+#include <vector>
 
 #include "convoy/data/labeled_images.h"
 
@@ -13,6 +14,9 @@ inline constexpr float kSeedMean = 0.1307f;
 inline constexpr float kSeedStd = 0.3081f;
 // One image: [channels, height, width].
 inline const Shape kFashionMnistShape{1, 28, 28};
+// The class names in label order.
+inline const std::vector<std::string> kFashionMnistClasses = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                                              "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
 
 struct TrainTest {
   LabeledImages train, test;

@@ -42,8 +42,17 @@ void write_predictions_png(const std::string& path, const PredictionGrid& grid);
 void write_confusion_png(const std::string& path, const std::vector<int64_t>& matrix,
                          const std::vector<std::string>& class_names);
 
+// One class's scores on the evaluation split, for the report's table.
+struct ClassScores {
+  std::string name;
+  double precision = 0, recall = 0, f1 = 0, roc_auc = 0;  // roc_auc NaN: undefined (class absent)
+  int64_t support = 0;
+};
+
 struct ReportInfo {
   std::string title, device, config_json;
+  std::vector<ClassScores> class_scores;  // empty: no table
+  double mean_roc_auc = 0;               // over the classes where it is defined
   int threads = 0;
   std::vector<std::string> images;  // file names beside the report
   std::vector<NamedHistory> compared;  // other runs of the same data (e.g. from scratch): a table of each one's best epoch

@@ -7,6 +7,7 @@
 
 #include "convoy/backends/executable.h"
 #include "convoy/data/labeled_images.h"
+#include "convoy/io/plots.h"
 #include "convoy/train/metrics.h"
 
 namespace convoy::train {
@@ -32,5 +33,14 @@ EvaluationReport evaluate_report(Executable& exe, const data::LabeledImages& dat
 
 // {"loss", "accuracy", "top_5_accuracy", "mean_roc_auc", "per_class": [...]}
 std::string evaluation_json(const EvaluationReport& report, const std::vector<std::string>& class_names);
+
+// Each class's scores, named, for the report (io::ReportInfo::class_scores).
+std::vector<io::ClassScores> class_scores(const EvaluationReport& report, const std::vector<std::string>& class_names);
+
+// The console's final block: "<split> (N images): accuracy, mean ROC AUC,
+// top-k accuracy", then one row per class (precision, recall, F1, ROC AUC,
+// support).
+std::string evaluation_text(const EvaluationReport& report, const std::vector<std::string>& class_names,
+                            const std::string& split);
 
 }  // namespace convoy::train

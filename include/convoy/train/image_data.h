@@ -14,6 +14,7 @@
 
 #include "convoy/backends/executable.h"
 #include "convoy/data/labeled_images.h"
+#include "convoy/records/manifest.h"
 #include "convoy/train/fit.h"
 #include "convoy/train/run_config.h"
 
@@ -24,6 +25,7 @@ struct ImageData {
   bool one_hot = false;              // labels came as 0/1 columns: training batches carry one-hot rows
   std::optional<TrainingData> training;  // only when asked for
   int64_t train_examples = 0;
+  std::vector<double> class_weights;  // data.class_weight, in label order; empty: unweighted
   // Decoded, resized and normalised once, in split order: fit's validation
   // pass, the final report, predictions.png.
   data::LabeledImages validation;
@@ -36,6 +38,22 @@ struct ImageData {
 // and builds the training pipeline when `with_training` (batches of
 // config.batch_size, shuffled by config.seed) — otherwise only validation.
 ImageData load_image_data(const RunConfig& config, bool with_training);
+
+// Class probabilities for every image of `manifest` (its labels unused),
+// decoded and normalised as the run's data: `ids` in manifest order,
+// `probabilities` [rows, classes] (each row sums to 1). A bad image fails
+// or, under on_bad_example: skip, keeps its row with equal probabilities
+// and is named in `skipped`.
+struct ImagePredictions {
+  std::vector<std::string> ids;
+  std::vector<float> probabilities;
+  int64_t classes = 0;
+  std::vector<std::string> skipped;
+};
+ImagePredictions predict_manifest(Executable& exe, const RunConfig& config, const records::Manifest& manifest);
+// `first_column` (the ids), then one column per class, 6 decimals.
+std::string predictions_csv(const ImagePredictions& predictions, const std::string& first_column,
+                            const std::vector<std::string>& classes);
 
 // Class probabilities for every row of `test_csv` (its id column as
 // data.id_column; images as the training CSV's), in file order, written

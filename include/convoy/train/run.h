@@ -43,10 +43,4 @@ RunOutcome resume_training(const std::string& dir, std::ostream& log,
 // Inference-mode loss and accuracy of the checkpoint in `dir` on its test data.
 Metrics evaluate_checkpoint(const std::string& dir);
 
-// Class probabilities of the checkpoint in `dir` for every image of an IDX
-// file (uint8 [N, H, W], raw or gzip), written atomically to `output_csv`:
-// `id` (the row index) and one column per class, as a Kaggle submission.
-// Returns the number of rows.
-int64_t predict_to_csv(const std::string& dir, const std::string& images_idx, const std::string& output_csv);
-
 }  // namespace convoy::train

@@ -4,7 +4,9 @@
 // is checked: an unknown key or a wrong type is a UserError naming the key and
 // the file.
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,6 +48,12 @@ struct DataConfig {
   double validation_split = 0.2; // stratified by class, drawn by training.seed
   std::string cache = "memory";  // memory (decode once) or none (decode every epoch)
   int64_t shuffle_buffer = 0;    // 0: the whole training split
+  bool oversample = false;       // repeat the training split's rarer classes up to the largest's count (csv, folders)
+  // Weights of each class's examples in the training loss (Keras's
+  // class_weight): "balanced" (n / (classes x the class's count) over the
+  // training split) or, with class_weights, a weight per class name (others 1).
+  std::string class_weight;  // "", "balanced" or "map" (class_weights)
+  std::map<std::string, double> class_weights;
   std::vector<double> mean = {0.0}, std = {1.0};  // per channel (or one), on pixels scaled to [0, 1]
   image::AugmentOptions augment;  // training split only, after the cache
   std::string on_bad_example = "fail";  // fail or skip (count and name them)
@@ -105,8 +113,23 @@ struct RunConfig {
   bool profile = false;           // print a per-layer profile of the training steps at the end
 };
 
-// Parses JSON, or YAML when the file name ends in .yaml/.yml.
+// Parses JSON, or YAML when the file name ends in .yaml/.yml. Relative paths
+// in the file (data.dir, model.pretrained, output.dir) are relative to the
+// file's folder.
 RunConfig load_run_config(const std::string& path);
+
+// A config as `convoy train` assembles it: the file (none: the defaults),
+// then each "key=value" of `sets` (--set optimizer.lr=3e-4): a dotted key of
+// the file's layout and a value as YAML reads it (a number, true, a string,
+// [0.5, 0.5]). An unknown key is one error naming the close matches; a value
+// is typed like the file's. Paths given by --set stay relative to the working
+// directory.
+struct LoadedConfig {
+  RunConfig config;
+  std::set<std::string> given;  // the dotted keys the file or --set named ("optimizer.lr")
+  bool has(const std::string& dotted) const { return given.count(dotted) > 0; }
+};
+LoadedConfig load_run_config(const std::string& path, const std::vector<std::string>& sets);
 RunConfig parse_run_config(const std::string& text, const std::string& where, bool yaml);
 std::string run_config_json(const RunConfig& config);
 // Range checks shared by files and flags (epochs >= 1, lr > 0, ...).
