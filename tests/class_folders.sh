@@ -46,6 +46,7 @@ import json
 s = json.load(open("O/summary.json"))
 assert s["data"]["kind"] == "folders" and s["data"]["classes"] == ["healthy", "rust", "scab"], s["data"]
 assert len(s["history"]) == 2, s["history"]
+assert s["conv_algo"] == "auto", s.get("conv_algo")  # it changes the bits: recorded
 PY
   [[ -z "$(find . -name '*.yaml' -o -name '*.yml' -o -name '*.json' ! -path './O/*')" ]] || fail "a config file was written"
 else
@@ -90,7 +91,9 @@ else
 fi
 
 # Overrides, and errors: one line each, exit 2.
-if "$convoy" train --data photos --epochs 1 --threads 1 --image-size 48 --optimizer sgd --progress lines >log 2>err; then
+if "$convoy" train --data photos --epochs 1 --threads 1 --image-size 48 --optimizer sgd --progress lines \
+  --set training.conv_algo=direct --out O48 >log 2>err; then
+  grep -q '"conv_algo": "direct"' O48/summary.json || fail "summary.json: no conv_algo direct"
   first=$(head -1 log)
   [[ "$first" == *"input 3x48x48"* && "$first" != *adam* ]] || fail "--image-size 48 --optimizer sgd: $first"
   grep -q "batch 8, SGD lr 0.01" log || fail "--optimizer sgd: $(grep 'plant_cnn on' log)"
@@ -130,6 +133,8 @@ expect_error "model meets data" "model 'seed_cnn' takes [1, 28, 28] inputs but t
 expect_error "loss meets model" "reads log-probabilities but model 'plant_cnn' ends in logits" \
   -- train --data photos --set loss.name=nll --threads 1
 expect_error "--set typo" "did you mean 'optimizer.lr'" -- train --data photos --set optimizer.learning_rate=0.1
+expect_error "conv_algo" "convolution algorithm 'fast' is not one: use auto, direct or winograd" \
+  -- train --data photos --set training.conv_algo=fast
 expect_error "predict: no such input" "--input nope.jpg: no such file or folder" -- predict --checkpoint O --input nope.jpg
 expect_error "predict: not an image" "neither an image" -- predict --checkpoint O --input notdata/a.txt
 expect_error "predict: empty folder" "no images" -- predict --checkpoint O --input notdata

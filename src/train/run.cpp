@@ -123,6 +123,7 @@ std::unique_ptr<Executable> compile_for(const nn::Model& model, const RunConfig&
   options.label_smoothing = static_cast<float>(c.label_smoothing);
   options.optimizer = optimizer_options(c);
   options.steps_per_execution = c.steps_per_execution;
+  options.conv_algo = parse_conv_algo(c.conv_algo);
   const DeviceChoice device = choose_device(c.device, model);
   if (log && !device.fallback.empty()) *log << "convoy: " << device.fallback << "\n" << std::flush;
   return compile_on(device.kind, model, options, c.seed);
@@ -423,6 +424,7 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
     const fs::path dir(c.out_dir);
     io::RunInfo info{.model = c.model, .dataset = c.data_dir, .device = out.device,
                      .cpu_kernels = out.device == "cpu" ? kernel_set_name(best_kernel_set()) : "",
+                     .conv_algo = out.device == "cpu" ? c.conv_algo : "",
                      .threads = out.threads,
                      .epochs = c.epochs, .batch_size = c.batch_size, .lr = c.lr, .momentum = c.momentum,
                      .seed = c.seed, .replicas = replicas->world_size()};

@@ -96,6 +96,10 @@ struct RunConfig {
   uint64_t seed = 2;  // arbitrary; docs/benchmarks.md shows the spread over seeds
   int threads = 0;    // 0 = all cores
   std::string device = "auto";  // auto (a usable GPU, else the CPU), cpu or cuda
+  // CPU: the algorithm of 3x3 stride-1 convolutions, auto | direct | winograd
+  // (backends/executable.h's ConvAlgo); it changes the result's bits, so
+  // checkpoints and summary.json record it.
+  std::string conv_algo = "auto";
   // callbacks
   std::optional<EarlyStoppingOptions> early_stopping;
   std::optional<ReduceLrOptions> reduce_lr_on_plateau;
