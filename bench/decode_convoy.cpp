@@ -6,6 +6,9 @@
 // by CPU time (per core: robust on a busy machine) and by wall time.
 //
 //   decode_convoy --dir DIR [--rounds 5] [--passes 4] [--size 224]
+//
+// CONVOY_JPEG_HUFFMAN=libjpeg in the environment decodes with libjpeg-turbo's
+// own Huffman decoder instead of convoy's (A/B timing, docs/benchmarks.md).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -21,6 +24,7 @@
 
 #include "convoy/core/error.h"
 #include "convoy/image/maps.h"
+#include "image/jpeg_huffman.h"
 
 namespace {
 
@@ -49,6 +53,8 @@ int main(int argc, char** argv) {
   using namespace convoy;
   std::string dir;
   int rounds = 5, passes = 4, size = 224;
+  if (const char* h = std::getenv("CONVOY_JPEG_HUFFMAN"); h && !std::strcmp(h, "libjpeg"))
+    image::detail::set_fast_huffman_enabled(false);
   for (int i = 1; i < argc; ++i) {
     const char* flag = argv[i];
     if (!std::strcmp(flag, "--help") || !std::strcmp(flag, "-h")) {

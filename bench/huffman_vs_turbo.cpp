@@ -212,7 +212,7 @@ int main(int argc, char** argv) {
   }
   if (!detail::fast_huffman_available() || !detail::fast_huffman_enabled()) {
     std::fprintf(stderr, "huffman_vs_turbo: convoy's decoder is %s\n",
-                 detail::fast_huffman_available() ? "switched off (unset CONVOY_JPEG_HUFFMAN)"
+                 detail::fast_huffman_available() ? "switched off"
                                                 : "missing from this build (no jpegint.h)");
     return 2;
   }

@@ -37,14 +37,6 @@ namespace {
 std::atomic<bool> g_enabled{true};
 std::atomic<long> g_uses{0};
 
-bool env_allows() {
-  static const bool allowed = [] {
-    const char* v = std::getenv("CONVOY_JPEG_HUFFMAN");
-    return !(v && std::strcmp(v, "libjpeg") == 0);
-  }();
-  return allowed;
-}
-
 #if CONVOY_HAVE_JPEGINT
 
 // Zig-zag position -> natural index, with 32 extra entries so a corrupt run
@@ -450,7 +442,7 @@ int walk_scan(const uint8_t* p, const uint8_t* end, uint8_t* out, Segment* segme
 }  // namespace
 
 void set_fast_huffman_enabled(bool on) { g_enabled.store(on, std::memory_order_relaxed); }
-bool fast_huffman_enabled() { return g_enabled.load(std::memory_order_relaxed) && env_allows(); }
+bool fast_huffman_enabled() { return g_enabled.load(std::memory_order_relaxed); }
 long fast_huffman_uses() { return g_uses.load(std::memory_order_relaxed); }
 
 bool fast_huffman_available() { return CONVOY_HAVE_JPEGINT != 0; }

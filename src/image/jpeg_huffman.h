@@ -25,7 +25,8 @@ bool use_fast_huffman(jpeg_decompress_struct* cinfo);
 
 // On by default; tests and benchmarks turn it off to compare with
 // libjpeg-turbo's own decoder. Not meant to change while decodes run.
-// CONVOY_JPEG_HUFFMAN=libjpeg in the environment turns it off too (A/B timing).
+// The library reads no environment for it: the decode benchmark's
+// CONVOY_JPEG_HUFFMAN=libjpeg (A/B timing) is read by bench/decode_convoy.
 void set_fast_huffman_enabled(bool on);
 bool fast_huffman_enabled();
 // How many decodes have used it (tests check that it really ran).
