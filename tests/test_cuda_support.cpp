@@ -1,8 +1,8 @@
 // Which models the CUDA backend takes, decided without a GPU. Every layer
-// kind has CUDA kernels now (dropout, multiply, frozen layers and uneven
-// "same" padding included), so every zoo model and transfer-learning setup
-// goes to the GPU; cuda_unsupported stays the one place that would name a
-// layer the GPU cannot run (and "auto" would then fall back to the CPU).
+// kind but clip and affine (ONNX imports) has CUDA kernels (dropout,
+// multiply, frozen layers and uneven "same" padding included), so every zoo
+// model and transfer-learning setup goes to the GPU; cuda_unsupported names
+// a layer the GPU cannot run (and "auto" then falls back to the CPU).
 #include <gtest/gtest.h>
 
 #include "convoy/backends/devices.h"
@@ -61,6 +61,24 @@ TEST(CudaSupport, EveryZooModelIsSupportedFrozenOrNot) {
     m.set_trainable(true, m.layers().back().name);
     EXPECT_EQ(cuda_unsupported(m), "");
   }
+}
+
+TEST(CudaSupport, ClipAndAffineAreNamedAndCudaIsRefusedForThem) {
+  const Model clip({8}, {Dense{.units = 4}, Clip{.min = -1.0f, .max = 1.0f}});
+  EXPECT_EQ(cuda_unsupported(clip), "the CUDA backend has no kernels for clip (layer clip_0)");
+  Model affine({2, 3, 3}, {Affine{}, Flatten{}});
+  affine.set_trainable(false, "affine_0");
+  EXPECT_EQ(cuda_unsupported(affine), "the CUDA backend has no kernels for affine (layer affine_0)");
+  try {
+    choose_device("cuda", affine);
+    FAIL() << "--device cuda with an affine layer was accepted";
+  } catch (const UserError& e) {
+    // Without a GPU the missing GPU is the reason; with one, the layer.
+    if (find_gpus().usable()) {
+      EXPECT_NE(std::string(e.what()).find("affine_0"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(choose_device("auto", affine).kind, DeviceKind::cpu);
 }
 
 TEST(CudaSupport, AskingForCudaWithAZooModelDependsOnlyOnTheGpu) {

@@ -215,6 +215,18 @@ TEST(GradCheck, DropoutWithItsMaskFixedWithinAStep) {
 TEST(GradCheck, ReLU6BothKinks) {
   check_gradients({"relu6", Sequential({2, 3, 3}, {ReLU6{}, Flatten{}}), Loss::softmax_cross_entropy, false, 0, 8.0f});
 }
+// Bounds between the grid's inputs (3 * (-1 + (2i + 1) / 54)), so no
+// finite-difference step crosses one; each bound also alone.
+TEST(GradCheck, ClipBothBoundsAndEachAlone) {
+  check_gradients({"clip", Sequential({2, 3, 3}, {Clip{.min = -1.25f, .max = 1.75f}, Flatten{}}),
+                   Loss::softmax_cross_entropy, false, 0, 3.0f});
+  check_gradients({"clip min", Sequential({2, 3, 3}, {Clip{.min = -0.3f}, Flatten{}}), Loss::softmax_cross_entropy, false, 0, 3.0f});
+  check_gradients({"clip max", Sequential({2, 3, 3}, {Clip{.max = 0.3f}, Flatten{}}), Loss::softmax_cross_entropy, false, 0, 3.0f});
+}
+TEST(GradCheck, AffineOnImagesAndRows) {
+  check_gradients({"affine image", Sequential({2, 3, 3}, {Conv2d{.filters = 3, .kernel = 1}, Affine{}, Flatten{}})});
+  check_gradients({"affine rows", Sequential({6}, {Dense{.units = 4}, Affine{}})});
+}
 TEST(GradCheck, SiLU) { check_gradients({"silu", Sequential({2, 3, 3}, {SiLU{}, Flatten{}}), Loss::softmax_cross_entropy, false, 0, 3.0f}); }
 TEST(GradCheck, Sigmoid) {
   check_gradients({"sigmoid", Sequential({2, 3, 3}, {Sigmoid{}, Flatten{}}), Loss::softmax_cross_entropy, false, 0, 3.0f});

@@ -2,7 +2,10 @@
 // behaviour users rely on (dropout's scaling and masks, frozen layers, names).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "convoy/backends/executable.h"
+#include "convoy/core/error.h"
 #include "convoy/io/model_weights.h"
 #include "convoy/nn/model.h"
 #include "test_helpers.h"
@@ -80,6 +83,77 @@ TEST(Layers, MatchPyTorchInTrainingAndInference) {
   exe->eval_step(x, y, batch);
   exe->get_output(out);
   EXPECT_LT(relative_error(out, f("inference_output")), 1e-4);
+}
+
+// The graph of tests/fixtures/make_clip_affine_parity_fixtures.py.
+TEST(Layers, ClipAndAffineMatchPyTorchClampAndAProductPlusBias) {
+  const auto fixture = io::read_safetensors(std::string(CONVOY_FIXTURES_DIR) + "/clip_affine_parity.safetensors");
+  GraphBuilder g({3, 5, 6});
+  auto x = g.add(Conv2d{.filters = 4, .kernel = 3, .padding = 1}, g.input(), "conv");
+  x = g.add(Clip{.min = -0.4f, .max = 0.6f}, x);
+  x = g.add(Affine{}, x, "image_affine");
+  x = g.add(Clip{.min = -0.2f}, x);
+  x = g.add(Dense{.units = 7}, g.add(Flatten{}, x), "fc");
+  x = g.add(Affine{}, x, "row_affine");
+  g.add(Clip{.max = 0.3f}, x);
+  const Model model = g.build();
+  const io::FlatWeights start = io::from_named(model, fixture, "clip/affine fixture");
+  const int64_t batch = fixture.at("labels").dim(0);
+  auto exe = compile_cpu(model, {.batch_size = batch, .loss = Loss::softmax_cross_entropy}, 0);
+  exe->set_parameters(start.params);
+  auto f = [&](const std::string& name) { return fixture.at(name).data<float>(); };
+  const double loss = exe->loss_and_gradients(f("input").data(), fixture.at("labels").data<int32_t>().data());
+  EXPECT_NEAR(loss, f("loss")[0], 1e-5 * f("loss")[0]);
+  std::vector<float> out(batch * 7), grads(model.num_parameters());
+  exe->get_output(out);
+  EXPECT_LT(relative_error(out, f("output")), 1e-5);
+  exe->get_gradients(grads);
+  for (const auto& plan : model.layers())
+    for (const auto& slot : plan.params)
+      EXPECT_LT(relative_error(slice(grads, slot), f("grad." + slot.name)), 1e-4) << slot.name;
+}
+
+// clamp's gradient: it passes at the bounds (ReLU6's, hardtanh's, does not),
+// stops outside them; NaN stays NaN; an absent bound clips nothing.
+TEST(Layers, ClipPassesTheGradientAtItsBoundsAndKeepsNaN) {
+  const Model m({6}, {Clip{.min = 0.0f, .max = 1.0f}});
+  auto exe = compile_cpu(m, {.batch_size = 1, .loss = Loss::softmax_cross_entropy, .input_gradient = true}, 0);
+  const std::vector<float> x{-1.0f, 0.0f, 0.5f, 1.0f, 2.0f, -0.5f};
+  const std::vector<int32_t> y{2};
+  exe->loss_and_gradients(x.data(), y.data());
+  std::vector<float> out(6), dx(6);
+  exe->get_output(out);
+  EXPECT_EQ(out, (std::vector<float>{0.0f, 0.0f, 0.5f, 1.0f, 1.0f, 0.0f}));
+  exe->get_input_gradient(dx);
+  for (int i : {0, 4, 5}) EXPECT_EQ(dx[i], 0.0f) << "outside the bounds, x = " << x[i];
+  for (int i : {1, 2, 3}) EXPECT_NE(dx[i], 0.0f) << "at or inside the bounds, x = " << x[i];
+
+  const Model open({3}, {Clip{.max = 1.0f}});
+  auto e2 = compile_cpu(open, {.batch_size = 1, .loss = Loss::softmax_cross_entropy}, 0);
+  const std::vector<float> wild{-1e30f, std::nanf(""), 3.0f};
+  e2->eval_step(wild.data(), y.data(), 1);
+  std::vector<float> got(3);
+  e2->get_output(got);
+  EXPECT_EQ(got[0], -1e30f);
+  EXPECT_TRUE(std::isnan(got[1]));
+  EXPECT_EQ(got[2], 1.0f);
+  EXPECT_THROW(Model({3}, {Clip{.min = 2.0f, .max = 1.0f}}), UserError);
+}
+
+// A frozen affine (an imported constant) gets no gradient and stays as it was.
+TEST(Layers, FrozenAffineStartsAsTheIdentityAndHasNoGradient) {
+  Model m({2, 3, 3}, {Affine{}, Flatten{}, Dense{.units = 3}});
+  EXPECT_EQ(m.layers()[0].params[0].shape, (Shape{2, 3, 3}));
+  const std::vector<float> p = m.initial_parameters(1);
+  for (int64_t i = 0; i < 18; ++i) EXPECT_EQ(p[i], 1.0f);
+  for (int64_t i = 18; i < 36; ++i) EXPECT_EQ(p[i], 0.0f);
+  m.set_trainable(false, "affine_0");
+  auto exe = compile_cpu(m, {.batch_size = 2, .loss = Loss::softmax_cross_entropy}, 0);
+  std::vector<float> x(36, 0.5f), grads(m.num_parameters());
+  const std::vector<int32_t> y{0, 2};
+  exe->loss_and_gradients(x.data(), y.data());
+  exe->get_gradients(grads);
+  for (int64_t i = 0; i < 36; ++i) ASSERT_EQ(grads[i], 0.0f);
 }
 
 TEST(Layers, SamePaddingKeepsCeilOfSizeOverStride) {

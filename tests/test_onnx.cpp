@@ -729,10 +729,10 @@ TEST(OnnxIssue23, MessagesNameTheNodeAndTheConstantOperand) {
   EXPECT_EQ(import_error(graph({3, 2, 2}, {op("Relu", "r", {"x"}), op("Concat", "c", {"r", "k"}, {integer("axis", 1)})}, {c})),
             "g.onnx: node 'c' (Concat): Concat with a constant operand ('k', FLOAT [1, 3, 2, 2]) is not supported; convoy "
             "takes a computed tensor there");
-  EXPECT_EQ(import_error(graph({3, 2, 2}, {op("Relu", "r", {"x"}), op("Add", "a", {"r", "k"})}, {c})),
-            "g.onnx: node 'a' (Add): Add with a constant operand ('k', [1, 3, 2, 2]) on [N, 3, 2, 2] is not supported: "
-            "convoy takes one value, or one per channel, on an [N, C, H, W] image, or on the [N, features] rows a Gemm or "
-            "MatMul computes (it has no layer that holds a constant tensor)");
+  EXPECT_EQ(import_error(graph({3, 2, 2}, {op("Relu", "r", {"x"}), op("Add", "a", {"r", "k"})}, {weights("k", {2, 3, 2, 2})})),
+            "g.onnx: node 'a' (Add): Add with a constant operand ('k', [2, 3, 2, 2]) on [N, 3, 2, 2] is not supported: "
+            "convoy takes a constant that broadcasts to one example's shape, the same for every example (it has no layer "
+            "that holds one per example)");
   EXPECT_EQ(import_error(graph({3}, {op("Shape", "s", {"x"})})),
             "g.onnx: the graph output 's' is a shape (Shape, Gather, ...), which convoy evaluates at import; its models "
             "compute tensors");
@@ -818,11 +818,13 @@ TEST(OnnxIssue23, ConstantOperandsFoldOrBecomeFrozenLayers) {
   for (std::size_t i = 0; i < 6; ++i) want[i] *= i < 3 ? 2.0f : -1.0f;
   want.insert(want.end(), {2.5f, -1.5f});
   EXPECT_EQ(dense.weights.params, want);
-  // Refused by name and shape: rows no Gemm computes, a constant dividend, constants that do not fold.
-  EXPECT_EQ(import_error(graph({3}, {op("Relu", "r", {"x"}), op("Add", "a", {"r", "t"})}, {{.name = "t", .dims = {3}, .floats = {1, 2, 3}}})),
-            "g.onnx: node 'a' (Add): Add with a constant operand ('t', [3]) on [N, 3] is not supported: convoy takes one value, "
-            "or one per channel, on an [N, C, H, W] image, or on the [N, features] rows a Gemm or MatMul computes (it has no "
-            "layer that holds a constant tensor)");
+  // Rows no Gemm computes: a frozen Affine.
+  const ImportedModel rows = import(graph({3}, {op("Relu", "r", {"x"}), op("Add", "a", {"r", "t"})}, {{.name = "t", .dims = {3}, .floats = {1, 2, 3}}}));
+  ASSERT_EQ(rows.model.layers().size(), 2u);
+  EXPECT_TRUE(std::holds_alternative<nn::Affine>(rows.model.layers()[1].layer));
+  EXPECT_FALSE(rows.model.layers()[1].trainable);
+  EXPECT_EQ(infer(rows.model, rows.weights.params, rows.weights.state, {-1, 1, 2}, 1), (std::vector<float>{1, 3, 5}));
+  // Refused by name and shape: a constant dividend, constants that do not fold.
   EXPECT_EQ(import_error(graph({2, 1, 2}, {op("Div", "d", {"one", "x"})}, {{.name = "one", .dims = {1}, .floats = {1}}})),
             "g.onnx: node 'd' (Div): Div with a constant operand ('one', [1]) as the dividend is not supported (only a "
             "computed tensor divided by a constant)");
@@ -837,6 +839,47 @@ TEST(OnnxIssue23, ConstantOperandsFoldOrBecomeFrozenLayers) {
   EXPECT_EQ(import_error(graph({3}, {op("Add", "k", {"p", "q"}), op("Relu", "r", {"x"})}, {wide, tall})),
             "g.onnx: node 'k' (Add): its inputs are constants, which convoy folds, but the result would have more than 2^26 "
             "values");
+}
+
+// Clip to any bounds (attributes before opset 11, inputs after, an empty
+// name absent) is convoy's clip; a constant of one example's shape is a
+// frozen Affine, in convoy's (C, H, W) order where the tensor is NHWC, and
+// convoy's export of it (Mul, then Add) imports as the one layer again.
+TEST(OnnxIssue23, ClipToAnyBoundsAndConstantsOfOneExamplesShape) {
+  const onnx::Attribute lo{.name = "min", .type = onnx::Attribute::kFloatAttr, .f = -1.0f},
+      hi{.name = "max", .type = onnx::Attribute::kFloatAttr, .f = 0.5f};
+  const ImportedModel old = import(graph({4}, {op("Clip", "c", {"x"}, {lo, hi})}, {}, 6));
+  ASSERT_TRUE(std::holds_alternative<nn::Clip>(old.model.layers()[0].layer));
+  EXPECT_EQ(infer(old.model, old.weights.params, old.weights.state, {-3, -0.5f, 0.25f, 2}, 1),
+            (std::vector<float>{-1, -0.5f, 0.25f, 0.5f}));
+  const onnx::Tensor top{.name = "top", .dims = {}, .floats = {0.5f}}, bottom{.name = "bottom", .dims = {}, .floats = {1.0f}};
+  const ImportedModel max_only = import(graph({4}, {op("Clip", "c", {"x", "", "top"})}, {top}));
+  const auto& clip = std::get<nn::Clip>(max_only.model.layers()[0].layer);
+  EXPECT_TRUE(std::isinf(clip.min) && clip.min < 0);
+  EXPECT_EQ(clip.max, 0.5f);
+  EXPECT_EQ(import_error(graph({4}, {op("Clip", "c", {"x", "bottom", "top"})}, {top, bottom})),
+            "g.onnx: node 'c' (Clip): min 1.000000 is above max 0.500000 (or one is NaN); convoy's clip takes min <= max");
+
+  // x * k on an NHWC tensor: k is [H, W, C] = [1, 2, 3]; convoy's affine holds it as [C, H, W].
+  const onnx::Tensor k{.name = "k", .dims = {1, 2, 3}, .floats = {1, 2, 3, 4, 5, 6}};
+  const ImportedModel nhwc = import(graph({3, 1, 2}, {op("Transpose", "t", {"x"}, {ints("perm", {0, 2, 3, 1})}), op("Mul", "m", {"t", "k"}),
+                                                      op("Transpose", "b", {"m"}, {ints("perm", {0, 3, 1, 2})}), op("Flatten", "f", {"b"})},
+                                          {k}));
+  ASSERT_EQ(nhwc.model.layers().size(), 2u);
+  EXPECT_EQ(nhwc.model.layers()[0].params[0].shape, (Shape{3, 1, 2}));
+  EXPECT_EQ(std::vector<float>(nhwc.weights.params.begin(), nhwc.weights.params.begin() + 6),
+            (std::vector<float>{1, 4, 2, 5, 3, 6}));
+  EXPECT_EQ(infer(nhwc.model, nhwc.weights.params, nhwc.weights.state, {1, 1, 1, 1, 1, 1}, 1),
+            (std::vector<float>{1, 4, 2, 5, 3, 6}));
+
+  // A spatial constant on an image, exported and imported back: one Affine with the same weights.
+  const onnx::Tensor s{.name = "s", .dims = {1, 2, 2, 1}, .floats = {1, 2, 3, 4}};
+  const ImportedModel spatial = import(graph({2, 2, 1}, {op("Sub", "d", {"x", "s"}), op("Flatten", "f", {"d"})}, {s}));
+  ASSERT_TRUE(std::holds_alternative<nn::Affine>(spatial.model.layers()[0].layer));
+  const ImportedModel back = import(to_onnx(spatial.model, spatial.weights.params, spatial.weights.state, {}));
+  EXPECT_EQ(back.model.layers().size(), spatial.model.layers().size());
+  EXPECT_EQ(back.weights.params, spatial.weights.params);
+  EXPECT_FALSE(back.model.layers()[0].trainable);
 }
 
 // Flatten, Reshape, Squeeze and Unsqueeze that keep the batch first relabel

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "convoy/core/error.h"
 #include "convoy/train/run_config.h"
 #include "test_helpers.h"
@@ -131,6 +133,31 @@ model:
   EXPECT_NE(error_of("model: {layers: [{type: conv2d, filters: 4, kernel: 3, padding: valid}]}", true).find("\"same\""),
             std::string::npos);
   EXPECT_NE(error_of("model: {layers: [{type: dropout, rate: 1.5}]}", true).find("model.layers[0].rate"), std::string::npos);
+}
+
+// clip with both bounds or one (the other absent, infinite), and affine; the
+// config written back reads the same.
+TEST(RunConfig, ClipAndAffineLayers) {
+  const RunConfig c = parse_run_config(R"(
+model:
+  layers:
+    - {type: clip, min: -1, max: 2.5}
+    - {type: clip, max: 3}
+    - affine
+    - flatten
+)", "clip.yaml", true);
+  const nn::Model m = build_model(c, {2, 3, 3});
+  const auto& both = std::get<nn::Clip>(m.layers()[0].layer);
+  EXPECT_EQ(both.min, -1.0f);
+  EXPECT_EQ(both.max, 2.5f);
+  const auto& top = std::get<nn::Clip>(m.layers()[1].layer);
+  EXPECT_TRUE(std::isinf(top.min) && top.min < 0);
+  EXPECT_EQ(top.max, 3.0f);
+  EXPECT_EQ(m.layers()[2].params.size(), 2u);
+  const RunConfig again = parse_run_config(run_config_json(c), "again", false);
+  EXPECT_EQ(run_config_json(again), run_config_json(c));
+  EXPECT_EQ(build_model(again, {2, 3, 3}).summary(), m.summary());
+  EXPECT_NE(error_of("model: {layers: [{type: clip, min: 2, max: 1}]}", true).find("model.layers[0].min"), std::string::npos);
 }
 
 // A zoo model named in a config takes the data's input shape and classes.

@@ -2,7 +2,7 @@
 // description alone (no GPU needed, so CPU-only builds test it too). A layer
 // or setting without a CUDA kernel is named rather than run differently.
 //
-// Today every layer kind has kernels, with the CPU's semantics: dropout
+// Every layer kind but clip and affine has kernels, with the CPU's semantics: dropout
 // draws the CPU's masks, frozen layers (trainable: false) get no gradient, no
 // update and no optimizer state, and uneven "same" padding, which cuDNN's
 // symmetric padding cannot express, is padded explicitly (convolutions) or
@@ -35,6 +35,10 @@ constexpr bool has_kernels(const nn::LogSoftmax&) { return true; }
 constexpr bool has_kernels(const nn::Add&) { return true; }
 constexpr bool has_kernels(const nn::Concat&) { return true; }
 constexpr bool has_kernels(const nn::Multiply&) { return true; }     // gates.cu
+// Not yet on the GPU (ONNX imports of Clip with other bounds than ReLU6's and
+// of constant operands of a whole example's shape): models with them train on the CPU.
+constexpr bool has_kernels(const nn::Clip&) { return false; }
+constexpr bool has_kernels(const nn::Affine&) { return false; }
 
 }  // namespace
 

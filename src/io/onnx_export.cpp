@@ -166,6 +166,19 @@ class Exporter {
               node("Mul", n, {x, n + ".sigmoid"}, n);
             },
             [&](const nn::Sigmoid&) { node("Sigmoid", n, {x}, n); },
+            [&](const nn::Clip& c) {  // an infinite bound is an absent input
+              std::vector<std::string> ins{x};
+              if (!std::isinf(c.min) || !std::isinf(c.max))
+                ins.push_back(std::isinf(c.min) ? "" : initializer(n + ".min", {}, {c.min}));
+              if (!std::isinf(c.max)) ins.push_back(initializer(n + ".max", {}, {c.max}));
+              node("Clip", n, ins, n);
+            },
+            [&](const nn::Affine&) {  // x * weight + bias, both [1, ...] of one example's shape
+              Shape dims{1};
+              dims.insert(dims.end(), p.input_shape.begin(), p.input_shape.end());
+              node("Mul", n + ".scaled", {x, initializer(p.params[0].name, dims, copy(params_, p.params[0]))}, n + ".scaled");
+              node("Add", n, {n + ".scaled", initializer(p.params[1].name, dims, copy(params_, p.params[1]))}, n);
+            },
             [&](const nn::BatchNorm& b) {
               node("BatchNormalization", n,
                    {x, initializer(p.params[0].name, p.params[0].shape, copy(params_, p.params[0])),

@@ -97,7 +97,8 @@ using Pads = std::array<int64_t, 4>;
 bool elementwise(const nn::Layer& l) {
   return std::holds_alternative<nn::ReLU>(l) || std::holds_alternative<nn::ReLU6>(l) ||
          std::holds_alternative<nn::Sigmoid>(l) || std::holds_alternative<nn::SiLU>(l) ||
-         std::holds_alternative<nn::Dropout>(l);
+         std::holds_alternative<nn::Dropout>(l) || std::holds_alternative<nn::Clip>(l) ||
+         std::holds_alternative<nn::Affine>(l);
 }
 
 bool keeps_sign(const nn::Layer& l) {
@@ -354,9 +355,13 @@ class Importer {
       throw UserError(where_ + ": " + e.what());
     }
     if (bounded_numel(out) < 0) fail(n, "its output has more than 2^31 values per example");
+    const auto* clip = std::get_if<nn::Clip>(&layer);
     const bool out_nonnegative = std::holds_alternative<nn::ReLU>(layer) || std::holds_alternative<nn::ReLU6>(layer) ||
-                                 std::holds_alternative<nn::Sigmoid>(layer) || (keeps_sign(layer) && nonnegative);
+                                 std::holds_alternative<nn::Sigmoid>(layer) || (clip && clip->min >= 0) ||
+                                 (keeps_sign(layer) && nonnegative);
     is_dense_.push_back(std::holds_alternative<nn::Dense>(layer));
+    is_affine_.push_back(std::holds_alternative<nn::Affine>(layer));
+    layer_output_.push_back(output ? *output : n.outputs.at(0));
     const Ref r = builder_->add(std::move(layer), refs, std::move(name));
     ++layer_count_;
     weights_.push_back(std::move(w));
@@ -529,62 +534,135 @@ class Importer {
     constants_[n.outputs.at(0)] = &owned_.back();
   }
 
-  // x op c or c op x (Add, Sub, Mul, Div) with a constant c of one value, or
-  // one per channel: on an image a frozen depthwise 1x1 convolution (scale,
-  // shift; exact for Add, Sub and Mul, Div as a product by 1/c), on the rows
-  // a Gemm or MatMul computes folded into that layer's weight and bias.
-  // Anything else is refused by its shape: convoy has no layer that holds a
-  // constant tensor.
+  // x op c or c op x (Add, Sub, Mul, Div) with a constant c, as x * scale +
+  // shift (exact for Add, Sub and Mul, Div as a product by 1/c). One value, or
+  // one per channel: on an image a frozen depthwise 1x1 convolution, on the
+  // rows a Gemm or MatMul computes folded into that layer's weight and bias.
+  // Any other c that broadcasts to one example's shape (the same for every
+  // example): a frozen Affine holding scale and shift of that shape. A c that
+  // differs along the batch is refused: no layer holds one.
   void constant_operand(const Node& n, std::size_t xi) {
     const std::string& op = n.op_type;
     const std::string& x_name = n.inputs[xi];
     const onnx::Tensor& c = need_float(n, 1 - xi);
     const std::string what = op + " with a constant operand ('" + shown(c.name) + "', " + list(c.dims) + ")";
     if (op == "Div" && xi == 1) fail(n, what + " as the dividend is not supported (only a computed tensor divided by a constant)");
-    const Value& x = input(n, x_name);
+    const Value& x = input(n, x_name, /*views=*/true);
+    // After an Affine nothing else reads: folded into it (convoy's export
+    // of an Affine, Mul then Add, imports as the one layer it was).
+    if (read_only_here(x_name, is_affine_)) return per_element_operand(n, xi, c, what);
     const Shape dims = dims_of(x);
     const int64_t rank = static_cast<int64_t>(dims.size()) + 1, channel_axis = x.nhwc ? rank - 1 : 1;
     const int64_t channels = dims[static_cast<std::size_t>(channel_axis - 1)];
-    bool per_channel = static_cast<int64_t>(c.dims.size()) <= rank && !x.unsqueezed && x.hwc_image.empty();
+    bool per_channel = static_cast<int64_t>(c.dims.size()) <= rank && !x.unsqueezed && x.hwc_image.empty() && x.view.empty();
     for (std::size_t k = 0; per_channel && k < c.dims.size(); ++k) {
       const int64_t axis = rank - static_cast<int64_t>(c.dims.size()) + static_cast<int64_t>(k);
       per_channel = c.dims[k] == 1 || (axis == channel_axis && c.dims[k] == channels);
     }
     const bool image = dims.size() == 3, rows = dims.size() == 1;
-    const int64_t producer = x.ref.index;
-    const bool after_dense = rows && producer >= 0 && static_cast<std::size_t>(producer) < is_dense_.size() &&
-                             is_dense_[static_cast<std::size_t>(producer)] && only_consumer(x_name) == current_ &&
-                             !is_output(x_name);
-    if (!per_channel || !(image || after_dense))
-      fail(n, what + " on " + with_batch(dims) + " is not supported: convoy takes one value, or one per channel, on an "
-                     "[N, C, H, W] image, or on the [N, features] rows a Gemm or MatMul computes (it has no layer that "
-                     "holds a constant tensor)");
-    std::vector<float> scale(static_cast<std::size_t>(channels), 1.0f), shift(static_cast<std::size_t>(channels), 0.0f);
-    for (std::size_t i = 0; i < scale.size(); ++i) {
-      const float v = c.floats[c.floats.size() == 1 ? 0 : i];
+    const bool after_dense = rows && read_only_here(x_name, is_dense_);
+    if (!per_channel || !(image || after_dense)) return per_element_operand(n, xi, c, what);
+    auto [scale, shift] = affine_of(op, xi, c.floats, static_cast<std::size_t>(channels));
+    if (after_dense) return fold_scale_shift(n, x, scale, shift);
+    add_constant_layer(n, x_name, nn::Conv2d{.filters = channels, .kernel = 1, .groups = channels}, std::move(scale),
+                       std::move(shift));
+  }
+  // x * scale + shift folded into the layer that computes x, a Dense or an
+  // Affine (its weight [units, in], in = 1 for an Affine):
+  // (x W^T + b) * s + t = x (s W)^T + (s b + t). Its output is then this node's.
+  void fold_scale_shift(const Node& n, const Value& x, const std::vector<float>& scale, const std::vector<float>& shift) {
+    const auto layer = static_cast<std::size_t>(x.ref.index);
+    LayerWeights& w = weights_[layer];
+    const std::size_t in = w.params[0].size() / scale.size();
+    for (std::size_t o = 0; o < scale.size(); ++o) {
+      for (std::size_t i = 0; i < in; ++i) w.params[0][o * in + i] *= scale[o];
+      w.params[1][o] = w.params[1][o] * scale[o] + shift[o];
+    }
+    values_[n.outputs.at(0)] = x;
+    layer_output_[layer] = n.outputs.at(0);
+  }
+  // A frozen layer holding a constant operand's scale and shift, reading x in its layout.
+  void add_constant_layer(const Node& n, const std::string& x_name, nn::Layer layer, std::vector<float> scale,
+                          std::vector<float> shift) {
+    const bool nhwc = values_.at(x_name).nhwc;
+    const std::string name = constant_layer_name();
+    Value& out = add(n, std::move(layer), {x_name}, {.params = {std::move(scale), std::move(shift)}}, name, nullptr,
+                     /*reads_nhwc=*/true);
+    out.nhwc = nhwc;
+    frozen_.push_back(name);
+  }
+  // x op c as x * scale + shift for `count` values of c (a single value repeats).
+  static std::pair<std::vector<float>, std::vector<float>> affine_of(const std::string& op, std::size_t xi,
+                                                                     const std::vector<float>& c, std::size_t count) {
+    std::vector<float> scale(count, 1.0f), shift(count, 0.0f);
+    for (std::size_t i = 0; i < count; ++i) {
+      const float v = c[c.size() == 1 ? 0 : i];
       if (op == "Add") shift[i] = v;
       else if (op == "Sub") (xi == 0 ? shift[i] = -v : (scale[i] = -1.0f, shift[i] = v));
       else if (op == "Mul") scale[i] = v;
       else scale[i] = 1.0f / v;
     }
-    if (after_dense) {  // (x W^T + b) * s + t = x (s W)^T + (s b + t)
-      LayerWeights& w = weights_[static_cast<std::size_t>(producer)];
-      const std::size_t in = w.params[0].size() / scale.size();
-      for (std::size_t o = 0; o < scale.size(); ++o) {
-        for (std::size_t i = 0; i < in; ++i) w.params[0][o * in + i] *= scale[o];
-        w.params[1][o] = w.params[1][o] * scale[o] + shift[o];
-      }
-      values_[n.outputs.at(0)] = x;
-      return;
+    return {std::move(scale), std::move(shift)};
+  }
+  // `tensor` is what a layer of a kind `kinds` marks computes (not an alias
+  // of it, which another node could read past), and only the current node reads it.
+  bool read_only_here(const std::string& tensor, const std::vector<bool>& kinds) const {
+    const auto k = static_cast<std::size_t>(values_.at(tensor).ref.index);
+    return values_.at(tensor).ref.index >= 0 && k < kinds.size() && kinds[k] && layer_output_[k] == tensor &&
+           only_consumer(tensor) == current_ && !is_output(tensor);
+  }
+  std::string constant_layer_name() {
+    for (int k = 0;; ++k)
+      if (used_names_.insert("onnx_constant_" + std::to_string(k)).second) return "onnx_constant_" + std::to_string(k);
+  }
+  // constant_operand's general case: c broadcast (ONNX's numpy rules) to one
+  // example's ONNX dimensions, then put in convoy's order (an NHWC image or
+  // its flattened features hold (H, W, C) where convoy holds (C, H, W)).
+  void per_element_operand(const Node& n, std::size_t xi, const onnx::Tensor& c, const std::string& what) {
+    const std::string& x_name = n.inputs[xi];
+    const Value& x = input(n, x_name, /*views=*/true);
+    const Shape dims = dims_of(x);
+    const std::size_t r = dims.size(), k = c.dims.size();
+    bool fits = !x.unsqueezed && k <= r + 1 && (k <= r || c.dims[0] == 1);
+    for (std::size_t j = 0; fits && j < std::min(k, r); ++j) {
+      const int64_t cd = c.dims[k - 1 - j], xd = dims[r - 1 - j];
+      fits = cd == 1 || cd == xd;
     }
-    std::string name;
-    for (int k = 0; name.empty(); ++k)
-      if (used_names_.insert("onnx_constant_" + std::to_string(k)).second) name = "onnx_constant_" + std::to_string(k);
-    const bool nhwc = x.nhwc;
-    Value& out = add(n, nn::Conv2d{.filters = channels, .kernel = 1, .groups = channels}, {x_name},
-                     {.params = {std::move(scale), std::move(shift)}}, name, nullptr, /*reads_nhwc=*/true);
-    out.nhwc = nhwc;
-    frozen_.push_back(name);
+    if (!fits)
+      fail(n, what + " on " + with_batch(dims) + " is not supported: convoy takes a constant that broadcasts to one " +
+                  "example's shape, the same for every example (it has no layer that holds one per example)");
+    // As much as the folder holds: a scalar file must not claim gigabytes of weights.
+    if (bounded_numel(dims) > onnx_fold::kMaxFoldedValues)
+      fail(n, what + " on " + with_batch(dims) + " would hold more than 2^26 values per example; convoy does not take it");
+    // Strides of c over x's dimensions: 0 along an axis c broadcasts.
+    const std::size_t values = static_cast<std::size_t>(bounded_numel(dims));
+    std::vector<int64_t> stride(r, 0);
+    for (int64_t j = 0, s = 1; j < static_cast<int64_t>(std::min(k, r)); ++j) {
+      const int64_t cd = c.dims[k - 1 - static_cast<std::size_t>(j)];
+      if (cd != 1) stride[r - 1 - static_cast<std::size_t>(j)] = s;
+      s *= cd;
+    }
+    std::vector<float> expanded(values);
+    for (std::size_t i = 0; i < values; ++i) {
+      int64_t at = 0, rest = static_cast<int64_t>(i);
+      for (std::size_t j = r; j-- > 0;) {
+        at += (rest % dims[j]) * stride[j];
+        rest /= dims[j];
+      }
+      expanded[i] = c.floats[static_cast<std::size_t>(at)];
+    }
+    const Shape hwc = x.nhwc ? x.shape : x.hwc_image;  // [C, H, W] of values held as (H, W, C)
+    if (!hwc.empty()) {
+      const int64_t ch = hwc[0], pixels = hwc[1] * hwc[2];
+      std::vector<float> chw(values);
+      for (int64_t p = 0; p < pixels; ++p)
+        for (int64_t q = 0; q < ch; ++q)
+          chw[static_cast<std::size_t>(q * pixels + p)] = expanded[static_cast<std::size_t>(p * ch + q)];
+      expanded = std::move(chw);
+    }
+    auto [scale, shift] = affine_of(n.op_type, xi, expanded, values);
+    if (read_only_here(x_name, is_affine_)) return fold_scale_shift(n, x, scale, shift);
+    add_constant_layer(n, x_name, nn::Affine{}, std::move(scale), std::move(shift));
   }
 
   // Some node or the graph's output reads `tensor`.
@@ -943,7 +1021,14 @@ class Importer {
       // No bounds (or infinite ones): the identity.
       if ((!lo || (std::isinf(*lo) && *lo < 0)) && (!hi || (std::isinf(*hi) && *hi > 0))) return alias(n, n.inputs[0]);
       if (lo == 0.0f && (!hi || (std::isinf(*hi) && *hi > 0))) return (void)add(n, nn::ReLU{}, {n.inputs[0]});
-      fail(n, "only Clip to [0, 6] (ReLU6), [0, inf) (ReLU) or without bounds is supported");
+      nn::Clip c;  // an absent bound stays infinite
+      if (lo) c.min = *lo;
+      if (hi) c.max = *hi;
+      // ONNX leaves min > max to numpy's clip (every value becomes max), which no layer should mean.
+      if (c.min > c.max || std::isnan(c.min) || std::isnan(c.max))
+        fail(n, "min " + std::to_string(c.min) + " is above max " + std::to_string(c.max) +
+                    " (or one is NaN); convoy's clip takes min <= max");
+      return (void)add(n, c, {n.inputs[0]});
     }
     if (op == "Mul" || op == "Add" || op == "Sub" || op == "Div") {
       if (n.inputs.size() != 2) fail(n, "needs two inputs");
@@ -1086,6 +1171,8 @@ class Importer {
   std::optional<nn::GraphBuilder> builder_;
   std::vector<LayerWeights> weights_;  // one per layer added
   std::vector<bool> is_dense_;         // one per layer added through add()
+  std::vector<bool> is_affine_;        // likewise
+  std::vector<std::string> layer_output_;  // likewise: the tensor each computes
   std::vector<std::string> frozen_;    // layers holding constants (see constant_operand)
   int layer_count_ = 0;
   std::size_t current_ = 0;                  // the node being imported

@@ -1,6 +1,7 @@
 #include "convoy/nn/layers.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "convoy/core/error.h"
 
@@ -58,6 +59,8 @@ const char* kind_name(const Layer& layer) {
                         [](const Add&) { return "add"; },
                         [](const Concat&) { return "concat"; },
                         [](const Multiply&) { return "multiply"; },
+                        [](const Clip&) { return "clip"; },
+                        [](const Affine&) { return "affine"; },
                     },
                     layer);
 }
@@ -102,6 +105,12 @@ Shape output_shape(const Layer& layer, const Shape& in, const std::string& name)
           [&](const Add&) -> Shape { return output_shape(layer, std::vector<Shape>{in}, name); },
           [&](const Concat&) -> Shape { return output_shape(layer, std::vector<Shape>{in}, name); },
           [&](const Multiply&) -> Shape { return output_shape(layer, std::vector<Shape>{in}, name); },
+          [&](const Clip& c) -> Shape {
+            require(!(c.min > c.max) && !std::isnan(c.min) && !std::isnan(c.max),
+                    name + ": min " + std::to_string(c.min) + " is above max " + std::to_string(c.max) +
+                        " (or one is NaN); give min <= max");
+            return in;
+          },
           [&](const auto&) -> Shape { return in; },  // element-wise activations
       },
       layer);

@@ -21,6 +21,7 @@ std::vector<ParamSlot> learned_slots(const Layer& layer, const Shape& in) {
   }
   if (auto* d = std::get_if<Dense>(&layer)) return {{"weight", {d->units, in[0]}}, {"bias", {d->units}}};
   if (std::holds_alternative<BatchNorm>(layer)) return {{"weight", {in[0]}}, {"bias", {in[0]}}};
+  if (std::holds_alternative<Affine>(layer)) return {{"weight", in}, {"bias", in}};
   return {};
 }
 
@@ -129,7 +130,7 @@ std::vector<float> Model::initial_parameters(uint64_t seed) const {
   std::vector<float> params(num_params_);
   Rng rng(seed);
   for (const auto& plan : plans_) {
-    if (std::holds_alternative<BatchNorm>(plan.layer)) {
+    if (std::holds_alternative<BatchNorm>(plan.layer) || std::holds_alternative<Affine>(plan.layer)) {
       for (int64_t i = 0; i < plan.params[0].size(); ++i) params[plan.params[0].offset + i] = 1.0f;
       continue;  // shift stays 0
     }
@@ -196,8 +197,10 @@ LayerFlops layer_flops(const LayerPlan& plan) {
     return {out * static_cast<double>(p->kernel * p->kernel), out * static_cast<double>(p->kernel * p->kernel)};
   if (std::holds_alternative<BatchNorm>(plan.layer)) return {4 * in, 8 * in};
   if (std::holds_alternative<GlobalAvgPool>(plan.layer) || std::holds_alternative<Dropout>(plan.layer) ||
-      std::holds_alternative<ReLU>(plan.layer) || std::holds_alternative<ReLU6>(plan.layer))
+      std::holds_alternative<ReLU>(plan.layer) || std::holds_alternative<ReLU6>(plan.layer) ||
+      std::holds_alternative<Clip>(plan.layer))
     return {in, in};
+  if (std::holds_alternative<Affine>(plan.layer)) return {2 * in, 3 * in};
   if (std::holds_alternative<SiLU>(plan.layer) || std::holds_alternative<Sigmoid>(plan.layer)) return {4 * in, 4 * in};
   if (std::holds_alternative<Multiply>(plan.layer)) return {out, 3 * out};
   if (std::holds_alternative<LogSoftmax>(plan.layer)) return {4 * in, 4 * in};

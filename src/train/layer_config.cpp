@@ -1,5 +1,6 @@
 #include "train/layer_config.h"
 
+#include <cmath>
 #include <map>
 
 #include "convoy/core/error.h"
@@ -16,7 +17,7 @@ template <class... Ts> Overloaded(Ts...) -> Overloaded<Ts...>;
 
 const char* kKnownTypes =
     "conv2d, max_pool2d, avg_pool2d, global_avg_pool, dropout, relu, relu6, silu, sigmoid, batch_norm, flatten, "
-    "dense, log_softmax, add, concat, multiply";
+    "dense, log_softmax, add, concat, multiply, clip, affine";
 
 // `padding`: a whole number of pixels or "same" (Keras's padding="same").
 void read_padding(Section& s, int64_t& padding) {
@@ -92,6 +93,14 @@ nn::Layer layer_of_type(const std::string& type, Section& s) {
     require(d.units > 0, s.where() + ": '" + s.dotted("units") + "' is required and must be positive");
     return d;
   }
+  if (type == "clip") {  // a bound left out is absent (infinite)
+    nn::Clip c;
+    s.get("min", c.min);
+    s.get("max", c.max);
+    require(!(c.min > c.max), s.where() + ": '" + s.dotted("min") + "' must not be above '" + s.dotted("max") + "'");
+    return c;
+  }
+  if (type == "affine") return nn::Affine{};
   if (type == "relu") return nn::ReLU{};
   if (type == "relu6") return nn::ReLU6{};
   if (type == "silu") return nn::SiLU{};
@@ -148,6 +157,12 @@ json layers_to_json(const std::vector<LayerSpec>& layers) {
                             [](const nn::Dropout& d) -> json { return {{"rate", d.rate}}; },
                             [](const nn::BatchNorm& b) -> json { return {{"momentum", b.momentum}, {"eps", b.eps}}; },
                             [](const nn::Dense& d) -> json { return {{"units", d.units}}; },
+                            [](const nn::Clip& c) -> json {  // JSON has no infinity: an absent bound is left out
+                              json j = json::object();
+                              if (!std::isinf(c.min)) j["min"] = c.min;
+                              if (!std::isinf(c.max)) j["max"] = c.max;
+                              return j;
+                            },
                             [](const auto&) -> json { return json::object(); },
                         },
                         spec.layer);

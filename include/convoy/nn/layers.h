@@ -3,6 +3,7 @@
 // turns each one into kernels when the model is compiled. Shapes here never
 // include the batch dimension: images are [C, H, W], vectors [features].
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <variant>
 #include <vector>
@@ -67,6 +68,19 @@ struct ReLU6 {};    // min(max(x, 0), 6)
 struct SiLU {};     // x * sigmoid(x), also called swish
 struct Sigmoid {};  // 1 / (1 + exp(-x))
 
+// min(max(x, min), max), PyTorch's clamp: either bound may be infinite (absent).
+// The gradient passes where min <= x <= max, bounds included as clamp's
+// (ReLU6 is hardtanh's: 0 < x < 6, bounds excluded). NaN stays NaN.
+struct Clip {
+  float min = -std::numeric_limits<float>::infinity();
+  float max = std::numeric_limits<float>::infinity();
+};
+
+// x * weight + bias element by element, weight and bias of the input's shape
+// (one example's): ONNX's x op C with a constant C of that shape, imported
+// frozen. Trainable like any layer; starts as the identity (weight 1, bias 0).
+struct Affine {};
+
 // Batch normalisation over the channel axis (dim 0 of [C, H, W] or [features]).
 // Training mode normalises with the batch's statistics and updates running
 // averages as PyTorch does (unbiased variance, momentum 0.1); inference mode
@@ -99,7 +113,7 @@ struct Concat {};
 struct Multiply {};
 
 using Layer = std::variant<Conv2d, MaxPool2d, AvgPool2d, GlobalAvgPool, Dropout, ReLU, ReLU6, SiLU, Sigmoid,
-                           BatchNorm, Flatten, Dense, LogSoftmax, Add, Concat, Multiply>;
+                           BatchNorm, Flatten, Dense, LogSoftmax, Add, Concat, Multiply, Clip, Affine>;
 
 // How many inputs a layer takes: 1, 2, or kManyInputs (two or more) for joins.
 inline constexpr int kManyInputs = -1;

@@ -54,6 +54,8 @@ std::unique_ptr<CpuOp> make_cpu_op(DnnlEnv& env, const nn::LayerPlan& plan, int6
   if (std::holds_alternative<nn::Dense>(layer)) return make_dense(env, plan, in, out);
   if (std::holds_alternative<nn::LogSoftmax>(layer)) return make_log_softmax(in);
   if (std::holds_alternative<nn::Multiply>(layer)) return make_multiply(plan, batch);
+  if (std::holds_alternative<nn::Clip>(layer)) return make_clip(plan, batch);
+  if (std::holds_alternative<nn::Affine>(layer)) return make_affine(plan, batch);
   if (nn::arity(layer) == nn::kManyInputs) return make_join(plan, batch);
   throw std::logic_error(std::string("CPU backend has no kernel for layer ") + plan.name);
 }

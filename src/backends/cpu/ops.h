@@ -19,5 +19,7 @@ std::unique_ptr<CpuOp> make_log_softmax(const Shape& shape);
 // Add and Concat (the functional API's joins).
 std::unique_ptr<CpuOp> make_join(const nn::LayerPlan& plan, int64_t batch);
 std::unique_ptr<CpuOp> make_multiply(const nn::LayerPlan& plan, int64_t batch);
+std::unique_ptr<CpuOp> make_clip(const nn::LayerPlan& plan, int64_t batch);
+std::unique_ptr<CpuOp> make_affine(const nn::LayerPlan& plan, int64_t batch);
 
 }  // namespace convoy::cpu
