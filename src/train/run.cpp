@@ -369,6 +369,7 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
   }
   while (true) {
     FitOptions fit_options{.epochs = phases[phase].last_epoch, .seed = c.seed, .initial_epoch = done,
+                           .run_epochs = c.epochs,
                            .initial_progress = progress, .on_nan = parse_on_nan(c.on_nan, "callbacks.on_nan"),
                            .steps_per_execution = c.steps_per_execution,
                            .callbacks = make_callbacks(pc, config, model, log, primary), .strategy = replicas.get()};
