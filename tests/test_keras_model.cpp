@@ -16,6 +16,7 @@
 #include "convoy/train/checkpoint.h"
 #include "convoy/train/image_data.h"
 #include "convoy/train/keras_model.h"
+#include "convoy/train/predict.h"
 #include "convoy/train/run.h"
 #include "test_helpers.h"
 
@@ -117,7 +118,7 @@ TEST(KerasModel, UsingItBeforeCompileIsAUserError) {
 }
 
 // save(dir) / load(dir): the folder `convoy train --out` writes, read both ways.
-TEST(KerasModel, SavedFolderIsWhatConvoyEvaluateReads) {
+TEST(KerasModel, SavedFolderIsWhatConvoyEvaluateAndPredictRead) {
   const auto train = data::take(fashion().train, 512);
   const auto test = data::take(fashion().test, 200);
   KerasModel model(nn::seed_cnn());
@@ -138,6 +139,14 @@ TEST(KerasModel, SavedFolderIsWhatConvoyEvaluateReads) {
   EXPECT_EQ(ck.config.lr, 0.05);           // as written, not 0.05000000074505806
   EXPECT_EQ(ck.config.optimizer, "adam");
   EXPECT_TRUE(std::filesystem::exists(dir.file("model.safetensors")));
+  // What `convoy predict --checkpoint DIR --input t10k-images...` writes: the model's own probabilities.
+  const Predictions p = predict(dir.path(), {.input = std::string(data::kFashionMnistDir) + "/t10k-images-idx3-ubyte.gz",
+                                             .output = dir.file("predictions.csv")});
+  const std::vector<float> own_p = model.predict(fashion().test);
+  ASSERT_EQ(p.probabilities.size(), own_p.size());
+  float worst = 0;
+  for (std::size_t i = 0; i < own_p.size(); ++i) worst = std::max(worst, std::abs(p.probabilities[i] - own_p[i]));
+  EXPECT_LE(worst, 1e-6f);
   // And back: the same weights, optimizer state and history.
   KerasModel back = KerasModel::load(dir.path());
   EXPECT_EQ(back.history().epochs.size(), 1u);
@@ -167,6 +176,18 @@ TEST(KerasModel, AModelOfItsOwnLayersSavesAsALayerListAndLoadsBack) {
   KerasModel back = KerasModel::load(dir.path());
   EXPECT_EQ(back.predict(x), model.predict(x));
   EXPECT_EQ(back.history().epochs.size(), 2u);
+}
+
+TEST(KerasModel, AModelARunConfigCannotRebuildIsRefusedByName) {
+  nn::GraphBuilder g({1, 8, 8});
+  auto y = g.add(nn::Flatten{}, g.input(), "stem");
+  g.add(nn::Dense{.units = 2}, y, "head");
+  KerasModel model(g.build());
+  model.compile({.device = "cpu"});
+  testing::TempDir dir;
+  const std::string error = testing::error_of([&] { model.save(dir.path()); });
+  EXPECT_NE(error.find("'stem'"), std::string::npos) << error;
+  EXPECT_NE(error.find("save_weights"), std::string::npos) << error;
 }
 
 TEST(KerasModel, LoadReadsAConvoyTrainOutFolder) {
