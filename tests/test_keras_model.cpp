@@ -4,13 +4,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <iostream>
 #include <sstream>
 
 #include "convoy/data/fashion_mnist.h"
 #include "convoy/io/safetensors.h"
 #include "convoy/nn/sequential.h"
 #include "convoy/nn/zoo.h"
+#include "convoy/image/plant_demo.h"
+#include "convoy/train/checkpoint.h"
+#include "convoy/train/image_data.h"
 #include "convoy/train/keras_model.h"
+#include "convoy/train/predict.h"
+#include "convoy/train/run.h"
 #include "test_helpers.h"
 
 namespace convoy::train {
@@ -108,6 +115,106 @@ TEST(KerasModel, UsingItBeforeCompileIsAUserError) {
             std::string::npos);
   EXPECT_NE(model.summary().find("conv2d_0"), std::string::npos);
   EXPECT_NE(testing::error_of([&] { model.compile({.device = "tpu"}); }).find("tpu"), std::string::npos);
+}
+
+// save(dir) / load(dir): the folder `convoy train --out` writes, read both ways.
+TEST(KerasModel, SavedFolderIsWhatConvoyEvaluateAndPredictRead) {
+  const auto train = data::take(fashion().train, 512);
+  const auto test = data::take(fashion().test, 200);
+  KerasModel model(nn::seed_cnn());
+  model.compile({.optimizer = {.kind = optim::Kind::adam, .lr = 0.05f}, .loss = Loss::nll, .batch_size = 64,
+                 .device = "cpu"});
+  model.fit(train, {.epochs = 1, .validation_data = &test, .verbose = 0});
+  testing::TempDir dir;
+  model.save(dir.path());
+  // What `convoy evaluate --checkpoint DIR` runs: the model rebuilt from the
+  // folder's config, scored on Fashion-MNIST's test set.
+  const Metrics cli = evaluate_checkpoint(dir.path());
+  const Metrics own = model.evaluate(fashion().test);
+  EXPECT_EQ(cli.count, own.count);
+  EXPECT_EQ(cli.correct, own.correct);
+  EXPECT_NEAR(cli.mean_loss(), own.mean_loss(), 1e-9);
+  const Checkpoint ck = load_latest_checkpoint(dir.path(), std::cerr);
+  EXPECT_EQ(ck.config.model, "seed_cnn");  // the zoo model by name, not a layer list
+  EXPECT_EQ(ck.config.lr, 0.05);           // as written, not 0.05000000074505806
+  EXPECT_EQ(ck.config.optimizer, "adam");
+  EXPECT_TRUE(std::filesystem::exists(dir.file("model.safetensors")));
+  // What `convoy predict --checkpoint DIR --input t10k-images...` writes: the model's own probabilities.
+  const Predictions p = predict(dir.path(), {.input = std::string(data::kFashionMnistDir) + "/t10k-images-idx3-ubyte.gz",
+                                             .output = dir.file("predictions.csv")});
+  const std::vector<float> own_p = model.predict(fashion().test);
+  ASSERT_EQ(p.probabilities.size(), own_p.size());
+  float worst = 0;
+  for (std::size_t i = 0; i < own_p.size(); ++i) worst = std::max(worst, std::abs(p.probabilities[i] - own_p[i]));
+  EXPECT_LE(worst, 1e-6f);
+  // And back: the same weights, optimizer state and history.
+  KerasModel back = KerasModel::load(dir.path());
+  EXPECT_EQ(back.history().epochs.size(), 1u);
+  EXPECT_EQ(back.predict(test), model.predict(test));
+}
+
+TEST(KerasModel, AModelOfItsOwnLayersSavesAsALayerListAndLoadsBack) {
+  // 3 classes of 3x16x16 colour images: saved as a class-folder run of that size.
+  nn::Model net({3, 16, 16}, std::vector<nn::Layer>{nn::Conv2d{.filters = 4, .kernel = 3, .padding = 1}, nn::ReLU{},
+                                                    nn::MaxPool2d{.kernel = 2}, nn::Flatten{}, nn::Dense{.units = 3}});
+  KerasModel model(net);
+  model.compile({.loss = Loss::softmax_cross_entropy, .batch_size = 4, .device = "cpu"});
+  Tensor images(DType::f32, {8, 3, 16, 16});
+  for (int64_t i = 0; i < images.numel(); ++i) images.data<float>()[i] = static_cast<float>((i * 7919) % 101) / 101.f;
+  Tensor labels(DType::i32, {8});
+  for (int64_t i = 0; i < 8; ++i) labels.data<int32_t>()[i] = static_cast<int32_t>(i % 3);
+  const data::LabeledImages x{images, labels};
+  model.fit(x, {.epochs = 2, .validation_data = &x, .verbose = 0});
+  testing::TempDir dir;
+  model.save(dir.path());
+  const Checkpoint ck = load_latest_checkpoint(dir.path(), std::cerr);
+  EXPECT_EQ(ck.config.layers.size(), 5u);
+  EXPECT_EQ(ck.config.data.kind, "folders");
+  EXPECT_EQ(ck.config.data.classes.size(), 3u);
+  EXPECT_EQ(ck.config.loss, "categorical_crossentropy");
+  EXPECT_TRUE(ck.config.from_logits);
+  KerasModel back = KerasModel::load(dir.path());
+  EXPECT_EQ(back.predict(x), model.predict(x));
+  EXPECT_EQ(back.history().epochs.size(), 2u);
+}
+
+TEST(KerasModel, AModelARunConfigCannotRebuildIsRefusedByName) {
+  nn::GraphBuilder g({1, 8, 8});
+  auto y = g.add(nn::Flatten{}, g.input(), "stem");
+  g.add(nn::Dense{.units = 2}, y, "head");
+  KerasModel model(g.build());
+  model.compile({.device = "cpu"});
+  testing::TempDir dir;
+  const std::string error = testing::error_of([&] { model.save(dir.path()); });
+  EXPECT_NE(error.find("'stem'"), std::string::npos) << error;
+  EXPECT_NE(error.find("save_weights"), std::string::npos) << error;
+}
+
+TEST(KerasModel, LoadReadsAConvoyTrainOutFolder) {
+  testing::TempDir tmp;
+  image::write_plant_demo({.out_dir = tmp.file("plant"), .train = 24, .test = 4, .width = 48, .height = 32, .seed = 5});
+  RunConfig c = parse_run_config(
+      "data: {kind: csv, test_csv: '', width: 32, height: 32}\n"
+      "model: {name: plant_cnn}\n"
+      "loss: {name: categorical_crossentropy, from_logits: true}\n"
+      "optimizer: {name: adam, lr: 0.01}\n"
+      "training: {epochs: 1, batch_size: 8, threads: 1, device: cpu}\n"
+      "output: {progress: quiet}\n",
+      "t.yaml", /*yaml=*/true);
+  c.data_dir = tmp.file("plant");
+  c.out_dir = tmp.file("run");
+  std::ostringstream log;
+  run_training(c, log);
+  KerasModel model = KerasModel::load(c.out_dir);
+  EXPECT_EQ(model.history().epochs.size(), 1u);
+  // Scored on the run's own validation split, as `convoy evaluate` does.
+  const Checkpoint ck = load_latest_checkpoint(c.out_dir, std::cerr);
+  const Metrics own = model.evaluate(load_image_data(ck.config, /*with_training=*/false).validation);
+  const Metrics cli = evaluate_checkpoint(c.out_dir);
+  EXPECT_EQ(own.count, cli.count);
+  EXPECT_EQ(own.correct, cli.correct);
+  EXPECT_NEAR(own.mean_loss(), cli.mean_loss(), 1e-9);
+  EXPECT_THROW(KerasModel::load(tmp.file("nothing")), UserError);
 }
 
 }  // namespace

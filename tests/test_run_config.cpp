@@ -40,6 +40,25 @@ TEST(RunConfig, YamlAndJsonGiveTheSameConfig) {
   EXPECT_EQ(run_config_json(parse_run_config(run_config_json(y), "again", false)), run_config_json(y));
 }
 
+TEST(RunConfig, FloatSettingsShowAsWrittenInTheSavedConfig) {
+  // The report and checkpoints show run_config_json: a float setting shows
+  // as typed (0.05), not as the float's double (0.05000000074505806).
+  RunConfig c = parse_run_config(
+      "data: {kind: folders, augment: {rotation: 0.05, zoom: 0.1, hue: 0.02}}\n"
+      "model: {layers: [{type: conv2d, filters: 2, kernel: 3}, {type: dropout, rate: 0.3}, "
+      "{type: batch_norm, momentum: 0.01, eps: 0.001}, flatten, {type: dense, units: 2}]}\n",
+      "t.yaml", /*yaml=*/true);
+  const std::string text = run_config_json(c);
+  for (const char* shown : {"\"rotation\": 0.05,", "\"zoom\": 0.1\n", "\"hue\": 0.02,", "\"rate\": 0.3",
+                            "\"momentum\": 0.01,", "\"eps\": 0.001"})
+    EXPECT_NE(text.find(shown), std::string::npos) << shown << " in\n" << text;
+  EXPECT_EQ(text.find("0000000"), std::string::npos) << text;
+  // And it reads back to the same floats.
+  const RunConfig back = parse_run_config(text, "saved", /*yaml=*/false);
+  EXPECT_EQ(back.data.augment.rotation, c.data.augment.rotation);
+  EXPECT_EQ(back.data.augment.zoom, c.data.augment.zoom);
+}
+
 TEST(RunConfig, LossNamesMapToTheBackendsLosses) {
   EXPECT_EQ(loss_kind(parse_run_config("", "c", true)), Loss::nll);
   EXPECT_EQ(loss_kind(parse_run_config("loss: {name: categorical_crossentropy, from_logits: true}", "c", true)),

@@ -83,6 +83,19 @@ class Transfer : public ::testing::Test {
 };
 testing::TempDir* Transfer::tmp_ = nullptr;
 
+TEST_F(Transfer, EpochsCountAgainstTheRunsTotalAcrossItsPhases) {
+  RunConfig c = base();
+  c.pretrained = donor_file();
+  c.freeze_epochs = 1;  // epoch 1 frozen, epoch 2 fine-tunes
+  c.progress = "lines";
+  c.out_dir = tmp_->file("counted");
+  std::ostringstream log;
+  run_training(c, log);
+  EXPECT_NE(log.str().find("epoch   1/2 "), std::string::npos) << log.str();
+  EXPECT_NE(log.str().find("epoch   2/2 "), std::string::npos) << log.str();
+  EXPECT_EQ(log.str().find("epoch   1/1 "), std::string::npos) << log.str();
+}
+
 TEST_F(Transfer, FrozenEpochsTrainTheHeadAloneAndKeepTheBackboneBitForBit) {
   RunConfig c = base();
   c.pretrained = donor_file();

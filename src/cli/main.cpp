@@ -380,7 +380,9 @@ int main(int argc, char** argv) {
   shards->add_flag("--gzip", sf.out.gzip, "gzip-compress the shards (.tfrecord.gz)");
   DemoFlags demo;
   CLI::App* demo_data = app.add_subcommand("demo-data", "Write a small demo data set in a real data set's layout");
-  demo_data->add_option("kind", demo.kind, "plant: Plant Pathology 2020's layout (CSV + JPEG folder)")->required();
+  demo_data->add_option("kind", demo.kind, "plant: Plant Pathology 2020's layout (CSV + JPEG folder); the images are not leaves but "
+                        "Fashion-MNIST clothes stamped on textured green (healthy: trouser, multiple_diseases: shirt, "
+                        "rust: sneaker, scab: coat), a stand-in to try the workflow on")->required();
   demo_data->add_option("--out", demo.plant.out_dir, "Folder to write (new, empty or a previous demo)")->required();
   demo_data->add_option("--train", demo.plant.train, "Training images [400]");
   demo_data->add_option("--test", demo.plant.test, "Test images [100]");

@@ -10,6 +10,7 @@
 
 #include "convoy/core/error.h"
 #include "convoy/io/atomic_file.h"
+#include "io/plot_ticks.h"
 
 namespace convoy::io {
 namespace {
@@ -53,6 +54,15 @@ class Canvas {
     cairo_show_text(cr(), s.c_str());
   }
 
+  double text_width(const std::string& s, double size, bool bold = false) {
+    cairo_select_font_face(cr(), "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL,
+                           bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
+    cairo_set_font_size(cr(), size);
+    cairo_text_extents_t ext;
+    cairo_text_extents(cr(), s.c_str(), &ext);
+    return ext.x_advance;
+  }
+
   void save(const std::string& path) {
     cairo_surface_flush(surface());
     std::string bytes;
@@ -84,36 +94,46 @@ struct Series {
   Rgb color;
 };
 
-// One line chart in the box (x, y, w, h): axes, ticks, series, legend.
+// One line chart in the box (x, y, w, h): title, then the legend in a row of
+// its own (never over a line), then the plot with ticks on round values.
 void line_panel(Canvas& c, double x, double y, double w, double h, const std::string& title,
                 const std::vector<Series>& series, const std::vector<double>& xs, bool percent) {
+  const double unit = percent ? 100 : 1;  // ticks fall on round values of what the labels show
   double lo = 1e300, hi = -1e300;
   for (const auto& s : series)
     for (double v : s.y)
-      if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
-  if (lo > hi) lo = 0, hi = 1;
-  if (hi - lo < 1e-9) lo -= 0.5, hi += 0.5;
-  const double pad = 0.05 * (hi - lo);
-  lo -= pad;
-  hi += pad;
-  const double x0 = x + 60, x1 = x + w - 15, y0 = y + h - 45, y1 = y + 30;
+      if (std::isfinite(v)) lo = std::min(lo, v * unit), hi = std::max(hi, v * unit);
+  const Ticks yt = nice_ticks(lo, hi, 6);
+  const double ylo = yt.values.front(), yhi = yt.values.back();
+  const double x0 = x + 60, x1 = x + w - 15, y0 = y + h - 45, y1 = y + 54;
+  // The first and last markers (radius 3) sit this far inside the axes, whole.
+  const double inset = 8;
   const double xmin = xs.front(), xmax = std::max(xs.back(), xs.front() + 1);
-  auto px = [&](double v) { return x0 + (v - xmin) / (xmax - xmin) * (x1 - x0); };
-  auto py = [&](double v) { return y0 - (v - lo) / (hi - lo) * (y0 - y1); };
+  auto px = [&](double v) { return x0 + inset + (v - xmin) / (xmax - xmin) * (x1 - x0 - 2 * inset); };
+  auto py = [&](double v) { return y0 - (v * unit - ylo) / (yhi - ylo) * (y0 - y1); };
   c.text((x0 + x1) / 2, y + 18, title, 15, kBlack, 0.5, true);
-  for (int i = 0; i <= 5; ++i) {
-    const double v = lo + (hi - lo) * i / 5;
-    c.line(x0, py(v), x1, py(v), kGrey);
-    c.text(x0 - 6, py(v) + 4, percent ? fmt("%.1f%%", 100 * v) : fmt("%.3f", v), 11, kBlack, 1);
+  for (double v : yt.values) {
+    const double at = y0 - (v - ylo) / (yhi - ylo) * (y0 - y1);
+    c.line(x0, at, x1, at, kGrey);
+    c.text(x0 - 6, at + 4, yt.label(v) + (percent ? "%" : ""), 11, kBlack, 1);
   }
-  const int64_t n = static_cast<int64_t>(xs.size());
-  const int64_t step = std::max<int64_t>(1, (n + 9) / 10);
-  for (int64_t i = 0; i < n; i += step) c.text(px(xs[i]), y0 + 16, fmt("%.0f", xs[i]), 11, kBlack, 0.5);
+  // Epochs are whole: the round ticks that are whole numbers within the data.
+  for (double v : nice_ticks(xmin, xmax, 10).values)
+    if (v >= xmin - 1e-9 && v <= xs.back() + 1e-9 && std::abs(v - std::round(v)) < 1e-9)
+      c.text(px(v), y0 + 16, fmt("%.0f", v), 11, kBlack, 0.5);
   c.text((x0 + x1) / 2, y0 + 34, "epoch", 12, kBlack, 0.5);
   c.line(x0, y0, x1, y0, kBlack);
   c.line(x0, y0, x0, y1, kBlack);
-  for (std::size_t k = 0; k < series.size(); ++k) {
-    const auto& s = series[k];
+  double legend_width = 0;
+  for (const auto& s : series) legend_width += 26 + c.text_width(s.name, 12) + 18;
+  double lx = (x0 + x1 - legend_width + 18) / 2;
+  const double ly = y + 40;
+  for (const auto& s : series) {
+    c.line(lx, ly - 4, lx + 20, ly - 4, s.color, 2);
+    c.text(lx + 26, ly, s.name, 12, kBlack);
+    lx += 26 + c.text_width(s.name, 12) + 18;
+  }
+  for (const auto& s : series) {
     c.color(s.color);
     cairo_set_line_width(c.cr(), 2);
     for (std::size_t i = 0; i < s.y.size(); ++i) {
@@ -125,10 +145,19 @@ void line_panel(Canvas& c, double x, double y, double w, double h, const std::st
       cairo_arc(c.cr(), px(xs[i]), py(s.y[i]), 3, 0, 2 * M_PI);
       cairo_fill(c.cr());
     }
-    const double ly = y1 + 14 + 18 * static_cast<double>(k);
-    c.line(x1 - 120, ly - 4, x1 - 100, ly - 4, s.color, 2);
-    c.text(x1 - 94, ly, s.name, 12, kBlack);
   }
+}
+
+// `s` cut to `max_width` pixels with an ellipsis (whole UTF-8 characters).
+std::string fitted(Canvas& c, const std::string& s, double size, double max_width) {
+  if (c.text_width(s, size) <= max_width) return s;
+  std::string cut = s;
+  while (!cut.empty() && c.text_width(cut + "\u2026", size) > max_width) {
+    cut.pop_back();
+    while (!cut.empty() && (static_cast<unsigned char>(cut.back()) & 0xC0) == 0x80) cut.pop_back();
+    if (!cut.empty() && (static_cast<unsigned char>(cut.back()) & 0xC0) == 0xC0) cut.pop_back();  // a lead byte left alone
+  }
+  return cut + "\u2026";
 }
 
 std::string html_escape(const std::string& s) {
@@ -243,9 +272,23 @@ void write_confusion_png(const std::string& path, const std::vector<int64_t>& m,
                          const std::vector<std::string>& names) {
   const int k = static_cast<int>(names.size());
   require(static_cast<int>(m.size()) == k * k, "confusion: matrix size does not match the class count");
-  const int cell = 56, left = 130, top = 70;
-  Canvas c(left + k * cell + 30, top + k * cell + 110);
-  c.text((left + left + k * cell) / 2.0, 24, "Confusion matrix (rows: actual, columns: predicted)", 16, kBlack, 0.5, true);
+  const int cell = 56, top = 70;
+  const std::string title = "Confusion matrix (rows: actual, columns: predicted)";
+  // Names longer than this are ellipsized; the margins grow to the longest.
+  constexpr double kMaxName = 200;
+  Canvas probe(1, 1);
+  std::vector<std::string> shown;
+  double name_w = 0;
+  for (const auto& n : names) {
+    shown.push_back(fitted(probe, n, 12, kMaxName));
+    name_w = std::max(name_w, probe.text_width(shown.back(), 12));
+  }
+  const double left = std::max(60.0, name_w + 20);
+  const double slant = name_w * M_SQRT1_2;  // the column names' extent, drawn at 45 degrees
+  const double title_w = probe.text_width(title, 16, true) + 40;
+  const int width = static_cast<int>(std::ceil(std::max(left + k * cell + std::max(30.0, slant + 16), title_w)));
+  Canvas c(width, static_cast<int>(std::ceil(top + k * cell + slant + 40)));
+  c.text(width / 2.0, 24, title, 16, kBlack, 0.5, true);
   for (int r = 0; r < k; ++r) {
     int64_t row_total = 0;
     for (int col = 0; col < k; ++col) row_total += m[r * k + col];
@@ -261,13 +304,13 @@ void write_confusion_png(const std::string& path, const std::vector<int64_t>& m,
       cairo_fill(c.cr());
       c.text(x + cell / 2.0, y + cell / 2.0 + 5, std::to_string(v), 12, t > 0.55 ? Rgb{1, 1, 1} : kBlack, 0.5);
     }
-    c.text(left - 8, top + r * cell + cell / 2.0 + 5, names[r], 12, kBlack, 1);
+    c.text(left - 8, top + r * cell + cell / 2.0 + 5, shown[r], 12, kBlack, 1);
   }
   for (int col = 0; col < k; ++col) {
     cairo_save(c.cr());
     cairo_translate(c.cr(), left + col * cell + cell / 2.0 + 4, top + k * cell + 10);
     cairo_rotate(c.cr(), M_PI / 4);
-    c.text(0, 0, names[col], 12, kBlack);
+    c.text(0, 0, shown[col], 12, kBlack);
     cairo_restore(c.cr());
   }
   c.save(path);

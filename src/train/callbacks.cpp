@@ -223,6 +223,12 @@ void ProgressLogger::draw(const std::string& head, const std::vector<std::string
   out_ << "\r\033[K" << line << std::flush;
 }
 
+namespace {
+// The epoch progress counts against: the run's last (a transfer run fits its
+// phases one by one), else this fit's.
+int64_t run_end(const FitState& s) { return std::max(s.epochs, s.run_epochs); }
+}  // namespace
+
 void ProgressLogger::on_batch_end(FitState& s, int64_t step, const Metrics& running) {
   if (!live_) return;
   const double now = now_seconds();
@@ -236,15 +242,15 @@ void ProgressLogger::on_batch_end(FitState& s, int64_t step, const Metrics& runn
   const double epochs_done = static_cast<double>(s.epoch - first_epoch_);
   const double per_epoch = epochs_done > 0 ? (epoch_start_ - train_start_) / epochs_done
                                            : elapsed / static_cast<double>(step) * total_steps;
-  const double run_eta = epoch_eta + per_epoch * static_cast<double>(s.epochs - s.epoch);
+  const double run_eta = epoch_eta + per_epoch * static_cast<double>(run_end(s) - s.epoch);
   char head[64], metrics[64], rate[32];
   std::snprintf(head, sizeof head, "Epoch %lld/%lld %lld/%lld", static_cast<long long>(s.epoch),
-                static_cast<long long>(s.epochs), static_cast<long long>(step),
+                static_cast<long long>(run_end(s)), static_cast<long long>(step),
                 static_cast<long long>(s.steps_per_epoch));
   std::snprintf(metrics, sizeof metrics, " - loss %.4f - acc %.4f", running.mean_loss(), running.accuracy());
   std::snprintf(rate, sizeof rate, " - %.0f img/s", static_cast<double>(running.count) / elapsed);
   const std::string epoch = " ETA " + short_duration(epoch_eta);
-  const std::string run = s.epoch < s.epochs ? epoch + " (run " + short_duration(run_eta) + ")" : epoch;
+  const std::string run = s.epoch < run_end(s) ? epoch + " (run " + short_duration(run_eta) + ")" : epoch;
   draw(head, {run + metrics + rate, run + metrics, epoch + metrics, metrics}, static_cast<double>(step) / total_steps);
 }
 
@@ -257,7 +263,7 @@ void ProgressLogger::on_evaluate_batch(FitState& s, int64_t done) {
   last_draw_ = now;
   char head[64], tail[64];
   std::snprintf(head, sizeof head, "Epoch %lld/%lld evaluating", static_cast<long long>(s.epoch),
-                static_cast<long long>(s.epochs));
+                static_cast<long long>(run_end(s)));
   if (expected >= done) {
     std::snprintf(tail, sizeof tail, " %lld/%lld batches", static_cast<long long>(done),
                   static_cast<long long>(expected));
@@ -274,7 +280,7 @@ void ProgressLogger::on_epoch_end(FitState& s, const EpochRecord& r) {
   if (!std::isnan(r.test_loss))  // NaN: fit had no validation data
     std::snprintf(test, sizeof test, "  test_loss %.4f  test_acc %.2f%%", r.test_loss, 100.0 * r.test_accuracy);
   std::snprintf(head, sizeof head, "epoch %3lld/%lld  loss %.4f  acc %.2f%%%s", static_cast<long long>(r.epoch),
-                static_cast<long long>(s.epochs), r.train_loss, 100.0 * r.train_accuracy, test);
+                static_cast<long long>(run_end(s)), r.train_loss, 100.0 * r.train_accuracy, test);
   std::snprintf(time, sizeof time, "  %.2f s", r.train_seconds);
   std::snprintf(rate, sizeof rate, "  %.0f img/s", r.images_per_second);
   // On a terminal the line keeps a column spare (no wrap): time and rate go first.

@@ -7,6 +7,7 @@
 #include "convoy/core/error.h"
 #include "convoy/core/untrusted.h"
 #include "convoy/data/bad_examples.h"
+#include "train/float_text.h"
 
 namespace convoy::train {
 namespace {
@@ -133,11 +134,12 @@ json data_section_json(const RunConfig& c) {
           {"mean", d.mean}, {"std", d.std}, {"on_bad_example", d.on_bad_example},
           {"max_image_bytes", d.max_image_bytes},
           {"augment",
-           {{"horizontal_flip", g.horizontal_flip}, {"vertical_flip", g.vertical_flip}, {"crop_area", g.crop_area},
-            {"rotation", g.rotation}, {"zoom", g.zoom}, {"translate", g.translate},
+           {{"horizontal_flip", g.horizontal_flip}, {"vertical_flip", g.vertical_flip}, {"crop_area", as_written(g.crop_area)},
+            {"rotation", as_written(g.rotation)}, {"zoom", as_written(g.zoom)}, {"translate", as_written(g.translate)},
             {"fill_mode", fill_mode_name(g.fill_mode)}, {"fill_value", g.fill_value},
-            {"brightness", g.brightness}, {"contrast", g.contrast}, {"saturation", g.saturation}, {"hue", g.hue},
-            {"cutout", g.cutout}, {"cutout_size", g.cutout_size}}}};
+            {"brightness", as_written(g.brightness)}, {"contrast", as_written(g.contrast)},
+            {"saturation", as_written(g.saturation)}, {"hue", as_written(g.hue)},
+            {"cutout", g.cutout}, {"cutout_size", as_written(g.cutout_size)}}}};
 }
 
 void validate_data(const DataConfig& d) {

@@ -240,6 +240,7 @@ History fit(Executable& exe, const TrainingData& data, const FitOptions& options
     exe.set_steps_done(options.initial_epoch * data.steps_per_epoch + resumed.step - history.skipped_steps);
   std::unique_ptr<data::Iterator> next_epoch = open_epoch(options.initial_epoch + 1, resumed.step);
   FitState state{.exe = exe, .history = history, .epoch = options.initial_epoch, .epochs = options.epochs,
+                 .run_epochs = std::max(options.epochs, options.run_epochs),
                  .steps_per_epoch = data.steps_per_epoch, .batch_size = batch};
   // Batches per train_steps call: what the backend takes at once (a GPU
   // replays a CUDA graph of that many steps; the CPU takes one).

@@ -6,6 +6,7 @@
 #include "convoy/core/error.h"
 #include "convoy/nn/zoo.h"
 #include "train/config_section.h"
+#include "train/float_text.h"
 
 namespace convoy::train {
 namespace {
@@ -154,8 +155,8 @@ json layers_to_json(const std::vector<LayerSpec>& layers) {
                                       {"count_include_pad", p.count_include_pad}};
                             },
                             [](const nn::GlobalAvgPool& g) -> json { return {{"keep_dims", g.keep_dims}}; },
-                            [](const nn::Dropout& d) -> json { return {{"rate", d.rate}}; },
-                            [](const nn::BatchNorm& b) -> json { return {{"momentum", b.momentum}, {"eps", b.eps}}; },
+                            [](const nn::Dropout& d) -> json { return {{"rate", as_written(d.rate)}}; },
+                            [](const nn::BatchNorm& b) -> json { return {{"momentum", as_written(b.momentum)}, {"eps", as_written(b.eps)}}; },
                             [](const nn::Dense& d) -> json { return {{"units", d.units}}; },
                             [](const nn::Clip& c) -> json {  // JSON has no infinity: an absent bound is left out
                               json j = json::object();

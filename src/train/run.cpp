@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -114,8 +115,19 @@ void write_reports(const fs::path& dir, const RunConfig& c, const RunOutcome& ou
                         h);
 }
 
+// Whether "auto" settling on the CPU is news: only when this machine has a
+// GPU the user may expect it to use (found but unusable, or lacking a
+// layer's kernels), and once per process (a transfer run compiles each phase,
+// a scratch comparison a second model). Without any GPU it says nothing, as
+// PyTorch does (TensorFlow logs once): the run's header names the device and
+// `convoy devices` says why no GPU (docs/cuda.md).
+bool say_fallback(const DeviceChoice& device) {
+  static std::atomic<bool> said{false};
+  return !device.fallback.empty() && !find_gpus().gpus.empty() && !said.exchange(true);
+}
+
 // On the configured device; `log` (when given) gets the one line that says
-// why "auto" falls back to the CPU.
+// why "auto" falls back to the CPU, when say_fallback.
 std::unique_ptr<Executable> compile_for(const nn::Model& model, const RunConfig& c, std::ostream* log = nullptr) {
   CompileOptions options;
   options.batch_size = c.batch_size;
@@ -125,7 +137,7 @@ std::unique_ptr<Executable> compile_for(const nn::Model& model, const RunConfig&
   options.steps_per_execution = c.steps_per_execution;
   options.conv_algo = parse_conv_algo(c.conv_algo);
   const DeviceChoice device = choose_device(c.device, model);
-  if (log && !device.fallback.empty()) *log << "convoy: " << device.fallback << "\n" << std::flush;
+  if (log && say_fallback(device)) *log << "convoy: " << device.fallback << "\n" << std::flush;
   return compile_on(device.kind, model, options, c.seed);
 }
 
@@ -370,6 +382,7 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
   }
   while (true) {
     FitOptions fit_options{.epochs = phases[phase].last_epoch, .seed = c.seed, .initial_epoch = done,
+                           .run_epochs = c.epochs,
                            .initial_progress = progress, .on_nan = parse_on_nan(c.on_nan, "callbacks.on_nan"),
                            .steps_per_execution = c.steps_per_execution,
                            .callbacks = make_callbacks(pc, config, model, log, primary), .strategy = replicas.get()};

@@ -69,6 +69,7 @@ struct FitState {
   History& history;
   int64_t epoch = 0;   // the current epoch, 1-based
   int64_t epochs = 0;  // the last epoch this fit will run
+  int64_t run_epochs = 0;  // the last epoch of the whole run (>= epochs; FitOptions::run_epochs)
   int64_t steps_per_epoch = 0;
   int64_t batch_size = 0;
   bool stop_training = false;  // stop after the current epoch (after its evaluation and epoch-end callbacks)

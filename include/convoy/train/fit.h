@@ -17,6 +17,10 @@ struct FitOptions {
   int64_t epochs = 50;  // the last epoch to run (as Keras's `epochs`)
   uint64_t seed = 1;
   int64_t initial_epoch = 0;  // epochs already done (resuming): training starts at initial_epoch + 1
+  // The run's last epoch, when this fit is one part of it (transfer
+  // learning's frozen and fine-tune phases): what progress counts against,
+  // "Epoch 4/10" rather than the phase's own end. 0: `epochs`.
+  int64_t run_epochs = 0;
   // Resuming mid-epoch: the steps of epoch initial_epoch + 1 already done and
   // their running sums (from a checkpoint). Those batches are skipped at the
   // index level: none of their images is gathered.
