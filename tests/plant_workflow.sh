@@ -6,13 +6,10 @@
 # under on_bad_example: skip are counted while training still runs.
 set -u
 convoy="$1"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
-failures=0
-fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+source "$(dirname "$0")/cli_test_lib.sh"
 
-# expect_error NAME NEEDLE -- ARGS...: exit 2, one stderr line containing NEEDLE, no summary.json.
+# expect_error NAME NEEDLE -- ARGS...: exit 2, one stderr line containing NEEDLE, no summary.json
+# (this file's own: every case also asks for an output folder).
 expect_error() {
   local name="$1" needle="$2"
   shift 3
