@@ -283,5 +283,34 @@ TEST(Pjrt, NonFiniteStepChangesNothing) {
   EXPECT_EQ(exe->take_metrics().count, 0);
 }
 
+// steps_per_execution: three steps as one program (a loop on the device)
+// match three train_step calls on the CPU, dropout masks included, and the
+// loop stops after a step that was not finite.
+TEST(Pjrt, StepsPerExecutionLoopMatchesCpuSteps) {
+  REQUIRE_PJRT();
+  const nn::Model model = every_layer_graph();
+  CompileOptions o = options(4, Loss::softmax_cross_entropy, {.kind = optim::Kind::sgd, .lr = 0.05f, .momentum = 0.9f});
+  o.steps_per_execution = 3;
+  Pair p = compile_both(model, o);
+  ASSERT_EQ(p.pjrt->steps_per_call(), 3);
+  const int64_t per = 4 * numel(model.input_shape());
+  auto x = random_batch(3 * per, 21);
+  const auto y = random_labels(3 * 4, 4, 22);
+  EXPECT_EQ(p.cpu->train_steps(x.data(), y.data(), 3), 3);
+  EXPECT_EQ(p.pjrt->train_steps(x.data(), y.data(), 3), 3);
+  std::vector<float> a(p.cpu->parameter_count()), b(a.size());
+  p.cpu->get_parameters(a);
+  p.pjrt->get_parameters(b);
+  expect_close(b, a, model, false, 1e-4, "weight after 3 steps");
+  const Metrics mc = p.cpu->take_metrics(), mp = p.pjrt->take_metrics();
+  EXPECT_EQ(mp.count, 12);
+  EXPECT_NEAR(mp.loss_sum, mc.loss_sum, 1e-4 * mc.loss_sum);
+
+  x[per + 5] = INFINITY;  // the second step's batch
+  EXPECT_EQ(p.pjrt->train_steps(x.data(), y.data(), 3), 2);
+  EXPECT_FALSE(p.pjrt->last_step_finite());
+  EXPECT_EQ(p.pjrt->take_metrics().count, 4);
+}
+
 }  // namespace
 }  // namespace convoy

@@ -57,6 +57,10 @@ class HloBuilder {
   Val slice(const Val& x, const std::vector<int64_t>& start, const std::vector<int64_t>& limit,
             const std::vector<int64_t>& strides = {});
   Val concatenate(const std::vector<Val>& parts, int64_t dim);
+  // The block of `sizes` at run-time start indices (i32 scalars), and x with
+  // `update` written there.
+  Val dynamic_slice(const Val& x, const std::vector<Val>& start, const std::vector<int64_t>& sizes);
+  Val dynamic_update_slice(const Val& x, const Val& update, const std::vector<Val>& start);
   Val reverse(const Val& x, const std::vector<int64_t>& dims);
   // Edge and interior padding with a scalar value, per dimension.
   Val pad(const Val& x, const Val& value, const std::vector<int64_t>& low, const std::vector<int64_t>& high,

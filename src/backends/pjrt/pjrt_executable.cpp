@@ -69,19 +69,37 @@ class PjrtExecutable final : public Executable {
     std::vector<PJRT_Buffer*> args{params_.get(), opt_.get(), state_.get()};
     for (const auto& b : in) args.push_back(b.get());
     auto out = std::move(client_.execute(*train_, {args})[0]);
-    // The first three arguments were donated: their successors replace them.
-    params_ = std::move(out[0]);
-    opt_ = std::move(out[1]);
-    state_ = std::move(out[2]);
-    grads_ = std::move(out[4]);
-    output_ = std::move(out[5]);
-    const auto s = stats(out[3]);
-    step_finite_ = s[2] != 0;
-    if (!step_finite_) return;
-    metrics_.loss_sum += s[0];
-    metrics_.correct += static_cast<int64_t>(s[1]);
-    metrics_.count += batch_size();
-    ++steps_done_;
+    take_step_outputs(out);
+    add_step(stats(out[3]).data());
+  }
+
+  // steps_per_execution batches as one program (a loop on the device); a
+  // shorter run (an epoch's tail) goes step by step.
+  int64_t steps_per_call() const override { return options_.steps_per_execution; }
+  int64_t train_steps(const float* x, Targets y, int64_t n) override {
+    const int64_t steps = options_.steps_per_execution;
+    if (steps == 1 || n != steps) return Executable::train_steps(x, y, n);
+    if (!train_many_) {
+      pjrt::StepOptions o = step_options_;
+      o.steps = steps;
+      train_many_ = client_.compile(pjrt::emit_train_module(model_, o));
+    }
+    const int64_t batch = batch_size();
+    std::vector<Buffer> in = batch_inputs(x, y, batch, steps);
+    const float lr = options_.optimizer.lr;
+    in.push_back(client_.upload(std::span<const float>(&lr, 1), {}));
+    for (auto& m : masks(steps)) in.push_back(std::move(m));
+    std::vector<PJRT_Buffer*> args{params_.get(), opt_.get(), state_.get()};
+    for (const auto& b : in) args.push_back(b.get());
+    auto out = std::move(client_.execute(*train_many_, {args})[0]);
+    take_step_outputs(out);
+    std::vector<float> rows(steps * 3);
+    client_.download(out[3], rows.data(), rows.size() * sizeof(float));
+    for (int64_t i = 0; i < steps; ++i) {
+      add_step(&rows[i * 3]);
+      if (!step_finite_) return i + 1;
+    }
+    return steps;
   }
 
   double loss_and_gradients(const float* x, Targets y) override {
@@ -166,46 +184,76 @@ class PjrtExecutable final : public Executable {
     Shape shape;  // [batch, ...]
   };
 
-  // x (the first `rows` examples; the rest zeros) and the targets as dense rows.
-  std::vector<Buffer> batch_inputs(const float* x, Targets y, int64_t rows) {
+  // The buffers a training program returns (stablehlo_step.h's order). The
+  // first three arguments were donated: their successors replace them.
+  void take_step_outputs(std::vector<Buffer>& out) {
+    params_ = std::move(out[0]);
+    opt_ = std::move(out[1]);
+    state_ = std::move(out[2]);
+    grads_ = std::move(out[4]);
+    output_ = std::move(out[5]);
+  }
+
+  // One step's stats row: loss sum, correct count, finite flag.
+  void add_step(const float* s) {
+    step_finite_ = s[2] != 0;
+    if (!step_finite_) return;
+    metrics_.loss_sum += s[0];
+    metrics_.correct += static_cast<int64_t>(s[1]);
+    metrics_.count += batch_size();
+    ++steps_done_;
+  }
+
+  // x (the first `rows` examples; the rest zeros) and the targets as dense
+  // rows; `steps` batches stacked ([steps, batch, ...]) when more than one.
+  std::vector<Buffer> batch_inputs(const float* x, Targets y, int64_t rows, int64_t steps = 1) {
     const int64_t n = batch_size();
-    check_targets(options_.loss, y, rows, classes_);
-    const Shape xs = with_batch(n, model_.input_shape());
+    check_targets(options_.loss, y, steps == 1 ? rows : steps * n, classes_);
+    Shape xs = with_batch(n, model_.input_shape()), ts{n, classes_};
+    if (steps > 1) {
+      xs.insert(xs.begin(), steps);
+      ts.insert(ts.begin(), steps);
+    }
     std::vector<Buffer> in;
     if (rows == n) {
-      in.push_back(client_.upload(std::span<const float>(x, n * example_size_), xs));
+      in.push_back(client_.upload(std::span<const float>(x, steps * n * example_size_), xs));
     } else {
       staging_.assign(n * example_size_, 0.0f);
       std::memcpy(staging_.data(), x, sizeof(float) * rows * example_size_);
       in.push_back(client_.upload(staging_, xs));
     }
-    targets_.assign(n * classes_, 0.0f);
+    const int64_t all_rows = steps == 1 ? rows : steps * n;
+    targets_.assign(steps * n * classes_, 0.0f);
     if (y.dense)
-      std::memcpy(targets_.data(), y.dense, sizeof(float) * rows * classes_);
+      std::memcpy(targets_.data(), y.dense, sizeof(float) * all_rows * classes_);
     else
-      for (int64_t i = 0; i < rows; ++i) targets_[i * classes_ + y.labels[i]] = 1.0f;
-    const std::vector<int64_t> ts{n, classes_};
+      for (int64_t i = 0; i < all_rows; ++i) targets_[i * classes_ + y.labels[i]] = 1.0f;
     in.push_back(client_.upload(targets_, ts));
     return in;
   }
 
-  // This step's dropout masks, drawn as the CPU backend draws them.
-  std::vector<Buffer> masks() {
+  // The dropout masks of the next `steps` steps, drawn as the CPU backend
+  // draws them (stacked when more than one).
+  std::vector<Buffer> masks(int64_t steps = 1) {
     std::vector<Buffer> out;
     for (const auto& d : dropouts_) {
       const int64_t n = d.shape[0], per = numel(d.shape) / n;
       const int64_t channels = d.shape.size() == 4 ? d.shape[1] : per;
       const int64_t pixels = d.shape.size() == 4 ? d.shape[2] * d.shape[3] : 1;
       const float keep = 1.0f / (1.0f - d.rate);
-      mask_.resize(n * per);
-      for (int64_t e = 0; e < n; ++e) {
-        const uint64_t stream = cuda::dropout_example_stream(d.seed, steps_done_, n, e);
-        for (int64_t j = 0; j < per; ++j)
-          mask_[e * per + j] =
-              d.rate > 0 && cuda::dropout_drops(stream, cuda::dropout_cpu_index(j, channels, pixels), d.rate) ? 0.0f
-                                                                                                              : keep;
-      }
-      out.push_back(client_.upload(mask_, d.shape));
+      mask_.resize(steps * n * per);
+      for (int64_t k = 0; k < steps; ++k)
+        for (int64_t e = 0; e < n; ++e) {
+          const uint64_t stream = cuda::dropout_example_stream(d.seed, steps_done_ + k, n, e);
+          float* m = mask_.data() + (k * n + e) * per;
+          for (int64_t j = 0; j < per; ++j)
+            m[j] = d.rate > 0 && cuda::dropout_drops(stream, cuda::dropout_cpu_index(j, channels, pixels), d.rate)
+                       ? 0.0f
+                       : keep;
+        }
+      Shape shape = d.shape;
+      if (steps > 1) shape.insert(shape.begin(), steps);
+      out.push_back(client_.upload(mask_, shape));
     }
     return out;
   }
@@ -240,7 +288,7 @@ class PjrtExecutable final : public Executable {
   uint64_t seed_;
   int64_t example_size_, classes_, opt_floats_ = 0;
   std::string platform_;
-  std::unique_ptr<pjrt::Program> train_, eval_, gradients_;
+  std::unique_ptr<pjrt::Program> train_, eval_, gradients_, train_many_;
   Buffer params_, opt_, state_, grads_, output_;
   std::vector<DropoutLayer> dropouts_;
   std::vector<float> staging_, targets_, mask_;

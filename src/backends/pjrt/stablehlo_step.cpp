@@ -224,34 +224,98 @@ std::string pjrt_unsupported(const nn::Model& model, const CompileOptions& optio
   return "";
 }
 
+namespace {
+
+struct StepResult {
+  Val params, opt, state, stats, grads, out, finite;
+};
+
+// One training step on the flat buffers: forward, loss, backward, the
+// numerical guard (a step whose loss or any gradient is not finite changes
+// nothing: parameters, optimizer state, running statistics), the update.
+StepResult training_step(HloBuilder& b, const nn::Model& model, const StepOptions& o, const Val& params,
+                         const Val& opt, const Val& state, const BatchArgs& in, const Val& lr) {
+  const Pass pass = forward_backward(b, model, o, params, state, in);
+  StepResult r;
+  r.finite = b.binary("and", b.is_finite(pass.loss.loss_sum), b.reduce(b.is_finite(pass.grads), "and", 1, {0}));
+  Updated u{params, opt};
+  if (const int64_t n = model.num_parameters(); n > 0)
+    u = emit_update(b, o.optimizer, b.slice(params, {0}, {n}), b.slice(pass.grads, {0}, {n}),
+                    b.slice(opt, {0}, {optim::state_size(o.optimizer, n)}), lr);
+  auto keep_if_not_finite = [&](const Val& updated, const Val& before) {
+    return b.select(b.splat(r.finite, updated.shape), updated, before);
+  };
+  r.params = keep_if_not_finite(u.params, params);
+  r.opt = keep_if_not_finite(u.opt, opt);
+  r.state = keep_if_not_finite(pass.new_state, state);
+  const Val zero = b.constant(0);
+  r.stats = stats(b, b.select(r.finite, pass.loss.loss_sum, zero), b.select(r.finite, pass.loss.correct, zero),
+                  b.convert(r.finite, "f32"));
+  r.grads = pass.grads;
+  r.out = pass.out;
+  return r;
+}
+
+}  // namespace
+
 std::string emit_train_module(const nn::Model& model, const StepOptions& o) {
   Module m("convoy_train");
   const int64_t opt_floats = optim::state_size(o.optimizer, model.num_parameters());
   const Val params = m.arg({device_length(model.num_parameters())}, "f32", 0);
   const Val opt = m.arg({device_length(opt_floats)}, "f32", 1);
   const Val state = m.arg({device_length(model.num_state())}, "f32", 2);
-  Val lr;
-  const BatchArgs in = batch_args(m, model, o.batch, true, &lr);
   HloBuilder& b = m.b;
-  const Pass pass = forward_backward(b, model, o, params, state, in);
-  // The numerical guard: a step whose loss or any gradient is not finite
-  // changes nothing (parameters, optimizer state, running statistics).
-  const Val finite =
-      b.binary("and", b.is_finite(pass.loss.loss_sum), b.reduce(b.is_finite(pass.grads), "and", 1, {0}));
-  Updated u{params, opt};
-  if (model.num_parameters() > 0) {
-    const Val g = b.slice(pass.grads, {0}, {model.num_parameters()});
-    const Val p = b.slice(params, {0}, {model.num_parameters()});
-    u = emit_update(b, o.optimizer, p, g, b.slice(opt, {0}, {opt_floats}), lr);
+  if (o.steps == 1) {
+    Val lr;
+    const BatchArgs in = batch_args(m, model, o.batch, true, &lr);
+    const StepResult r = training_step(b, model, o, params, opt, state, in, lr);
+    return m.text({r.params, r.opt, r.state, r.stats, r.grads, r.out});
   }
-  auto keep_if_not_finite = [&](const Val& updated, const Val& before) {
-    return b.select(b.splat(finite, updated.shape), updated, before);
+  // steps_per_execution: a loop over the stacked batches, which stops after
+  // the first step that was not finite (as Executable::train_steps).
+  const int64_t steps = o.steps;
+  auto stacked = [&](const Shape& per_step) {
+    Shape s{steps};
+    s.insert(s.end(), per_step.begin(), per_step.end());
+    return m.arg(s);
   };
-  const Val zero = b.constant(0);
-  const Val result_stats = stats(b, b.select(finite, pass.loss.loss_sum, zero),
-                                 b.select(finite, pass.loss.correct, zero), b.convert(finite, "f32"));
-  return m.text({keep_if_not_finite(u.params, params), keep_if_not_finite(u.opt, opt),
-                 keep_if_not_finite(pass.new_state, state), result_stats, pass.grads, pass.out});
+  std::vector<Val> carry{b.constant(0, {}, "i32"), b.constant(1, {}, "i1"), params, opt, state,
+                         b.constant(0, {steps, 3}), b.constant(0, params.shape),
+                         b.constant(0, {o.batch, model.output_shape()[0]})};
+  constexpr std::size_t kInputs = 8;  // carry[kInputs...]: x, targets, lr, masks (passed through)
+  carry.push_back(stacked(with_batch(o.batch, model.input_shape())));
+  carry.push_back(stacked({o.batch, model.output_shape()[0]}));
+  carry.push_back(m.arg({}));
+  for (const auto& plan : model.layers())
+    if (std::holds_alternative<nn::Dropout>(plan.layer)) carry.push_back(stacked(with_batch(o.batch, plan.output_shape)));
+  const std::vector<Val> done = b.while_loop(
+      carry,
+      [&](const std::vector<Val>& v) {
+        return b.binary("and", b.compare(v[0], b.constant(static_cast<double>(steps), {}, "i32"), "LT"), v[1]);
+      },
+      [&](const std::vector<Val>& v) {
+        const Val& i = v[0];
+        const Val zero = b.constant(0, {}, "i32");
+        auto pick = [&](const Val& all) {  // step i's slice of a stacked input
+          std::vector<Val> start{i};
+          Shape one{1}, per_step;
+          for (std::size_t d = 1; d < all.shape.size(); ++d) {
+            start.push_back(zero);
+            one.push_back(all.shape[d]);
+            per_step.push_back(all.shape[d]);
+          }
+          return b.reshape(b.dynamic_slice(all, start, one), per_step);
+        };
+        BatchArgs in{pick(v[kInputs]), pick(v[kInputs + 1]), {}};
+        for (std::size_t k = kInputs + 3; k < v.size(); ++k) in.masks.push_back(pick(v[k]));
+        const StepResult r = training_step(b, model, o, v[2], v[3], v[4], in, v[kInputs + 2]);
+        const Val row = b.reshape(r.stats, {1, 3});
+        std::vector<Val> next{b.add(i, b.constant(1, {}, "i32")), r.finite, r.params, r.opt, r.state,
+                              b.dynamic_update_slice(v[5], row, {i, zero}), r.grads, r.out};
+        next.insert(next.end(), v.begin() + kInputs, v.end());
+        return next;
+      });
+  return m.text({done[2], done[3], done[4], done[5], done[6], done[7]});
 }
 
 std::string emit_gradients_module(const nn::Model& model, const StepOptions& o) {

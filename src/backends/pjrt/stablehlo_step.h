@@ -19,6 +19,7 @@ struct StepOptions {
   Loss loss = Loss::nll;
   float label_smoothing = 0;
   optim::OptimizerOptions optimizer;  // lr is an argument of the step, not a constant
+  int64_t steps = 1;                  // training batches per call (steps_per_execution)
 };
 
 // Empty when these modules can be emitted for model and options; else one
@@ -34,6 +35,10 @@ int64_t device_length(int64_t floats);
 // f32[batch, classes], lr f32[], then one mask [batch, shape...] per dropout
 // layer). Results: params, optimizer state, state, stats f32[3], gradients
 // f32[P] and output [batch, classes].
+// With steps > 1 (steps_per_execution) the batch arguments are stacked,
+// [steps, batch, ...], the program loops over them on the device and stats
+// are f32[steps, 3]; it stops after the first step that was not finite
+// (later rows stay zero), and gradients and output are the last step's.
 std::string emit_train_module(const nn::Model& model, const StepOptions& options);
 
 // Gradients in training mode without update: arguments params, state,
