@@ -18,6 +18,7 @@
 #include "convoy/backends/executable.h"
 #include "convoy/core/rng.h"
 #include "convoy/nn/zoo.h"
+#include "cuda_test_helpers.h"
 #include "joins_graph.h"
 
 namespace convoy {
@@ -29,20 +30,6 @@ namespace {
     const PjrtReport& report = find_pjrt("pjrt");                                           \
     if (!report.usable()) GTEST_SKIP() << "no PJRT CPU plugin: " << report.why_unusable;    \
   } while (0)
-
-std::vector<float> random_batch(int64_t n, uint64_t seed, float lo = -1, float hi = 1) {
-  Rng rng(seed);
-  std::vector<float> v(n);
-  for (auto& x : v) x = rng.uniform(lo, hi);
-  return v;
-}
-
-std::vector<int32_t> random_labels(int64_t n, int64_t classes, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<int32_t> v(n);
-  for (auto& y : v) y = static_cast<int32_t>(rng.next_u64() % classes);
-  return v;
-}
 
 // max |a - b| over a slot, relative to the slot's largest |b|.
 void expect_close(std::span<float> a, std::span<float> b, const nn::Model& model, bool state,
@@ -87,8 +74,8 @@ Pair compile_both(const nn::Model& model, const CompileOptions& options, uint64_
 void check_parity(const nn::Model& model, CompileOptions options, double tol, bool dense_targets = false) {
   Pair p = compile_both(model, options);
   const int64_t n = options.batch_size, classes = model.output_shape()[0];
-  const auto x = random_batch(n * numel(model.input_shape()), 11);
-  const auto labels = random_labels(n, classes, 12);
+  const auto x = testing::uniform_values(n * numel(model.input_shape()), 11);
+  const auto labels = testing::class_indices(n, classes, 12);
   std::vector<float> rows(n * classes, 0.0f);
   for (int64_t i = 0; i < n; ++i) rows[i * classes + labels[i]] = 1.0f;
   const Targets y = dense_targets ? Targets::rows(rows.data()) : Targets(labels.data());
@@ -248,11 +235,13 @@ nn::Model every_layer_graph() {
   return g.build();
 }
 
+// RMSprop with eps 1e-3: its first step divides each gradient by its own
+// size, which turns a near-zero gradient's rounding into an O(1) difference.
 TEST(Pjrt, EveryLayerKindMatchesCpu) {
   REQUIRE_PJRT();
   check_parity(every_layer_graph(),
                options(8, Loss::softmax_cross_entropy,
-                       {.kind = optim::Kind::rmsprop, .lr = 1e-3f, .momentum = 0.9f, .clip_norm = 0.5f}),
+                       {.kind = optim::Kind::rmsprop, .lr = 1e-3f, .momentum = 0.9f, .eps = 1e-3f, .clip_norm = 0.5f}),
                1e-4);
 }
 
@@ -272,7 +261,7 @@ TEST(Pjrt, NonFiniteStepChangesNothing) {
   auto exe = compile_pjrt(model, o, 3);
   std::vector<float> before(exe->parameter_count()), after(exe->parameter_count());
   exe->get_parameters(before);
-  auto x = random_batch(4 * 784, 5);
+  auto x = testing::uniform_values(4 * 784, 5);
   x[10] = NAN;
   const std::vector<int32_t> y{1, 2, 3, 4};
   exe->train_step(x.data(), y.data());
@@ -281,6 +270,72 @@ TEST(Pjrt, NonFiniteStepChangesNothing) {
   exe->get_parameters(after);
   EXPECT_EQ(before, after);
   EXPECT_EQ(exe->take_metrics().count, 0);
+}
+
+// The zoo's ResNet blocks (projection shortcuts, residual adds) and
+// MobileNetV2 (inverted residuals, depthwise convolutions, ReLU6, dropout).
+// Training-mode batch norm over few values per channel makes deep networks
+// ill-conditioned (docs/zoo.md), so, as the CUDA backend's zoo test does:
+// the whole gradient within 1e-4, each tensor within 2e-3. MobileNetV2 at
+// this size misses that (its gradient agrees to ~1e-2, its updated weights
+// to ~1e-3, docs/accelerators.md) while each of its pieces agrees to 1e-5
+// (MobileNetV2PiecesMatchCpu).
+void check_zoo_parity(const nn::Model& model, double gradient_tolerance = 1e-4, double parameter_tolerance = 1e-4) {
+  const int64_t batch = 8;
+  const CompileOptions o = options(batch, Loss::softmax_cross_entropy,
+                                   {.kind = optim::Kind::sgd, .lr = 0.01f, .momentum = 0.9f, .weight_decay = 1e-4f});
+  Pair p = compile_both(model, o, 31);
+  const auto x = testing::uniform_values(batch * numel(model.input_shape()), 32);
+  const auto y = testing::class_indices(batch, model.output_shape()[0], 33);
+  const double want = p.cpu->loss_and_gradients(x.data(), y.data());
+  EXPECT_NEAR(p.pjrt->loss_and_gradients(x.data(), y.data()), want, 1e-4 * want);
+  EXPECT_LT(testing::relative_error(testing::output(*p.pjrt), testing::output(*p.cpu)), 1e-4) << "logits";
+  const auto g_cpu = testing::gradients(*p.cpu), g_pjrt = testing::gradients(*p.pjrt);
+  EXPECT_LT(testing::relative_error(g_pjrt, g_cpu), gradient_tolerance) << "the whole gradient";
+  if (gradient_tolerance <= 1e-4) testing::expect_per_tensor(model, g_pjrt, g_cpu, 2e-3, "gradient");
+  p.pjrt->set_state(testing::state(*p.cpu));  // both after one training-mode forward: the same start
+  p.cpu->train_step(x.data(), y.data());
+  p.pjrt->train_step(x.data(), y.data());
+  EXPECT_LT(testing::relative_error(testing::parameters(*p.pjrt), testing::parameters(*p.cpu)), parameter_tolerance)
+      << "parameters";
+  if (gradient_tolerance <= 1e-4)
+    testing::expect_per_tensor(model, testing::parameters(*p.pjrt), testing::parameters(*p.cpu), 2e-3, "parameter");
+  EXPECT_LT(testing::relative_error(testing::state(*p.pjrt), testing::state(*p.cpu)), 1e-4) << "running statistics";
+}
+
+TEST(Pjrt, ResNet18MatchesCpu) {
+  REQUIRE_PJRT();
+  check_zoo_parity(nn::resnet18({.input = {3, 64, 64}, .classes = 5}));
+}
+
+TEST(Pjrt, MobileNetV2MatchesCpu) {
+  REQUIRE_PJRT();
+  check_zoo_parity(nn::mobilenet_v2({.input = {3, 64, 64}, .classes = 5}), 2e-2, 2e-3);
+}
+
+// MobileNetV2's pieces on their own: a stride-2 depthwise convolution,
+// ReLU6 after a depthwise one, the head (1x1 expansion, batch norm, ReLU6,
+// pooling, dropout, dense): gradients within 1e-5.
+TEST(Pjrt, MobileNetV2PiecesMatchCpu) {
+  REQUIRE_PJRT();
+  using namespace nn;
+  const std::vector<std::vector<Layer>> pieces{
+      {Conv2d{.filters = 8, .kernel = 3, .stride = 2, .padding = 1, .groups = 8, .bias = false}, GlobalAvgPool{},
+       Dense{.units = 5}},
+      {Conv2d{.filters = 8, .kernel = 3, .padding = 1, .groups = 8, .bias = false}, ReLU6{}, GlobalAvgPool{},
+       Dense{.units = 5}},
+      {Conv2d{.filters = 16, .kernel = 1, .bias = false}, BatchNorm{}, ReLU6{}, GlobalAvgPool{}, Dropout{.rate = 0.2f},
+       Dense{.units = 5}}};
+  for (const auto& layers : pieces) {
+    const Model model({8, 8, 8}, layers);
+    SCOPED_TRACE(model.summary());
+    Pair p = compile_both(model, options(8, Loss::softmax_cross_entropy, {}));
+    const auto x = testing::uniform_values(8 * numel(model.input_shape()), 32);
+    const auto y = testing::class_indices(8, 5, 33);
+    p.cpu->loss_and_gradients(x.data(), y.data());
+    p.pjrt->loss_and_gradients(x.data(), y.data());
+    EXPECT_LT(testing::relative_error(testing::gradients(*p.pjrt), testing::gradients(*p.cpu)), 1e-5);
+  }
 }
 
 // steps_per_execution: three steps as one program (a loop on the device)
@@ -294,8 +349,8 @@ TEST(Pjrt, StepsPerExecutionLoopMatchesCpuSteps) {
   Pair p = compile_both(model, o);
   ASSERT_EQ(p.pjrt->steps_per_call(), 3);
   const int64_t per = 4 * numel(model.input_shape());
-  auto x = random_batch(3 * per, 21);
-  const auto y = random_labels(3 * 4, 4, 22);
+  auto x = testing::uniform_values(3 * per, 21);
+  const auto y = testing::class_indices(3 * 4, 4, 22);
   EXPECT_EQ(p.cpu->train_steps(x.data(), y.data(), 3), 3);
   EXPECT_EQ(p.pjrt->train_steps(x.data(), y.data(), 3), 3);
   std::vector<float> a(p.cpu->parameter_count()), b(a.size());

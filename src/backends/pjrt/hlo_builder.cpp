@@ -19,6 +19,11 @@ std::string join(const std::vector<int64_t>& v) {
 // is the very float the CPU backend computes with (0.1f, 1 / (1 - rate), ...).
 std::string literal(double value, const std::string& elem) {
   if (elem == "i1") return value != 0 ? "true" : "false";
+  if (elem == "f64") {
+    char hex[24];
+    std::snprintf(hex, sizeof hex, "0x%016llX", static_cast<unsigned long long>(std::bit_cast<uint64_t>(value)));
+    return hex;
+  }
   if (elem != "f32") return std::to_string(static_cast<int64_t>(value));
   char hex[16];
   std::snprintf(hex, sizeof hex, "0x%08X", std::bit_cast<uint32_t>(static_cast<float>(value)));

@@ -147,19 +147,28 @@ Val LayerEmitter::layer_forward(std::size_t i, const std::vector<Val>& in, bool 
             const Val gamma = param(plan.params[0]), beta = param(plan.params[1]);
             Val mean, var;
             if (training) {
-              // Two passes (mean, then centred squares), as the CPU backend.
-              mean = b_.div(b_.sum(x, over), b_.constant(static_cast<double>(count), c));
-              const Val d = b_.sub(x, per_channel(mean));
-              var = b_.div(b_.sum(b_.mul(d, d), over), b_.constant(static_cast<double>(count), c));
-              const Val m = b_.constant(bn.momentum, c), keep = b_.constant(1.0 - bn.momentum, c);
-              const Val unbias = b_.constant(count > 1 ? static_cast<double>(count) / (count - 1) : 1.0, c);
-              const Val rm = state_slot(plan.state[0]), rv = state_slot(plan.state[1]);
-              const Val invstd = b_.div(b_.constant(1, c), b_.unary("sqrt", b_.add(var, b_.constant(bn.eps, c))));
-              const Val xhat = b_.mul(d, per_channel(invstd));
+              // Statistics in double, two passes (mean, then centred
+              // squares), as the CPU backend: in float, a sum over a large
+              // feature map loses digits that deep networks amplify.
+              const Val x64 = b_.convert(x, "f64");
+              const Val n64 = b_.constant(static_cast<double>(count), c, "f64");
+              const Val mean64 = b_.div(b_.sum(x64, over), n64);
+              const Val d64 = b_.sub(x64, per_channel(mean64));
+              const Val var64 = b_.div(b_.sum(b_.mul(d64, d64), over), n64);
+              const Val invstd64 = b_.div(b_.constant(1, c, "f64"),
+                                          b_.unary("sqrt", b_.add(var64, b_.constant(bn.eps, c, "f64"))));
+              const Val invstd = b_.convert(invstd64, "f32");
+              const Val xhat = b_.mul(b_.sub(x, per_channel(b_.convert(mean64, "f32"))), per_channel(invstd));
               saved.vals = {xhat, invstd, gamma};
-              // New running statistics, kept by state slot offset.
-              saved.vals.push_back(b_.add(b_.mul(keep, rm), b_.mul(m, mean)));
-              saved.vals.push_back(b_.add(b_.mul(keep, rv), b_.mul(m, b_.mul(var, unbias))));
+              // New running statistics (PyTorch's: the unbiased variance).
+              const Val m = b_.constant(bn.momentum, c, "f64"), keep = b_.constant(1.0 - bn.momentum, c, "f64");
+              const Val unbias = b_.constant(count > 1 ? static_cast<double>(count) / (count - 1) : 1.0, c, "f64");
+              const Val rm = b_.convert(state_slot(plan.state[0]), "f64");
+              const Val rv = b_.convert(state_slot(plan.state[1]), "f64");
+              saved.vals.push_back(b_.convert(b_.add(b_.mul(keep, rm), b_.mul(m, mean64)), "f32"));
+              saved.vals.push_back(b_.convert(b_.add(b_.mul(keep, rv), b_.mul(m, b_.mul(var64, unbias))), "f32"));
+              saved.vals.push_back(mean64);
+              saved.vals.push_back(invstd64);
               return b_.add(b_.mul(xhat, per_channel(gamma)), per_channel(beta));
             }
             mean = state_slot(plan.state[0]);
@@ -319,14 +328,21 @@ std::vector<Val> LayerEmitter::layer_backward(std::size_t i, const Val& dy, std:
             const double count = static_cast<double>(numel(x.shape) / x.shape[1]);
             const Shape c{x.shape[1]};
             auto per_channel = [&](const Val& v) { return b_.broadcast(v, x.shape, {1}); };
-            const Val &xhat = saved.vals.at(0), &invstd = saved.vals.at(1), &gamma = saved.vals.at(2);
-            const Val dbeta = b_.sum(dy, over);
-            const Val dgamma = b_.sum(b_.mul(dy, xhat), over);
-            pg = {dgamma, dbeta};
-            const Val inv_m = b_.constant(1.0 / count, c);
-            const Val centred = b_.sub(b_.sub(dy, per_channel(b_.mul(dbeta, inv_m))),
-                                       b_.mul(xhat, per_channel(b_.mul(dgamma, inv_m))));
-            return {b_.mul(centred, per_channel(b_.mul(gamma, invstd)))};
+            // The CPU backend's arithmetic: sums and per-channel factors in double,
+            // dx = k_dy * (dy - mean_dy) + k_x * (x - mean) in float.
+            const Val &gamma = saved.vals.at(2), &mean64 = saved.vals.at(5), &invstd64 = saved.vals.at(6);
+            const Val dy64 = b_.convert(dy, "f64");
+            const Val sum_a = b_.sum(dy64, over);
+            const Val sum_b = b_.sum(b_.mul(dy64, b_.sub(b_.convert(x, "f64"), per_channel(mean64))), over);
+            pg = {b_.convert(b_.mul(sum_b, invstd64), "f32"), b_.convert(sum_a, "f32")};
+            const Val n64 = b_.constant(count, c, "f64");
+            const Val g = b_.mul(b_.convert(gamma, "f64"), invstd64);
+            const Val kx = b_.div(b_.mul(b_.unary("negate", g), b_.mul(b_.mul(invstd64, invstd64), sum_b)), n64);
+            const Val mean_dy = b_.convert(b_.div(sum_a, n64), "f32");
+            const Val centred_dy = b_.sub(dy, per_channel(mean_dy));
+            const Val centred_x = b_.sub(x, per_channel(b_.convert(mean64, "f32")));
+            return {b_.add(b_.mul(per_channel(b_.convert(g, "f32")), centred_dy),
+                           b_.mul(per_channel(b_.convert(kx, "f32")), centred_x))};
           },
           [&](const nn::Flatten&) -> std::vector<Val> { return {b_.reshape(dy, x.shape)}; },
           [&](const nn::Dense&) -> std::vector<Val> {
