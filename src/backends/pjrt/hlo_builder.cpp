@@ -30,6 +30,11 @@ std::string literal(double value, const std::string& elem) {
   return hex;
 }
 
+// Plain fp32 products, never TF32 or bf16 passes (XLA's GPU default for
+// f32 on recent GPUs): results comparable with the CPU backend's.
+constexpr const char* kFullPrecision =
+    "precision_config = [#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]";
+
 std::string pads_attr(const std::vector<std::pair<int64_t, int64_t>>& p) {
   std::string s = "dense<[";
   for (std::size_t i = 0; i < p.size(); ++i)
@@ -209,7 +214,7 @@ Val HloBuilder::convolution(const Val& lhs, const Val& rhs, const Shape& out, co
                   ", padding = " + pads_attr(padding) + ", lhs_dilation = " + i64_array(lhs_dilation) +
                   ", rhs_dilation = " + i64_array(rhs_dilation) +
                   ", feature_group_count = " + std::to_string(feature_groups) +
-                  " : i64, batch_group_count = " + std::to_string(batch_groups) + " : i64",
+                  " : i64, batch_group_count = " + std::to_string(batch_groups) + " : i64, " + kFullPrecision,
               out, lhs.elem);
 }
 
@@ -221,7 +226,7 @@ Val HloBuilder::dot(const Val& lhs, const Val& rhs, int64_t lhs_c, int64_t rhs_c
     if (static_cast<int64_t>(i) != rhs_c) out.push_back(rhs.shape[i]);
   return emit("dot_general", {lhs, rhs},
               "dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [" + std::to_string(lhs_c) +
-                  "], rhs_contracting_dimensions = [" + std::to_string(rhs_c) + "]>",
+                  "], rhs_contracting_dimensions = [" + std::to_string(rhs_c) + "]>, " + kFullPrecision,
               out, lhs.elem);
 }
 
