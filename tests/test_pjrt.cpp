@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -141,6 +142,12 @@ TEST(PjrtNames, DeviceNamesAndPluginSearch) {
   std::string why;
   EXPECT_EQ(pjrt::find_plugin("pjrt:/no/such/plugin.so", why), "");
   EXPECT_NE(why.find("/no/such/plugin.so"), std::string::npos) << why;
+}
+
+TEST(PjrtNames, LibtpuWithoutATpuIsNotLoaded) {
+  if (std::filesystem::exists("/dev/accel0")) GTEST_SKIP() << "this machine has a TPU";
+  EXPECT_NE(pjrt::missing_accelerator("/x/libtpu/libtpu.so").find("no TPU"), std::string::npos);
+  EXPECT_EQ(pjrt::missing_accelerator("/x/libpjrt_cpu.so"), "");
 }
 
 TEST(PjrtNames, MissingPluginFallsBackToTheCpuInOneLine) {

@@ -17,7 +17,8 @@ const PjrtReport& find_pjrt(const std::string& name) {
   if (auto it = reports.find(name); it != reports.end()) return it->second;
   PjrtReport r;
   r.plugin = pjrt::find_plugin(name, r.why_unusable);
-  if (!r.plugin.empty()) {
+  if (!r.plugin.empty()) r.why_unusable = pjrt::missing_accelerator(r.plugin);
+  if (!r.plugin.empty() && r.why_unusable.empty()) {
     try {
       // A plugin whose accelerator is absent (libtpu on a machine without a
       // TPU) fails here, in client creation, with its own words.

@@ -45,6 +45,16 @@ std::vector<fs::path> site_packages() {
 
 }  // namespace
 
+std::string missing_accelerator(const std::string& plugin_path) {
+  if (fs::path(plugin_path).filename() != "libtpu.so") return "";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/dev", ec))
+    if (e.path().filename().string().starts_with("accel")) return "";
+  for (const auto& e : fs::directory_iterator("/dev/vfio", ec))
+    if (e.path().filename() != "vfio") return "";
+  return "no TPU on this machine (no /dev/accel* or /dev/vfio device); libtpu runs on TPU VMs";
+}
+
 bool is_pjrt_device_name(const std::string& name) {
   return name == "pjrt" || name.starts_with("pjrt:") || name == "tpu" || name == "pjrt-gpu";
 }
