@@ -59,6 +59,17 @@ if ! "$peers/bin/python" -c "import ${peer_modules// /, }" 2>/dev/null; then
     echo "setup: could not install the Python peers into $peers; their checks will be skipped"
 fi
 
+# XLA's PJRT CPU plugin for the PJRT backend (docs/accelerators.md): pip's
+# fastatomstruct-xla-cpu ships an unmodified libpjrt_cpu.so (only the .so is
+# used, hence --no-deps); the header the backend builds against,
+# pjrt_c_api.h, comes with tensorflow-cpu above. Optional: without them
+# --device pjrt falls back to the CPU and the PJRT tests skip.
+if [[ -x $peers/bin/python ]] &&
+  ! compgen -G "$peers/lib/python3*/site-packages/fastatomstruct_xla_cpu/libpjrt_cpu.so" >/dev/null; then
+  "$peers/bin/python" -m pip install -q --disable-pip-version-check --no-deps fastatomstruct-xla-cpu ||
+    echo "setup: could not install XLA's PJRT CPU plugin into $peers; --device pjrt will fall back to the CPU"
+fi
+
 # Debian-packaged peers for the decode benchmark (bench/decode_vs_peers.py):
 # scikit-image's sample photos and torchvision for Debian's torch. Optional
 # too: the benchmark skips what is missing.

@@ -15,12 +15,14 @@
 #      set evaluated after every epoch (bench/gpu_seed_cnn.yaml: batch 128,
 #      32 steps per CUDA graph), end to end, against PyTorch eager and
 #      torch.compile on the same GPU (bench/gpu_seed_cnn_torch.py);
+#   3b. the PJRT backend through JAX's CUDA plugin, when installed: its
+#      parity tests on the GPU plugin and 3 epochs of the seed CNN;
 #   4. a short table and a headline, last.
 # Every stage has a time limit and logs its duration; everything printed also
 # goes to $OUT/gpu_check.txt when $OUT is set (with summary.json and the
 # peers' JSON beside it).
 #
-#   bash bench/gpu_check.sh [--data DIR] [--prebuilt DIR] [--budget SECONDS] [--nccl-only]
+#   bash bench/gpu_check.sh [--data DIR] [--prebuilt DIR] [--budget SECONDS] [--nccl-only | --pjrt-only]
 #
 # --data: the four Fashion-MNIST IDX files (default: $CONVOY_DATA, then
 #   /usr/share/datasets/fashion-mnist, then .gpu/data).
@@ -28,6 +30,7 @@
 #   .tar.xz of one; skips the build.
 # --budget: seconds for the whole check (default 570).
 # --nccl-only: build (or bundle), the GPU tests and the NCCL stage; no benchmark.
+# --pjrt-only: build (or bundle) and the PJRT stage alone (JAX's CUDA plugin).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -36,12 +39,14 @@ data="${CONVOY_DATA:-}"
 prebuilt=""
 budget=570
 nccl_only=0
+pjrt_only=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --data) data="$2"; shift 2 ;;
     --prebuilt) prebuilt="$2"; shift 2 ;;
     --budget) budget="$2"; shift 2 ;;
     --nccl-only) nccl_only=1; shift ;;
+    --pjrt-only) pjrt_only=1; shift ;;
     *) echo "gpu_check: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -117,10 +122,17 @@ for lib in libcudnn.so.9 libcublas.so.13 libcublasLt.so.13 libnvrtc.so.13 libncc
   fi
 done
 cudnn_lib=$(find "${search_roots[@]}" -name libcudnn.so.9 2>/dev/null | head -1 || true)
+# The PJRT backend (docs/accelerators.md): its header from a Python wheel
+# (tensorflow ships xla/pjrt/c/pjrt_c_api.h), JAX's CUDA plugin to run on.
+site_dirs=$(python3 -c 'import site; print("\n".join(site.getsitepackages() + [site.getusersitepackages()]))' 2>/dev/null || true)
+pjrt_header=$(for p in $site_dirs "$root/.peers/py/lib"; do find "$p" -maxdepth 7 -path '*include/xla/pjrt/c/pjrt_c_api.h' 2>/dev/null; done | head -1 || true)
+pjrt_root=${pjrt_header%/xla/pjrt/c/pjrt_c_api.h}
+pjrt_plugin=$(for p in $site_dirs "$root/.peers/py/lib"; do find "$p" -maxdepth 5 -path '*jax_plugins/xla_cuda*/xla_cuda_plugin.so' 2>/dev/null; done | head -1 || true)
+log "PJRT: header ${pjrt_header:-not found}; GPU plugin ${pjrt_plugin:-not found}"
 # NCCL: convoy loads libnccl.so.2 at run time (found above); a build needs nccl.h.
 nccl_root=$(find "${search_roots[@]}" /usr/local/cuda/include /usr/include -name nccl.h 2>/dev/null | head -1 || true)
 [[ -n "$nccl_root" ]] && nccl_root=$(cd "$(dirname "$nccl_root")/.." && pwd)
-export cudnn_lib nccl_root
+export cudnn_lib nccl_root pjrt_root pjrt_plugin
 
 # --- 1. build, or take the bundle
 bin=""
@@ -135,6 +147,7 @@ build_convoy() {
   command -v ninja >/dev/null && gen=(-G Ninja)
   local nccl_args=()
   [[ -n "$nccl_root" ]] && nccl_args=(-DNCCL_ROOT="$nccl_root")
+  [[ -n "$pjrt_root" ]] && nccl_args+=(-DPJRT_ROOT="$pjrt_root")
   # MPI when this machine has it (the nccl strategy and its 2-GPU test need it).
   cmake -S "$root" -B "$root/build-gpu" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCONVOY_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90 "${cudnn_args[@]}" "${nccl_args[@]}" &&
@@ -180,6 +193,31 @@ if ldd "$convoy" | grep -q "not found"; then
 fi
 "$convoy" devices || true
 "$convoy" devices 2>/dev/null | grep -q '^auto  picks: cuda' || log "WARNING: convoy finds no usable GPU; the GPU stages will fail or skip"
+
+# --- 3b. the PJRT backend through JAX's CUDA plugin (pip install
+# jax-cuda13-pjrt), last in a full check so that it never takes time from the stages above
+# (--pjrt-only runs it alone):
+# the PJRT parity tests with the GPU plugin standing in for the CPU one
+# (CONVOY_PJRT_PLUGIN), then 3 epochs of the seed CNN on it. Skips, saying
+# why, without the plugin or a build with the PJRT backend.
+pjrt_gpu() {
+  if [[ -z "$pjrt_plugin" ]]; then echo "skip: no JAX CUDA plugin (pip install jax-cuda13-pjrt)"; return 0; fi
+  if "$convoy" devices | grep -q 'built without the PJRT C API header'; then
+    echo "skip: this convoy was built without the PJRT backend (no pjrt_c_api.h found: pip install tensorflow-cpu)"
+    return 0
+  fi
+  local rc=0  # a failing test must not keep the training run from reporting
+  NVIDIA_TF32_OVERRIDE=0 CONVOY_PJRT_PLUGIN="$pjrt_plugin" "$tests_bin" --gtest_filter='Pjrt*' --gtest_color=no \
+    >"$work/pjrt_gtest.log" 2>&1 || rc=$?
+  grep -E '^\[ +(OK|FAILED|SKIPPED) +\]|^\[  PASSED  \]' "$work/pjrt_gtest.log" || tail -20 "$work/pjrt_gtest.log"
+  "$convoy" train --device "pjrt:$pjrt_plugin" --data "$data" --epochs 3 --progress lines | tee "$work/pjrt_gpu.log" || rc=$?
+  return $rc
+}
+if ((pjrt_only)); then
+  stage pjrt_gpu 300 pjrt_gpu || true
+  log "stages: build=${stage_status[build]:-not run} pjrt_gpu=${stage_status[pjrt_gpu]:-not run}(${stage_seconds[pjrt_gpu]:--}s)"
+  return 0
+fi
 
 # --- 2. the GPU tests (TF32 off in the tests themselves; the variable also
 # keeps any library's TF32 default out of the comparison)
@@ -239,8 +277,10 @@ stage torch_eager 150 torch_bench eager || true
 stage torch_compile 200 torch_bench compile || true
 if [[ -n "$out" ]]; then cp "$work"/torch_*.json "$out/" 2>/dev/null || true; fi
 
+stage pjrt_gpu 150 pjrt_gpu || true
+
 # --- 4. the table
-log "stages: $(for s in build gpu_tests gpu_tests_slow cuda_fallback nccl_replicas convoy_50_epochs convoy_5_epochs_with_outputs torch_eager torch_compile; do
+log "stages: $(for s in build gpu_tests gpu_tests_slow cuda_fallback nccl_replicas convoy_50_epochs convoy_5_epochs_with_outputs torch_eager torch_compile pjrt_gpu; do
   printf '%s=%s(%ss) ' "$s" "${stage_status[$s]:-not run}" "${stage_seconds[$s]:--}"; done)"
 python3 - "$work" "$convoy_wall" "$("$convoy" devices 2>/dev/null | grep '^cuda:0' | head -1)" <<'EOF'
 import json, os, re, sys

@@ -3,6 +3,8 @@
 # a GPU is usable (and, if not, why, in one line); `train --device auto` uses
 # the GPU when there is one and otherwise falls back to the CPU, saying so in
 # one line only when a GPU is present but unusable; `--device cuda` without a usable GPU is a user error (exit 2).
+# PJRT names (pjrt, pjrt:PLUGIN.so, tpu, pjrt-gpu) fall back like auto when
+# their plugin or device is missing, and train on XLA's CPU plugin when present.
 # `--strategy nccl` (replicas on GPUs) without a GPU, or in a build without
 # NCCL, stops in one line saying why (exit 2), and never trains on the CPU.
 # Trains one epoch on tiny generated IDX files, so it takes a second.
@@ -62,9 +64,31 @@ else
   echo "ok   --device cuda: $(cat "$tmp/cuda.err")"
 fi
 
-"$convoy" "${train[@]}" --device tpu >/dev/null 2>"$tmp/tpu.err"
+"$convoy" "${train[@]}" --device npu >/dev/null 2>"$tmp/npu.err"
 rc=$?
-[[ $rc -eq 2 ]] && grep -q "'tpu' is not auto, cpu or cuda" "$tmp/tpu.err" || fail "--device tpu: rc=$rc, $(cat "$tmp/tpu.err")"
+[[ $rc -eq 2 ]] && grep -q "'npu' is not auto, cpu, cuda" "$tmp/npu.err" || fail "--device npu: rc=$rc, $(cat "$tmp/npu.err")"
+
+# PJRT plugins (docs/accelerators.md): a missing plugin, or one whose
+# accelerator is absent, falls back to the CPU in one line, as auto does.
+for name in pjrt:/no/such/libpjrt.so tpu pjrt-gpu; do
+  "$convoy" "${train[@]}" --device "$name" >"$tmp/pjrt" 2>&1 || fail "--device $name exited $?"
+  if grep -q '| pjrt:' "$tmp/pjrt"; then
+    echo "ok   --device $name trains on $(grep -o 'pjrt:[a-z]*' "$tmp/pjrt" | head -1)"
+  else
+    [[ $(grep -c -- "--device $name: .*; training on the CPU" "$tmp/pjrt") -eq 1 ]] && grep -q '| cpu,' "$tmp/pjrt" ||
+      fail "--device $name without its plugin: wanted one fallback line and the CPU: $(cat "$tmp/pjrt")"
+    echo "ok   $(grep -- 'training on the CPU' "$tmp/pjrt")"
+  fi
+done
+# XLA's CPU plugin, when installed (bash setup.sh), trains the seed CNN.
+if grep -q '^pjrt  cpu |' "$tmp/devices"; then
+  "$convoy" "${train[@]}" --device pjrt >"$tmp/pjrt" 2>&1 || fail "--device pjrt exited $?: $(cat "$tmp/pjrt")"
+  grep -q '| pjrt:cpu,' "$tmp/pjrt" || fail "--device pjrt did not train on pjrt:cpu: $(cat "$tmp/pjrt")"
+  grep -q 'test accuracy' "$tmp/pjrt" || fail "--device pjrt: no test accuracy: $(cat "$tmp/pjrt")"
+  echo "ok   --device pjrt trains on XLA's CPU plugin"
+else
+  echo "skip --device pjrt: $(grep '^pjrt ' "$tmp/devices")"
+fi
 
 # --strategy nccl: one replica per GPU. Without mpirun it is one replica.
 "$convoy" "${train[@]}" --strategy nccl >"$tmp/nccl" 2>"$tmp/nccl.err"

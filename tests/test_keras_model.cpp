@@ -114,7 +114,16 @@ TEST(KerasModel, UsingItBeforeCompileIsAUserError) {
   EXPECT_NE(testing::error_of([&] { model.evaluate(data::take(fashion().test, 10)); }).find("compile()"),
             std::string::npos);
   EXPECT_NE(model.summary().find("conv2d_0"), std::string::npos);
-  EXPECT_NE(testing::error_of([&] { model.compile({.device = "tpu"}); }).find("tpu"), std::string::npos);
+  EXPECT_NE(testing::error_of([&] { model.compile({.device = "npu"}); }).find("npu"), std::string::npos);
+}
+
+// A PJRT name whose plugin is missing falls back to the CPU, saying why
+// (docs/accelerators.md), as "auto" does without a GPU.
+TEST(KerasModel, AMissingPjrtPluginFallsBackToTheCpu) {
+  KerasModel model(nn::seed_cnn());
+  model.compile({.device = "pjrt:/no/such/libpjrt.so"});
+  EXPECT_EQ(model.executable().device(), "cpu");
+  EXPECT_NE(model.device_note().find("/no/such/libpjrt.so"), std::string::npos) << model.device_note();
 }
 
 // save(dir) / load(dir): the folder `convoy train --out` writes, read both ways.

@@ -52,6 +52,10 @@ std::string cuda_unsupported(const nn::Model& model) {
 
 DeviceChoice choose_device(const std::string& requested, const nn::Model& model) {
   DeviceChoice choice = choose_device(requested);
+  if (choice.kind == DeviceKind::pjrt) {
+    const std::string why = pjrt_unsupported(model);
+    require(why.empty(), "--device " + requested + ": " + why + "; train this model on the CPU (--device cpu)");
+  }
   if (choice.kind != DeviceKind::cuda) return choice;
   const std::string why = cuda_unsupported(model);
   if (why.empty()) return choice;

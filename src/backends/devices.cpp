@@ -34,8 +34,15 @@ const GpuReport& find_gpus() {
 
 DeviceChoice choose_device(const std::string& requested) {
   if (requested == "cpu") return {};
+  if (is_pjrt_device(requested)) {
+    const PjrtReport& pjrt = find_pjrt(requested);
+    if (!pjrt.usable())
+      return {.kind = DeviceKind::cpu, .fallback = "--device " + requested + ": " + pjrt.why_unusable + "; training on the CPU"};
+    select_pjrt_plugin(pjrt.plugin);
+    return {.kind = DeviceKind::pjrt};
+  }
   require(requested == "auto" || requested == "cuda",
-          "unknown device '" + requested + "' (--device, training.device); use auto, cpu or cuda");
+          "unknown device '" + requested + "' (--device, training.device); use auto, cpu, cuda, pjrt, pjrt:PLUGIN.so, tpu or pjrt-gpu");
   const GpuReport& gpus = find_gpus();
   if (gpus.usable()) return {.kind = DeviceKind::cuda};
   require(requested == "auto", "--device cuda: no usable GPU: " + gpus.why_unusable + "; use --device auto or cpu");
@@ -44,6 +51,7 @@ DeviceChoice choose_device(const std::string& requested) {
 
 std::unique_ptr<Executable> compile_on(DeviceKind kind, const nn::Model& model, const CompileOptions& options,
                                        uint64_t seed) {
+  if (kind == DeviceKind::pjrt) return compile_pjrt(model, options, seed);
   return kind == DeviceKind::cuda ? compile_cuda(model, options, seed) : compile_cpu(model, options, seed);
 }
 

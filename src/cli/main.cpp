@@ -194,6 +194,16 @@ int run_devices() {
                 static_cast<double>(g.memory_bytes) / (1 << 30), g.major, g.minor);
   if (!gpus.versions.empty()) std::printf("cuda  %s\n", gpus.versions.c_str());
   if (!gpus.usable()) std::printf("cuda  none usable: %s\n", gpus.why_unusable.c_str());
+  // PJRT plugins (docs/accelerators.md): each known name, found or why not.
+  for (const char* name : {"pjrt", "tpu", "pjrt-gpu"}) {
+    const convoy::PjrtReport& p = convoy::find_pjrt(name);
+    if (!p.usable()) {
+      std::printf("%-5s none usable: %s\n", name, p.why_unusable.c_str());
+      continue;
+    }
+    std::printf("%-5s %s | %s | %s\n", name, p.platform.c_str(), p.plugin.c_str(), p.version.c_str());
+    for (const auto& d : p.devices) std::printf("%s:%s\n", name, d.c_str());
+  }
   std::printf("auto  picks: %s\n", gpus.usable() ? "cuda:0" : "cpu");
   return 0;
 }
@@ -321,7 +331,7 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false);
   train->add_option("--out", f.out, "Folder for checkpoint, history.csv, summary.json, model.safetensors");
   train->add_option("--progress", f.progress, "auto, bar, lines or quiet [auto]");
-  train->add_option("--device", f.device, "auto (a usable GPU, else the CPU), cpu or cuda [auto]");
+  train->add_option("--device", f.device, "auto (a usable GPU, else the CPU), cpu, cuda, or a PJRT plugin: pjrt (XLA's CPU plugin), pjrt:PLUGIN.so, tpu, pjrt-gpu [auto]");
   train->add_option("--checkpoint-every-steps", f.checkpoint_every_steps,
                     "Also checkpoint every N steps within an epoch (needs --out) [0 = off]");
   train->add_option("--on-nan", f.on_nan, "NaN/Inf in a loss or gradient: stop or skip_step [stop]");

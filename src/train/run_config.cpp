@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "convoy/backends/devices.h"
 #include "convoy/core/error.h"
 #include "convoy/core/untrusted.h"
 #include "convoy/data/fashion_mnist.h"
@@ -264,8 +265,9 @@ void validate(const RunConfig& c) {
   require(c.weight_decay >= 0, "optimizer.weight_decay must be 0 or more");
   parse_conv_algo(c.conv_algo);  // throws naming the choices
   require(c.threads >= 0, "training.threads (--threads) must be 0 (all cores) or positive");
-  require(c.device == "auto" || c.device == "cpu" || c.device == "cuda",
-          "training.device (--device): '" + shown(c.device) + "' is not auto, cpu or cuda");
+  require(c.device == "auto" || c.device == "cpu" || c.device == "cuda" || is_pjrt_device(c.device),
+          "training.device (--device): '" + shown(c.device) +
+              "' is not auto, cpu, cuda, pjrt, pjrt:PLUGIN.so, tpu or pjrt-gpu");
   require(c.progress == "auto" || c.progress == "bar" || c.progress == "lines" || c.progress == "quiet",
           "output.progress (--progress): '" + shown(c.progress) + "' is not auto, bar, lines or quiet");
   if (c.early_stopping) EarlyStopping check(*c.early_stopping);  // validates monitor, mode, patience

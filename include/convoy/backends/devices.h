@@ -1,6 +1,8 @@
 #pragma once
 // Which devices convoy can train on: the CPU always; CUDA GPUs when the CUDA
-// backend is built in and a driver and a GPU are present. "auto" picks the
+// backend is built in and a driver and a GPU are present; PJRT plugins
+// (XLA's CPU, TPU and GPU plugins: "pjrt", "pjrt:PLUGIN.so", "tpu",
+// "pjrt-gpu") when the PJRT backend is built in. "auto" picks the
 // GPU when one is usable and otherwise says, in one line, why it uses the CPU
 // (the seed's "locate the TPU, else GPU, else CPU").
 #include <cstdint>
@@ -38,15 +40,39 @@ const GpuReport& find_gpus();
 void select_gpu(int index);
 int selected_gpu();
 
-enum class DeviceKind { cpu, cuda };
+// A PJRT plugin and its client's devices (backends/pjrt/).
+struct PjrtReport {
+  std::string plugin;                // the plugin file, when found
+  std::string platform;              // e.g. "cpu", "tpu", "cuda", when its client started
+  std::string version;               // PJRT C API and platform versions
+  std::vector<std::string> devices;  // one line per device
+  std::string why_unusable;          // empty when convoy can train on it
+  bool usable() const { return !devices.empty() && why_unusable.empty(); }
+};
+
+// True for the PJRT device names: pjrt, pjrt:PLUGIN.so, tpu, pjrt-gpu.
+bool is_pjrt_device(const std::string& name);
+// Finds the plugin a PJRT device name means and starts a client on it.
+// Never throws; computed once per name and process.
+const PjrtReport& find_pjrt(const std::string& name);
+// The plugin compile_pjrt uses: choose_device selects it, as select_gpu does the GPU.
+void select_pjrt_plugin(const std::string& plugin_path);
+const std::string& selected_pjrt_plugin();
+// Empty when the PJRT backend emits every layer of `model`; else one line
+// naming the first layer it has no StableHLO for. Needs no plugin.
+std::string pjrt_unsupported(const nn::Model& model);
+
+enum class DeviceKind { cpu, cuda, pjrt };
 
 struct DeviceChoice {
   DeviceKind kind = DeviceKind::cpu;
   std::string fallback;  // for "auto" without a usable GPU: one line saying why the CPU is used
 };
 
-// requested: "auto", "cpu" or "cuda". Throws UserError for an unknown name,
-// and for "cuda" when no GPU is usable (naming why).
+// requested: "auto", "cpu", "cuda" or a PJRT name. Throws UserError for an
+// unknown name, and for "cuda" when no GPU is usable (naming why). A PJRT
+// name whose plugin or device is missing falls back to the CPU, saying why
+// in `fallback`, as "auto" does.
 DeviceChoice choose_device(const std::string& requested);
 
 // Empty when the CUDA backend can train `model`; else one line naming the
@@ -54,7 +80,8 @@ DeviceChoice choose_device(const std::string& requested);
 std::string cuda_unsupported(const nn::Model& model);
 
 // As above, for this model: a GPU that cannot run it is no choice. "cuda"
-// then throws UserError naming the layer; "auto" falls back to the CPU.
+// then throws UserError naming the layer; "auto" falls back to the CPU. A
+// PJRT name throws UserError naming the layer the PJRT backend lacks.
 DeviceChoice choose_device(const std::string& requested, const nn::Model& model);
 
 std::unique_ptr<Executable> compile_on(DeviceKind kind, const nn::Model& model, const CompileOptions& options,

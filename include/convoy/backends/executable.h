@@ -179,5 +179,10 @@ std::unique_ptr<Executable> compile_cpu(const nn::Model& model, const CompileOpt
 // UserError saying why when no GPU is usable (see backends/devices.h).
 std::unique_ptr<Executable> compile_cuda(const nn::Model& model, const CompileOptions& options,
                                          uint64_t seed);
+// Compiles whole training and evaluation steps as StableHLO for the PJRT
+// plugin selected by choose_device (backends/devices.h) and runs them on its
+// first device. Throws UserError naming what it lacks.
+std::unique_ptr<Executable> compile_pjrt(const nn::Model& model, const CompileOptions& options,
+                                         uint64_t seed);
 
 }  // namespace convoy

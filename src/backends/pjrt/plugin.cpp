@@ -1,0 +1,317 @@
+// The PJRT C API plumbing: see plugin.h.
+#include "backends/pjrt/plugin.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+#include "backends/pjrt/compile_options.h"
+#include "convoy/core/error.h"
+#include "xla/pjrt/c/pjrt_c_api.h"
+
+namespace convoy::pjrt {
+namespace {
+
+// Arguments of a PJRT call, zeroed, with the struct size this header knows
+// (a newer plugin reads only that much; an older one checks it).
+#define PJRT_ARGS(type, name) \
+  type name{};                \
+  name.struct_size = type##_STRUCT_SIZE
+
+std::string error_text(const PJRT_Api* api, PJRT_Error* e) {
+  PJRT_ARGS(PJRT_Error_Message_Args, m);
+  m.error = e;
+  api->PJRT_Error_Message(&m);
+  std::string text(m.message, m.message_size);
+  PJRT_ARGS(PJRT_Error_Destroy_Args, d);
+  d.error = e;
+  api->PJRT_Error_Destroy(&d);
+  for (char& c : text)
+    if (c == '\n') c = ' ';  // one line
+  return text;
+}
+
+void check(const PJRT_Api* api, PJRT_Error* e, const char* what) {
+  if (e) throw UserError(std::string("pjrt ") + what + ": " + error_text(api, e));
+}
+
+void await(const PJRT_Api* api, PJRT_Event* event, const char* what) {
+  if (!event) return;
+  PJRT_ARGS(PJRT_Event_Await_Args, a);
+  a.event = event;
+  PJRT_Error* e = api->PJRT_Event_Await(&a);
+  PJRT_ARGS(PJRT_Event_Destroy_Args, d);
+  d.event = event;
+  api->PJRT_Event_Destroy(&d);
+  check(api, e, what);
+}
+
+const PJRT_Api* load_api(const std::string& path) {
+  // One load per path for the whole process; never closed (see plugin.h).
+  static std::mutex mutex;
+  static std::map<std::string, const PJRT_Api*> loaded;
+  std::lock_guard lock(mutex);
+  if (auto it = loaded.find(path); it != loaded.end()) return it->second;
+  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) throw UserError("pjrt: cannot load plugin " + path + ": " + ::dlerror());
+  using GetApi = const PJRT_Api* (*)();
+  auto get = reinterpret_cast<GetApi>(::dlsym(handle, "GetPjrtApi"));
+  require(get != nullptr, "pjrt: " + path + " exports no GetPjrtApi; it is not a PJRT plugin");
+  const PJRT_Api* api = get();
+  require(api != nullptr, "pjrt: " + path + ": GetPjrtApi returned nothing");
+  const int major = api->pjrt_api_version.major_version, minor = api->pjrt_api_version.minor_version;
+  // Minor versions only add at the end; a major version changes the ABI.
+  require(major == PJRT_API_MAJOR,
+          "pjrt: " + path + " speaks PJRT C API " + std::to_string(major) + "." + std::to_string(minor) +
+              ", this convoy was built against " + std::to_string(PJRT_API_MAJOR) + "." +
+              std::to_string(PJRT_API_MINOR) + "; use a plugin of the same major version");
+  require(api->struct_size >= offsetof(PJRT_Api, PJRT_Executable_OutputDimensions),
+          "pjrt: " + path + " is too old (API " + std::to_string(major) + "." + std::to_string(minor) +
+              "); use a plugin of API 0.40 or newer");
+  if (api->PJRT_Plugin_Initialize) {
+    PJRT_ARGS(PJRT_Plugin_Initialize_Args, init);
+    check(api, api->PJRT_Plugin_Initialize(&init), "plugin initialisation");
+  }
+  loaded.emplace(path, api);
+  return api;
+}
+
+std::string description_string(const PJRT_Api* api, PJRT_Device* device, DeviceInfo& info) {
+  PJRT_ARGS(PJRT_Device_GetDescription_Args, g);
+  g.device = device;
+  check(api, api->PJRT_Device_GetDescription(&g), "device description");
+  PJRT_ARGS(PJRT_DeviceDescription_Id_Args, id);
+  id.device_description = g.device_description;
+  check(api, api->PJRT_DeviceDescription_Id(&id), "device id");
+  info.id = id.id;
+  PJRT_ARGS(PJRT_DeviceDescription_Kind_Args, kind);
+  kind.device_description = g.device_description;
+  check(api, api->PJRT_DeviceDescription_Kind(&kind), "device kind");
+  info.kind.assign(kind.device_kind, kind.device_kind_size);
+  PJRT_ARGS(PJRT_DeviceDescription_ToString_Args, s);
+  s.device_description = g.device_description;
+  check(api, api->PJRT_DeviceDescription_ToString(&s), "device description");
+  return {s.to_string, s.to_string_size};
+}
+
+}  // namespace
+
+Buffer& Buffer::operator=(Buffer&& o) noexcept {
+  if (this != &o) {
+    reset();
+    api_ = o.api_;
+    b_ = o.release();
+  }
+  return *this;
+}
+
+void Buffer::reset() {
+  if (!b_) return;
+  PJRT_ARGS(PJRT_Buffer_Destroy_Args, d);
+  d.buffer = b_;
+  if (PJRT_Error* e = api_->PJRT_Buffer_Destroy(&d)) error_text(api_, e);  // nothing to do about it here
+  b_ = nullptr;
+}
+
+Program::~Program() {
+  PJRT_ARGS(PJRT_LoadedExecutable_Destroy_Args, d);
+  d.executable = e_;
+  if (PJRT_Error* e = api_->PJRT_LoadedExecutable_Destroy(&d)) error_text(api_, e);
+}
+
+namespace {
+
+struct OpenClient {
+  const PJRT_Api* api;
+  PJRT_Client* client;
+};
+std::mutex g_clients_mutex;
+std::vector<OpenClient> g_open;
+
+// At exit, before the plugin's own static objects are destroyed (they were
+// made before this handler was registered, so they go after it): a client
+// whose threads outlive them aborts the process ("recursive_mutex lock
+// failed" from XLA's CPU plugin).
+void destroy_clients() {
+  std::lock_guard lock(g_clients_mutex);
+  for (const OpenClient& c : g_open) {
+    PJRT_ARGS(PJRT_Client_Destroy_Args, d);
+    d.client = c.client;
+    if (PJRT_Error* e = c.api->PJRT_Client_Destroy(&d)) error_text(c.api, e);
+  }
+  g_open.clear();
+}
+
+}  // namespace
+
+Client& Client::open(const std::string& plugin_path, int devices) {
+  static std::mutex mutex;
+  static std::map<std::pair<std::string, int>, Client*> clients;  // kept until exit: see plugin.h
+  const PJRT_Api* api = load_api(plugin_path);
+  std::lock_guard lock(mutex);
+  auto key = std::make_pair(plugin_path, devices);
+  if (auto it = clients.find(key); it != clients.end()) return *it->second;
+  PJRT_ARGS(PJRT_Client_Create_Args, c);
+  static const char kCount[] = "cpu_device_count";
+  PJRT_NamedValue option{};
+  option.struct_size = PJRT_NamedValue_STRUCT_SIZE;
+  option.name = kCount;
+  option.name_size = sizeof kCount - 1;
+  option.type = PJRT_NamedValue_kInt64;
+  option.int64_value = devices;
+  option.value_size = 1;
+  if (devices > 1 && plugin_path.find("cpu") != std::string::npos) {
+    c.create_options = &option;
+    c.num_options = 1;
+  }
+  check(api, api->PJRT_Client_Create(&c), ("client creation (" + plugin_path + ")").c_str());
+  {
+    std::lock_guard open_lock(g_clients_mutex);
+    if (g_open.empty()) std::atexit(destroy_clients);
+    g_open.push_back({api, c.client});
+  }
+  auto* client = new Client(plugin_path, api, c.client);
+  require(static_cast<int>(client->devices_.size()) >= devices,
+          "pjrt: " + plugin_path + " has " + std::to_string(client->devices_.size()) + " device(s), " +
+              std::to_string(devices) + " asked for; use fewer --replicas");
+  clients.emplace(key, client);
+  return *client;
+}
+
+Client::Client(std::string path, const PJRT_Api* api, PJRT_Client* client)
+    : path_(std::move(path)), api_(api), client_(client) {
+  PJRT_ARGS(PJRT_Client_AddressableDevices_Args, a);
+  a.client = client_;
+  check(api_, api_->PJRT_Client_AddressableDevices(&a), "device list");
+  devices_.assign(a.addressable_devices, a.addressable_devices + a.num_addressable_devices);
+  for (PJRT_Device* d : devices_) {
+    DeviceInfo info;
+    info.description = description_string(api_, d, info);
+    infos_.push_back(std::move(info));
+  }
+  require(!devices_.empty(), "pjrt: " + path_ + " found no device; check that the accelerator is visible");
+}
+
+std::string Client::platform() const {
+  PJRT_ARGS(PJRT_Client_PlatformName_Args, a);
+  a.client = client_;
+  check(api_, api_->PJRT_Client_PlatformName(&a), "platform name");
+  return {a.platform_name, a.platform_name_size};
+}
+
+std::string Client::platform_version() const {
+  PJRT_ARGS(PJRT_Client_PlatformVersion_Args, a);
+  a.client = client_;
+  check(api_, api_->PJRT_Client_PlatformVersion(&a), "platform version");
+  return {a.platform_version, a.platform_version_size};
+}
+
+std::string Client::api_version() const {
+  return std::to_string(api_->pjrt_api_version.major_version) + "." +
+         std::to_string(api_->pjrt_api_version.minor_version);
+}
+
+Buffer Client::upload_raw(const void* data, int type, std::span<const int64_t> dims, int device) {
+  require(device >= 0 && device < static_cast<int>(devices_.size()),
+          "pjrt: device " + std::to_string(device) + " does not exist");
+  PJRT_ARGS(PJRT_Client_BufferFromHostBuffer_Args, a);
+  a.client = client_;
+  a.data = data;
+  a.type = static_cast<PJRT_Buffer_Type>(type);
+  a.dims = dims.data();
+  a.num_dims = dims.size();
+  a.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes;
+  a.device = devices_[device];
+  check(api_, api_->PJRT_Client_BufferFromHostBuffer(&a), "upload");
+  Buffer b(api_, a.buffer);
+  await(api_, a.done_with_host_buffer, "upload");  // the host array may change after this call
+  return b;
+}
+
+Buffer Client::upload(std::span<const float> data, std::span<const int64_t> dims, int device) {
+  return upload_raw(data.data(), PJRT_Buffer_Type_F32, dims, device);
+}
+
+Buffer Client::upload(std::span<const int32_t> data, std::span<const int64_t> dims, int device) {
+  return upload_raw(data.data(), PJRT_Buffer_Type_S32, dims, device);
+}
+
+void Client::download(const Buffer& b, void* out, std::size_t bytes) const {
+  PJRT_ARGS(PJRT_Buffer_ToHostBuffer_Args, size);
+  size.src = b.get();
+  check(api_, api_->PJRT_Buffer_ToHostBuffer(&size), "download size");
+  if (size.dst_size != bytes)
+    throw std::logic_error("pjrt download: buffer holds " + std::to_string(size.dst_size) + " bytes, " +
+                           std::to_string(bytes) + " expected");
+  PJRT_ARGS(PJRT_Buffer_ToHostBuffer_Args, a);
+  a.src = b.get();
+  a.dst = out;
+  a.dst_size = bytes;
+  check(api_, api_->PJRT_Buffer_ToHostBuffer(&a), "download");
+  await(api_, a.event, "download");
+}
+
+std::unique_ptr<Program> Client::compile(const std::string& mlir, int replicas) {
+  require(replicas >= 1 && replicas <= static_cast<int>(devices_.size()),
+          "pjrt: " + std::to_string(replicas) + " replicas asked for, " + path_ + " has " +
+              std::to_string(devices_.size()) + " device(s)");
+  static const char kFormat[] = "mlir";
+  PJRT_Program program{};
+  program.struct_size = PJRT_Program_STRUCT_SIZE;
+  program.code = const_cast<char*>(mlir.data());  // read only for compiling
+  program.code_size = mlir.size();
+  program.format = kFormat;
+  program.format_size = sizeof kFormat - 1;
+  // Never empty: the CPU plugin aborts the process on empty options.
+  const std::string options = compile_options_proto(replicas, /*partitions=*/1);
+  PJRT_ARGS(PJRT_Client_Compile_Args, a);
+  a.client = client_;
+  a.program = &program;
+  a.compile_options = options.data();
+  a.compile_options_size = options.size();
+  check(api_, api_->PJRT_Client_Compile(&a), "compile");
+  PJRT_ARGS(PJRT_LoadedExecutable_GetExecutable_Args, g);
+  g.loaded_executable = a.executable;
+  check(api_, api_->PJRT_LoadedExecutable_GetExecutable(&g), "compile");
+  PJRT_ARGS(PJRT_Executable_NumOutputs_Args, n);
+  n.executable = g.executable;
+  PJRT_Error* e = api_->PJRT_Executable_NumOutputs(&n);
+  PJRT_ARGS(PJRT_Executable_Destroy_Args, d);
+  d.executable = g.executable;
+  api_->PJRT_Executable_Destroy(&d);
+  auto loaded = std::make_unique<Program>(api_, a.executable, n.num_outputs, replicas);
+  check(api_, e, "compile");
+  return loaded;
+}
+
+std::vector<std::vector<Buffer>> Client::execute(Program& program,
+                                                 const std::vector<std::vector<PJRT_Buffer*>>& args) {
+  const std::size_t replicas = args.size();
+  require(static_cast<int>(replicas) == program.replicas(), "pjrt execute: one argument list per replica expected");
+  std::vector<PJRT_Buffer* const*> arg_lists;
+  for (const auto& a : args) arg_lists.push_back(a.data());
+  std::vector<std::vector<PJRT_Buffer*>> outs(replicas, std::vector<PJRT_Buffer*>(program.outputs()));
+  std::vector<PJRT_Buffer**> out_lists;
+  for (auto& o : outs) out_lists.push_back(o.data());
+  std::vector<PJRT_Event*> done(replicas, nullptr);
+  PJRT_ARGS(PJRT_ExecuteOptions, options);
+  PJRT_ARGS(PJRT_LoadedExecutable_Execute_Args, a);
+  a.executable = program.get();
+  a.options = &options;
+  a.argument_lists = arg_lists.data();
+  a.num_devices = replicas;
+  a.num_args = args.empty() ? 0 : args[0].size();
+  a.output_lists = out_lists.data();
+  a.device_complete_events = done.data();
+  check(api_, api_->PJRT_LoadedExecutable_Execute(&a), "execute");
+  std::vector<std::vector<Buffer>> result(replicas);
+  for (std::size_t r = 0; r < replicas; ++r)
+    for (PJRT_Buffer* b : outs[r]) result[r].emplace_back(api_, b);
+  // Errors inside the program show here, not as corrupt outputs later.
+  for (PJRT_Event* event : done) await(api_, event, "execute");
+  return result;
+}
+
+}  // namespace convoy::pjrt

@@ -1,0 +1,60 @@
+#pragma once
+// A model's layers as StableHLO: the forward pass in training or inference
+// mode, and the backward pass with hand-written vector-Jacobian products,
+// over the model's graph (nn::Model's layer list, inputs by index) with the
+// CPU backend's semantics (PyTorch's): batch-norm statistics over the batch
+// with the biased variance (running variance unbiased, momentum 0.1), max
+// pooling's gradient to the first maximum of each window, dropout through
+// masks the host passes in (the CPU backend's own draws).
+//
+// Parameters and state arrive as the model's flat buffers (one f32 vector
+// each, in parameter order); gradients leave as one flat vector too, so the
+// optimizer and the host see what the CPU backend's buffers hold.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/pjrt/hlo_builder.h"
+#include "convoy/nn/model.h"
+
+namespace convoy::pjrt {
+
+// Empty when the emitter has every layer of `model`; else one line naming
+// the first layer (or setting) it has no StableHLO for.
+std::string layers_unsupported(const nn::Model& model);
+
+class LayerEmitter {
+ public:
+  // params: f32[max(P, 1)], state: f32[max(Q, 1)] (the flat buffers).
+  LayerEmitter(HloBuilder& b, const nn::Model& model, int64_t batch, Val params, Val state);
+
+  // Activations from the input x [batch, input_shape...]; masks: one per
+  // dropout layer in layer order (training only). Returns the model output.
+  Val forward(const Val& x, bool training, const std::vector<Val>& masks = {});
+  // After a training forward: the running statistics after this step (the
+  // whole flat state vector).
+  Val new_state();
+  // After a training forward: d loss / d parameters as the flat vector,
+  // given d loss / d output.
+  Val backward(const Val& d_output);
+
+ private:
+  struct Saved {  // what a layer's backward needs from its forward
+    std::vector<Val> vals;
+  };
+  Val param(const nn::ParamSlot& slot);
+  Val state_slot(const nn::ParamSlot& slot);
+  Val layer_forward(std::size_t i, const std::vector<Val>& in, bool training, const Val* mask);
+  // Gradients of layer i's inputs (one per input) and its parameters (in slot order).
+  std::vector<Val> layer_backward(std::size_t i, const Val& dy, std::vector<Val>& param_grads);
+  Shape batched(const Shape& s) const;
+
+  HloBuilder& b_;
+  const nn::Model& model_;
+  int64_t batch_;
+  Val params_, state_;
+  std::vector<Val> act_;  // act_[0] = input, act_[i + 1] = layer i's output
+  std::vector<Saved> saved_;
+};
+
+}  // namespace convoy::pjrt

@@ -1,0 +1,347 @@
+// Whole-step modules: see stablehlo_step.h. The loss and the optimizer
+// follow the CPU backend's arithmetic (backends/cpu/softmax_kernels.cpp,
+// optim/optimizer_update.cpp) operation for operation where it matters.
+#include "backends/pjrt/stablehlo_step.h"
+
+#include <cmath>
+#include <optional>
+
+#include "backends/pjrt/stablehlo_layers.h"
+
+namespace convoy::pjrt {
+namespace {
+
+struct Arg {
+  Val val;
+  std::string attrs;  // e.g. {tf.aliasing_output = 0 : i32}
+};
+
+// A module with one function, @main.
+class Module {
+ public:
+  explicit Module(std::string name) : name_(std::move(name)) {}
+  Val arg(const Shape& shape, const std::string& elem = "f32", int aliased_output = -1) {
+    Val v{"%arg" + std::to_string(args_.size()), shape, elem};
+    args_.push_back({v, aliased_output < 0 ? "" : " {tf.aliasing_output = " + std::to_string(aliased_output) + " : i32}"});
+    return v;
+  }
+  HloBuilder b;
+  std::string text(const std::vector<Val>& results) const {
+    std::string sig, names;
+    for (std::size_t i = 0; i < args_.size(); ++i)
+      sig += (i ? ", " : "") + args_[i].val.name + ": " + args_[i].val.type() + args_[i].attrs;
+    for (std::size_t i = 0; i < results.size(); ++i) names += (i ? ", " : "") + results[i].name;
+    return "module @" + name_ + " attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {\n" +
+           "  func.func public @main(" + sig + ") -> (" + type_list(results) + ") {\n" + b.body() +
+           "    func.return " + names + " : " + type_list(results) + "\n  }\n}\n";
+  }
+
+ private:
+  std::string name_;
+  std::vector<Arg> args_;
+};
+
+Shape with_batch(int64_t batch, const Shape& s) {
+  Shape out{batch};
+  out.insert(out.end(), s.begin(), s.end());
+  return out;
+}
+
+// The first index of each row's maximum, as i32 [rows] (row_argmax's ties).
+Val row_argmax(HloBuilder& b, const Val& x) {
+  const int64_t rows = x.shape[0], cols = x.shape[1];
+  const Val mx = b.broadcast(b.reduce(x, "maximum", -INFINITY, {1}), x.shape, {0});
+  const Val index = b.iota(x.shape, 1);
+  const Val at_max = b.select(b.compare(x, mx, "EQ"), index, b.constant(static_cast<double>(cols), x.shape, "i32"));
+  (void)rows;
+  return b.reduce(at_max, "minimum", static_cast<double>(cols), {1});
+}
+
+struct LossOut {
+  Val loss_sum, correct;  // f32[] each
+  std::optional<Val> d_out;
+};
+
+// valid: f32 [rows] of 1 (counted) and 0 (padding), or none (all count).
+LossOut emit_loss(HloBuilder& b, Loss loss, float smoothing, const Val& out, const Val& raw,
+                  const std::optional<Val>& valid, bool gradient) {
+  const Shape& s = out.shape;
+  const int64_t rows = s[0], cols = s[1];
+  const double uniform = loss == Loss::binary_cross_entropy ? smoothing / 2.0f : smoothing / static_cast<float>(cols);
+  Val t = raw;
+  if (smoothing != 0)
+    t = b.add(b.mul(raw, b.constant(1.0f - smoothing, s)), b.constant(static_cast<float>(uniform), s));
+  const Val inv_n = b.constant(1.0f / static_cast<float>(rows), s);
+  auto masked_sum = [&](const Val& per_row) {
+    return b.sum(valid ? b.mul(per_row, *valid) : per_row, {0});
+  };
+  LossOut r;
+  if (loss == Loss::binary_cross_entropy) {
+    const Val zero = b.constant(0, s);
+    const Val elem = b.add(b.sub(b.max(out, zero), b.mul(out, t)),
+                           b.unary("log_plus_one", b.unary("exponential", b.unary("negate", b.unary("abs", out)))));
+    const Val row = b.div(b.sum(elem, {1}), b.constant(static_cast<double>(cols), {rows}));
+    r.loss_sum = masked_sum(row);
+    const Val right = b.compare(b.compare(out, zero, "GT"), b.compare(raw, b.constant(0.5, s), "GE"), "EQ");
+    const Val all_right = b.convert(b.reduce(b.convert(right, "i32"), "minimum", 1, {1}), "f32");
+    r.correct = masked_sum(all_right);
+    if (gradient)
+      r.d_out = b.div(b.mul(b.sub(b.unary("logistic", out), t), inv_n), b.constant(static_cast<double>(cols), s));
+    return r;
+  }
+  const Val hit = b.convert(b.compare(row_argmax(b, out), row_argmax(b, raw), "EQ"), "f32");
+  r.correct = masked_sum(hit);
+  if (loss == Loss::nll) {
+    r.loss_sum = masked_sum(b.unary("negate", b.sum(b.mul(t, out), {1})));
+    if (gradient) r.d_out = b.mul(b.unary("negate", t), inv_n);
+    return r;
+  }
+  // Softmax cross-entropy from logits: sum_j t_j (lse - o_j).
+  const Val mx = b.reduce(out, "maximum", -INFINITY, {1});
+  const Val mxb = b.broadcast(mx, s, {0});
+  const Val lse = b.add(mx, b.unary("log", b.sum(b.unary("exponential", b.sub(out, mxb)), {1})));
+  const Val lseb = b.broadcast(lse, s, {0});
+  r.loss_sum = masked_sum(b.sum(b.mul(t, b.sub(lseb, out)), {1}));
+  if (gradient) {
+    const Val t_sum = b.broadcast(b.sum(t, {1}), s, {0});
+    r.d_out = b.mul(b.sub(b.mul(b.unary("exponential", b.sub(out, lseb)), t_sum), t), inv_n);
+  }
+  return r;
+}
+
+Val stats(HloBuilder& b, const Val& loss_sum, const Val& correct, const Val& finite) {
+  return b.concatenate({b.reshape(loss_sum, {1}), b.reshape(correct, {1}), b.reshape(finite, {1})}, 0);
+}
+
+struct Updated {
+  Val params, opt;
+};
+
+// One optimizer update of the flat parameters (optim/optimizer_update.cpp).
+Updated emit_update(HloBuilder& b, const optim::OptimizerOptions& o, const Val& p, Val g, const Val& opt,
+                    const Val& lr_scalar) {
+  const Shape s = p.shape;
+  const int64_t n = s[0];
+  auto k = [&](double v) { return b.constant(v, s); };
+  const Val lr = b.splat(lr_scalar, s);
+  if (o.clip_norm > 0) {
+    const Val norm = b.unary("sqrt", b.sum(b.mul(g, g), {0}));
+    const Val limit = b.constant(o.clip_norm);
+    const Val scale = b.select(b.compare(norm, limit, "LE"), b.constant(1),
+                               b.div(limit, b.add(norm, b.constant(1e-6))));
+    g = b.mul(g, b.splat(scale, s));
+  }
+  auto part = [&](int64_t from, int64_t count) { return b.slice(opt, {from}, {from + count}); };
+  switch (o.kind) {
+    case optim::Kind::sgd: {
+      const Val v = part(0, n);
+      if (o.nesterov) {
+        const Val gi = b.add(g, b.mul(k(o.weight_decay), p));
+        const Val v2 = b.add(b.mul(k(o.momentum), v), gi);
+        return {b.sub(p, b.mul(lr, b.add(gi, b.mul(k(o.momentum), v2)))), v2};
+      }
+      const Val v2 = b.add(b.add(b.mul(k(o.momentum), v), g), b.mul(k(o.weight_decay), p));
+      return {b.sub(p, b.mul(lr, v2)), v2};
+    }
+    case optim::Kind::adam:
+    case optim::Kind::adamw: {
+      const Val m = part(0, n), v = part(n, n), t = b.add(part(2 * n, 1), b.constant(1, {1}));
+      const Val t_scalar = b.reshape(t, {});
+      auto correction = [&](float beta) {  // 1 / (1 - beta^t)
+        const Val pow = b.binary("power", b.constant(beta), t_scalar);
+        return b.splat(b.div(b.constant(1), b.sub(b.constant(1), pow)), s);
+      };
+      const bool decoupled = o.kind == optim::Kind::adamw;
+      const Val gi = decoupled ? g : b.add(g, b.mul(k(o.weight_decay), p));
+      const Val m2 = b.add(b.mul(k(o.beta1), m), b.mul(k(1 - o.beta1), gi));
+      const Val v2 = b.add(b.mul(k(o.beta2), v), b.mul(b.mul(k(1 - o.beta2), gi), gi));
+      const Val shrunk = decoupled ? b.mul(p, b.sub(k(1), b.mul(lr, k(o.weight_decay)))) : p;
+      const Val step = b.div(b.mul(lr, b.mul(m2, correction(o.beta1))),
+                             b.add(b.unary("sqrt", b.mul(v2, correction(o.beta2))), k(o.eps)));
+      return {b.sub(shrunk, step), b.concatenate({m2, v2, t}, 0)};
+    }
+    case optim::Kind::rmsprop: {
+      const Val sq = part(0, n), buf = part(n, n);
+      const Val gi = b.add(g, b.mul(k(o.weight_decay), p));
+      const Val sq2 = b.add(b.mul(k(o.alpha), sq), b.mul(b.mul(k(1 - o.alpha), gi), gi));
+      const Val d = b.div(gi, b.add(b.unary("sqrt", sq2), k(o.eps)));
+      const Val buf2 = b.add(b.mul(k(o.momentum), buf), d);
+      return {b.sub(p, b.mul(lr, o.momentum > 0 ? buf2 : d)), b.concatenate({sq2, buf2}, 0)};
+    }
+  }
+  return {p, opt};
+}
+
+std::vector<Val> dropout_masks(Module& m, const nn::Model& model, int64_t batch) {
+  std::vector<Val> masks;
+  for (const auto& plan : model.layers())
+    if (std::holds_alternative<nn::Dropout>(plan.layer)) masks.push_back(m.arg(with_batch(batch, plan.output_shape)));
+  return masks;
+}
+
+// The arguments every training-mode module starts with after its own.
+struct BatchArgs {
+  Val x, targets;
+  std::vector<Val> masks;
+};
+
+BatchArgs batch_args(Module& m, const nn::Model& model, int64_t batch, bool with_lr, Val* lr) {
+  BatchArgs a;
+  a.x = m.arg(with_batch(batch, model.input_shape()));
+  a.targets = m.arg({batch, model.output_shape()[0]});
+  if (with_lr) *lr = m.arg({});
+  a.masks = dropout_masks(m, model, batch);
+  return a;
+}
+
+// Forward in training mode, loss, backward.
+struct Pass {
+  Val out, new_state, grads;
+  LossOut loss;
+};
+
+Pass forward_backward(HloBuilder& b, const nn::Model& model, const StepOptions& o, const Val& params,
+                      const Val& state, const BatchArgs& in) {
+  LayerEmitter layers(b, model, o.batch, params, state);
+  Pass r;
+  r.out = layers.forward(in.x, true, in.masks);
+  r.loss = emit_loss(b, o.loss, o.label_smoothing, r.out, in.targets, std::nullopt, true);
+  r.new_state = layers.new_state();
+  r.grads = layers.backward(*r.loss.d_out);
+  return r;
+}
+
+}  // namespace
+
+int64_t device_length(int64_t floats) { return floats > 0 ? floats : 1; }
+
+std::string pjrt_unsupported(const nn::Model& model, const CompileOptions& options) {
+  if (std::string why = layers_unsupported(model); !why.empty()) return why;
+  if (model.output_shape().size() != 1)
+    return "the model's last layer must output [classes] for a classification loss, got " +
+           to_string(model.output_shape());
+  if (options.input_gradient) return "the PJRT backend does not compute input gradients (gradient checks run on the CPU)";
+  return "";
+}
+
+namespace {
+
+struct StepResult {
+  Val params, opt, state, stats, grads, out, finite;
+};
+
+// One training step on the flat buffers: forward, loss, backward, the
+// numerical guard (a step whose loss or any gradient is not finite changes
+// nothing: parameters, optimizer state, running statistics), the update.
+StepResult training_step(HloBuilder& b, const nn::Model& model, const StepOptions& o, const Val& params,
+                         const Val& opt, const Val& state, const BatchArgs& in, const Val& lr) {
+  const Pass pass = forward_backward(b, model, o, params, state, in);
+  StepResult r;
+  r.finite = b.binary("and", b.is_finite(pass.loss.loss_sum), b.reduce(b.is_finite(pass.grads), "and", 1, {0}));
+  Updated u{params, opt};
+  if (const int64_t n = model.num_parameters(); n > 0)
+    u = emit_update(b, o.optimizer, b.slice(params, {0}, {n}), b.slice(pass.grads, {0}, {n}),
+                    b.slice(opt, {0}, {optim::state_size(o.optimizer, n)}), lr);
+  auto keep_if_not_finite = [&](const Val& updated, const Val& before) {
+    return b.select(b.splat(r.finite, updated.shape), updated, before);
+  };
+  r.params = keep_if_not_finite(u.params, params);
+  r.opt = keep_if_not_finite(u.opt, opt);
+  r.state = keep_if_not_finite(pass.new_state, state);
+  const Val zero = b.constant(0);
+  r.stats = stats(b, b.select(r.finite, pass.loss.loss_sum, zero), b.select(r.finite, pass.loss.correct, zero),
+                  b.convert(r.finite, "f32"));
+  r.grads = pass.grads;
+  r.out = pass.out;
+  return r;
+}
+
+}  // namespace
+
+std::string emit_train_module(const nn::Model& model, const StepOptions& o) {
+  Module m("convoy_train");
+  const int64_t opt_floats = optim::state_size(o.optimizer, model.num_parameters());
+  const Val params = m.arg({device_length(model.num_parameters())}, "f32", 0);
+  const Val opt = m.arg({device_length(opt_floats)}, "f32", 1);
+  const Val state = m.arg({device_length(model.num_state())}, "f32", 2);
+  HloBuilder& b = m.b;
+  if (o.steps == 1) {
+    Val lr;
+    const BatchArgs in = batch_args(m, model, o.batch, true, &lr);
+    const StepResult r = training_step(b, model, o, params, opt, state, in, lr);
+    return m.text({r.params, r.opt, r.state, r.stats, r.grads, r.out});
+  }
+  // steps_per_execution: a loop over the stacked batches, which stops after
+  // the first step that was not finite (as Executable::train_steps).
+  const int64_t steps = o.steps;
+  auto stacked = [&](const Shape& per_step) {
+    Shape s{steps};
+    s.insert(s.end(), per_step.begin(), per_step.end());
+    return m.arg(s);
+  };
+  std::vector<Val> carry{b.constant(0, {}, "i32"), b.constant(1, {}, "i1"), params, opt, state,
+                         b.constant(0, {steps, 3}), b.constant(0, params.shape),
+                         b.constant(0, {o.batch, model.output_shape()[0]})};
+  constexpr std::size_t kInputs = 8;  // carry[kInputs...]: x, targets, lr, masks (passed through)
+  carry.push_back(stacked(with_batch(o.batch, model.input_shape())));
+  carry.push_back(stacked({o.batch, model.output_shape()[0]}));
+  carry.push_back(m.arg({}));
+  for (const auto& plan : model.layers())
+    if (std::holds_alternative<nn::Dropout>(plan.layer)) carry.push_back(stacked(with_batch(o.batch, plan.output_shape)));
+  const std::vector<Val> done = b.while_loop(
+      carry,
+      [&](const std::vector<Val>& v) {
+        return b.binary("and", b.compare(v[0], b.constant(static_cast<double>(steps), {}, "i32"), "LT"), v[1]);
+      },
+      [&](const std::vector<Val>& v) {
+        const Val& i = v[0];
+        const Val zero = b.constant(0, {}, "i32");
+        auto pick = [&](const Val& all) {  // step i's slice of a stacked input
+          std::vector<Val> start{i};
+          Shape one{1}, per_step;
+          for (std::size_t d = 1; d < all.shape.size(); ++d) {
+            start.push_back(zero);
+            one.push_back(all.shape[d]);
+            per_step.push_back(all.shape[d]);
+          }
+          return b.reshape(b.dynamic_slice(all, start, one), per_step);
+        };
+        BatchArgs in{pick(v[kInputs]), pick(v[kInputs + 1]), {}};
+        for (std::size_t k = kInputs + 3; k < v.size(); ++k) in.masks.push_back(pick(v[k]));
+        const StepResult r = training_step(b, model, o, v[2], v[3], v[4], in, v[kInputs + 2]);
+        const Val row = b.reshape(r.stats, {1, 3});
+        std::vector<Val> next{b.add(i, b.constant(1, {}, "i32")), r.finite, r.params, r.opt, r.state,
+                              b.dynamic_update_slice(v[5], row, {i, zero}), r.grads, r.out};
+        next.insert(next.end(), v.begin() + kInputs, v.end());
+        return next;
+      });
+  return m.text({done[2], done[3], done[4], done[5], done[6], done[7]});
+}
+
+std::string emit_gradients_module(const nn::Model& model, const StepOptions& o) {
+  Module m("convoy_gradients");
+  const Val params = m.arg({device_length(model.num_parameters())});
+  const Val state = m.arg({device_length(model.num_state())}, "f32", 0);
+  const BatchArgs in = batch_args(m, model, o.batch, false, nullptr);
+  const Pass pass = forward_backward(m.b, model, o, params, state, in);
+  return m.text({pass.new_state, stats(m.b, pass.loss.loss_sum, pass.loss.correct, m.b.constant(1)), pass.grads,
+                 pass.out});
+}
+
+std::string emit_eval_module(const nn::Model& model, const StepOptions& o) {
+  Module m("convoy_eval");
+  const Val params = m.arg({device_length(model.num_parameters())});
+  const Val state = m.arg({device_length(model.num_state())});
+  const Val x = m.arg(with_batch(o.batch, model.input_shape()));
+  const Val targets = m.arg({o.batch, model.output_shape()[0]});
+  const Val count = m.arg({}, "i32");
+  HloBuilder& b = m.b;
+  LayerEmitter layers(b, model, o.batch, params, state);
+  const Val out = layers.forward(x, false);
+  const Val rows = b.iota({o.batch}, 0);
+  const Val valid = b.convert(b.compare(rows, b.splat(count, {o.batch}), "LT"), "f32");
+  const LossOut loss = emit_loss(b, o.loss, o.label_smoothing, out, targets, valid, false);
+  return m.text({stats(b, loss.loss_sum, loss.correct, b.constant(1)), out});
+}
+
+}  // namespace convoy::pjrt
