@@ -184,6 +184,15 @@ TEST(PjrtEmitter, RefusesFrozenLayersInOneLine) {
   EXPECT_THROW(choose_device("pjrt", model), UserError);
 }
 
+TEST(PjrtEmitter, RefusesLayersItHasNoStableHloFor) {
+  for (const nn::Layer& layer : {nn::Layer{nn::Clip{.min = -1, .max = 2}}, nn::Layer{nn::Affine{}}}) {
+    const nn::Model model({4}, {layer, nn::Dense{.units = 3}, nn::LogSoftmax{}});
+    const std::string why = pjrt_unsupported(model);
+    EXPECT_NE(why.find("the PJRT backend has no StableHLO for"), std::string::npos) << why;
+    EXPECT_THROW(choose_device("pjrt", model), UserError);
+  }
+}
+
 TEST(Pjrt, ListsDevices) {
   REQUIRE_PJRT();
   const PjrtReport& r = find_pjrt("pjrt");

@@ -7,14 +7,14 @@
 // outputs, the buffers themselves) is downloaded only when asked for.
 //
 // Dropout: the host draws the CPU backend's masks (the formula in
-// backends/cuda/dropout_mask.h, which the CUDA backend shares) and passes
+// backends/dropout_mask.h, which every backend shares) and passes
 // them in, so a PJRT run drops exactly the elements a CPU run drops.
 #include <algorithm>
 #include <array>
 #include <cstring>
 #include <utility>
 
-#include "backends/cuda/dropout_mask.h"
+#include "backends/dropout_mask.h"
 #include "backends/pjrt/plugin.h"
 #include "backends/pjrt/stablehlo_step.h"
 #include "backends/targets.h"
@@ -51,7 +51,7 @@ class PjrtExecutable final : public Executable {
     set_optimizer_state(std::vector<float>(opt_floats_, 0.0f));
     for (std::size_t i = 0; i < model.layers().size(); ++i)
       if (auto* d = std::get_if<nn::Dropout>(&model.layers()[i].layer))
-        dropouts_.push_back({i, d->rate, cuda::dropout_layer_seed(seed, i),
+        dropouts_.push_back({i, d->rate, dropout_layer_seed(seed, i),
                              with_batch(options.batch_size, model.layers()[i].output_shape)});
     platform_ = client_.platform();
   }
@@ -244,10 +244,10 @@ class PjrtExecutable final : public Executable {
       mask_.resize(steps * n * per);
       for (int64_t k = 0; k < steps; ++k)
         for (int64_t e = 0; e < n; ++e) {
-          const uint64_t stream = cuda::dropout_example_stream(d.seed, steps_done_ + k, n, e);
+          const uint64_t stream = dropout_example_stream(d.seed, steps_done_ + k, n, e);
           float* m = mask_.data() + (k * n + e) * per;
           for (int64_t j = 0; j < per; ++j)
-            m[j] = d.rate > 0 && cuda::dropout_drops(stream, cuda::dropout_cpu_index(j, channels, pixels), d.rate)
+            m[j] = d.rate > 0 && dropout_drops(stream, dropout_cpu_index(j, channels, pixels), d.rate)
                        ? 0.0f
                        : keep;
         }

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <variant>
 
+#include "convoy/core/error.h"
+
 namespace convoy::pjrt {
 namespace {
 
@@ -17,6 +19,10 @@ template <class... Ts> Overloaded(Ts...) -> Overloaded<Ts...>;
 // Where each kind is emitted; an empty string means supported.
 std::string why_not(const nn::LayerPlan& plan) {
   if (!plan.trainable) return "frozen layers (trainable: false)";
+  // Newer than the emitter (ONNX import's Clip and constant operands): no
+  // StableHLO yet, so such a model is refused before anything is emitted.
+  if (std::holds_alternative<nn::Clip>(plan.layer)) return "clip";
+  if (std::holds_alternative<nn::Affine>(plan.layer)) return "affine";
   return "";
 }
 
@@ -136,6 +142,8 @@ Val LayerEmitter::layer_forward(std::size_t i, const std::vector<Val>& in, bool 
           },
           [&](const nn::ReLU&) { return b_.max(x, b_.constant(0, x.shape)); },
           [&](const nn::ReLU6&) { return b_.min(b_.max(x, b_.constant(0, x.shape)), b_.constant(6, x.shape)); },
+          [&](const nn::Clip&) -> Val { throw UserError("pjrt: clip has no StableHLO"); },  // refused by why_not
+          [&](const nn::Affine&) -> Val { throw UserError("pjrt: affine has no StableHLO"); },
           [&](const nn::Sigmoid&) { return b_.unary("logistic", x); },
           [&](const nn::SiLU&) { return b_.mul(x, b_.unary("logistic", x)); },
           [&](const nn::BatchNorm& bn) {
@@ -314,6 +322,8 @@ std::vector<Val> LayerEmitter::layer_backward(std::size_t i, const Val& dy, std:
             const Val inside = b_.binary("and", b_.compare(x, zero, "GT"), b_.compare(x, b_.constant(6, x.shape), "LT"));
             return {b_.select(inside, dy, zero)};
           },
+          [&](const nn::Clip&) -> std::vector<Val> { throw UserError("pjrt: clip has no StableHLO"); },
+          [&](const nn::Affine&) -> std::vector<Val> { throw UserError("pjrt: affine has no StableHLO"); },
           [&](const nn::Sigmoid&) -> std::vector<Val> {
             return {b_.mul(dy, b_.mul(y, b_.sub(b_.constant(1, y.shape), y)))};
           },
