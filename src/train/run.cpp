@@ -120,10 +120,11 @@ void write_reports(const fs::path& dir, const RunConfig& c, const RunOutcome& ou
 // layer's kernels), and once per process (a transfer run compiles each phase,
 // a scratch comparison a second model). Without any GPU it says nothing, as
 // PyTorch does (TensorFlow logs once): the run's header names the device and
-// `convoy devices` says why no GPU (docs/cuda.md).
-bool say_fallback(const DeviceChoice& device) {
+// `convoy devices` says why no GPU (docs/cuda.md). A device the user named
+// (pjrt, tpu, pjrt-gpu) that is missing is always news, once.
+bool say_fallback(const DeviceChoice& device, const std::string& requested) {
   static std::atomic<bool> said{false};
-  return !device.fallback.empty() && !find_gpus().gpus.empty() && !said.exchange(true);
+  return !device.fallback.empty() && (requested != "auto" || !find_gpus().gpus.empty()) && !said.exchange(true);
 }
 
 // On the configured device; `log` (when given) gets the one line that says
@@ -137,7 +138,7 @@ std::unique_ptr<Executable> compile_for(const nn::Model& model, const RunConfig&
   options.steps_per_execution = c.steps_per_execution;
   options.conv_algo = parse_conv_algo(c.conv_algo);
   const DeviceChoice device = choose_device(c.device, model);
-  if (log && say_fallback(device)) *log << "convoy: " << device.fallback << "\n" << std::flush;
+  if (log && say_fallback(device, c.device)) *log << "convoy: " << device.fallback << "\n" << std::flush;
   return compile_on(device.kind, model, options, c.seed);
 }
 
