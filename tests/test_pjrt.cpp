@@ -181,7 +181,8 @@ TEST(PjrtEmitter, RefusesFrozenLayersInOneLine) {
   model.set_trainable(false, "conv2d_0");
   const std::string why = pjrt_unsupported(model);
   EXPECT_NE(why.find("conv2d_0"), std::string::npos) << why;
-  EXPECT_THROW(choose_device("pjrt", model), UserError);
+  // Without a usable plugin (a build without the runtime) "pjrt" falls back before looking at the model.
+  if (find_pjrt("pjrt").usable()) EXPECT_THROW(choose_device("pjrt", model), UserError);
 }
 
 TEST(PjrtEmitter, RefusesLayersItHasNoStableHloFor) {
@@ -189,7 +190,8 @@ TEST(PjrtEmitter, RefusesLayersItHasNoStableHloFor) {
     const nn::Model model({4}, {layer, nn::Dense{.units = 3}, nn::LogSoftmax{}});
     const std::string why = pjrt_unsupported(model);
     EXPECT_NE(why.find("the PJRT backend has no StableHLO for"), std::string::npos) << why;
-    EXPECT_THROW(choose_device("pjrt", model), UserError);
+    // Without a usable plugin (a build without the runtime) "pjrt" falls back before looking at the model.
+    if (find_pjrt("pjrt").usable()) EXPECT_THROW(choose_device("pjrt", model), UserError);
   }
 }
 
