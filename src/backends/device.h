@@ -13,6 +13,7 @@
 // (device_scalars.h) and is decided by the device's kernels.
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
@@ -24,6 +25,15 @@
 #include "convoy/nn/model.h"
 
 namespace convoy {
+
+// memcpy/memset for host memory that may be empty: an empty buffer's pointer
+// may be null, which memcpy must never see, even for 0 bytes.
+inline void copy_bytes(void* dst, const void* src, std::size_t bytes) {
+  if (bytes) std::memcpy(dst, src, bytes);
+}
+inline void zero_bytes(void* dst, std::size_t bytes) {
+  if (bytes) std::memset(dst, 0, bytes);
+}
 
 // Device memory the Program asks for at compile time.
 struct Region {

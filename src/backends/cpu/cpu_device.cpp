@@ -69,9 +69,9 @@ class CpuDevice final : public Device {
     ops_[layer]->bind(env_, b);
   }
 
-  void to_device(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void to_host(void* dst, const void* src, std::size_t bytes) const override { std::memcpy(dst, src, bytes); }
-  void zero(void* dst, std::size_t bytes) override { std::memset(dst, 0, bytes); }
+  void to_device(void* dst, const void* src, std::size_t bytes) override { copy_bytes(dst, src, bytes); }
+  void to_host(void* dst, const void* src, std::size_t bytes) const override { copy_bytes(dst, src, bytes); }
+  void zero(void* dst, std::size_t bytes) override { zero_bytes(dst, bytes); }
   bool all_finite(const float* values, int64_t n) const override {
     return cpu::all_finite({values, static_cast<std::size_t>(n)});
   }
@@ -92,7 +92,7 @@ class CpuDevice final : public Device {
 
   void load_input(const float* x, int64_t rows) override {
     const int64_t example = numel(shape_.input);
-    std::memcpy(input_, x, sizeof(float) * rows * example);
+    copy_bytes(input_, x, sizeof(float) * rows * example);
     std::fill(input_ + rows * example, input_ + shape_.batch * example, 0.0f);
     if (input_relayout_) input_relayout_.run(env_);
   }

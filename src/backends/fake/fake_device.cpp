@@ -96,14 +96,14 @@ class FakeDevice final : public Device, public FakeStream {
 
   void to_device(void* dst, const void* src, std::size_t bytes) override {
     run_queue();
-    std::memcpy(dst, src, bytes);
+    copy_bytes(dst, src, bytes);
   }
   void to_host(void* dst, const void* src, std::size_t bytes) const override {
     run_queue();
-    std::memcpy(dst, src, bytes);
+    copy_bytes(dst, src, bytes);
   }
   void zero(void* dst, std::size_t bytes) override {
-    enqueue([dst, bytes] { std::memset(dst, 0, bytes); });
+    enqueue([dst, bytes] { zero_bytes(dst, bytes); });
   }
   bool all_finite(const float* values, int64_t n) const override {
     run_queue();
@@ -133,9 +133,9 @@ class FakeDevice final : public Device, public FakeStream {
       for (int64_t i = 0; i < n; ++i) {
         const HostSlot& h = pinned_[bank][static_cast<std::size_t>(i)];
         const DeviceSlot& d = banks_[bank][static_cast<std::size_t>(i)];
-        std::memcpy(d.x, h.x.data(), h.x.size());
-        std::memcpy(d.labels, h.labels.data(), sizeof(int32_t) * h.labels.size());
-        std::memcpy(d.dense, h.dense.data(), sizeof(float) * h.dense.size());
+        copy_bytes(d.x, h.x.data(), h.x.size());
+        copy_bytes(d.labels, h.labels.data(), sizeof(int32_t) * h.labels.size());
+        copy_bytes(d.dense, h.dense.data(), sizeof(float) * h.dense.size());
       }
       upload_pending_[bank] = false;
     });
