@@ -1,0 +1,68 @@
+#pragma once
+// One vector type for the CPU backend's own kernels, as wide as the
+// instruction set this copy is compiled for (cmake/isa_units.cmake compiles
+// every kernel source once per set): 16 floats in the AVX-512 copy, 8 in the
+// AVX2 copy, 4 in the baseline (SSE2) copy.
+//
+// Why one type instead of intrinsics per set: a kernel written once over
+// simd::Vec (or over VecOf<W> with the width as a template parameter) is the
+// same logic in every copy, so the tests that run it on an AVX2 machine test
+// the code an AVX-512 machine runs, only wider. GCC and clang lower the
+// vector extension's + - * to the set's instructions; a width the set lacks
+// (VecOf<16> in the AVX2 copy) becomes two or four native registers.
+//
+// Loads and stores go through memcpy: clang ignores a lowered alignment on a
+// vector type and would emit aligned moves that fault on unaligned pointers.
+#include <cstdint>
+#include <cstring>
+
+namespace convoy::cpu::simd {
+
+#if defined(__AVX512F__)
+inline constexpr int kLanes = 16;
+#elif defined(__AVX__)
+inline constexpr int kLanes = 8;
+#else
+inline constexpr int kLanes = 4;
+#endif
+
+template <int W>
+using VecOf = float __attribute__((vector_size(W * sizeof(float))));
+using Vec = VecOf<kLanes>;
+
+// The lane count of a vector type.
+template <class V>
+inline constexpr int lanes = sizeof(V) / sizeof(float);
+
+template <class V>
+inline V load(const float* p) {
+  V v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+template <class V>
+inline void store(float* p, V v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+template <class V>
+inline V broadcast(float x) {
+  return V{} + x;
+}
+
+// a·b + c. With FMA in the set (the AVX2 and AVX-512 copies) the compiler
+// contracts this to one fused instruction, so results differ from the
+// baseline copy in the last bit; each copy is deterministic on its own.
+template <class V>
+inline V fma(V a, V b, V c) {
+  return a * b + c;
+}
+
+// Lane-wise maximum; a NaN in `b` is not propagated (the x86 maxps rule).
+template <class V>
+inline V max(V a, V b) {
+  return a > b ? a : b;
+}
+
+}  // namespace convoy::cpu::simd
