@@ -8,23 +8,8 @@ set -u
 convoy="$1"
 source "$(dirname "$0")/cli_test_lib.sh"
 
-# expect_error NAME NEEDLE -- ARGS...: exit 2, one stderr line containing NEEDLE, no summary.json
-# (this file's own: every case also asks for an output folder).
-expect_error() {
-  local name="$1" needle="$2"
-  shift 3
-  rm -rf out_err
-  "$convoy" "$@" --out out_err >out 2>err
-  local rc=$? lines
-  lines=$(wc -l <err)
-  if [[ $rc -ne 2 || $lines -ne 1 ]] || ! grep -qF -- "$needle" err; then
-    fail "$name: rc=$rc, $lines stderr lines, wanted one naming '$needle':"
-    cat err
-  else
-    echo "ok   $name: $(cat err)"
-  fi
-  [[ ! -e out_err/summary.json ]] || fail "$name: summary.json written by a failed run"
-}
+# Every error case also asks for an output folder and must leave no summary.json there.
+expect_error_out=out_err
 
 # checks_submission FILE: header, one row per test.csv row in its order, rows summing to 1.
 check_submission() {
