@@ -15,7 +15,7 @@
 #include "convoy/core/untrusted.h"
 #include "convoy/image/codec.h"
 #include "convoy/io/output_folder.h"
-#include "convoy/io/run_summary.h"
+#include "convoy/train/history_json.h"
 #include "convoy/io/safetensors.h"
 #include "convoy/records/csv.h"
 #include "convoy/records/manifest.h"
@@ -246,7 +246,7 @@ TEST(HostileInput, AHistoryWithNaNFiguresReadsBack) {
                       .test_loss = std::numeric_limits<double>::quiet_NaN(),
                       .test_accuracy = std::numeric_limits<double>::quiet_NaN(), .train_seconds = 1,
                       .images_per_second = 10, .lr = 1e30, .input_wait_seconds = 0});
-  const train::History back = io::parse_history_json(io::history_json(h), "h");
+  const train::History back = train::parse_history_json(train::history_json(h), "h");
   ASSERT_EQ(back.epochs.size(), 1u);
   EXPECT_TRUE(std::isnan(back.epochs[0].test_loss));
   EXPECT_TRUE(std::isnan(back.epochs[0].train_loss));
@@ -262,7 +262,7 @@ TEST(HostileInput, ALearningRateARunMayUseItsCheckpointsMayHold) {
   c.lr = 1e30;
   io::Metadata meta{{"format", "convoy-checkpoint-2"},
                     {"config", train::run_config_json(c)},
-                    {"history", io::history_json({})},
+                    {"history", train::history_json({})},
                     {"position", nlohmann::json{{"epoch", 0}, {"step", 3}, {"loss_sum", 1.0}, {"correct", 0},
                                                 {"count", 3}, {"train_seconds", 1.0}, {"input_wait_seconds", 0.0},
                                                 {"lr", static_cast<double>(static_cast<float>(1e30))}}

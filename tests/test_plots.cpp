@@ -8,11 +8,11 @@
 
 #include <gtest/gtest.h>
 
-#include "convoy/io/plots.h"
-#include "io/plot_ticks.h"
+#include "convoy/report/plots.h"
+#include "report/plot_ticks.h"
 #include "test_helpers.h"
 
-namespace convoy::io {
+namespace convoy::report {
 namespace {
 
 std::pair<int, int> png_size(const std::string& path) {
@@ -71,11 +71,11 @@ TEST(Plots, WritesReadablePngsAndAReportThatLinksThem) {
   EXPECT_NE(html.str().find("86.00%"), std::string::npos);
 }
 
-}  // namespace convoy::io
+}  // namespace convoy::report
 
 #include "convoy/io/tensorboard.h"
 
-namespace convoy::io {
+namespace convoy::report {
 
 TEST(Plots, TicksFallOnRoundValuesAndCoverTheData) {
   const Ticks t = nice_ticks(0.656, 0.739);  // the odd ticks a user met
@@ -126,11 +126,11 @@ TEST(Plots, ConfusionTitleAndClassNamesFitTheImage) {
 }
 
 TEST(TensorBoard, Crc32cKnownValueAndFramedRecords) {
-  EXPECT_EQ(crc32c("123456789", 9), 0xE3069283u);  // the standard check value
+  EXPECT_EQ(io::crc32c("123456789", 9), 0xE3069283u);  // the standard check value
   testing::TempDir dir;
   std::string path;
   {
-    EventWriter w(dir.path());
+    io::EventWriter w(dir.path());
     w.scalar("epoch_loss", 0.5f, 1);
     w.flush();
     path = w.path();
@@ -148,4 +148,4 @@ TEST(TensorBoard, Crc32cKnownValueAndFramedRecords) {
   EXPECT_NE(bytes.find("epoch_loss"), std::string::npos);
 }
 
-}  // namespace convoy::io
+}  // namespace convoy::report

@@ -17,7 +17,7 @@
 #include "convoy/core/untrusted.h"
 #include "convoy/io/atomic_file.h"
 #include "convoy/io/model_weights.h"
-#include "convoy/io/run_summary.h"
+#include "convoy/train/history_json.h"
 #include "convoy/data/fashion_mnist.h"
 #include "convoy/nn/zoo.h"
 #include "transfer.h"
@@ -122,7 +122,7 @@ void save_checkpoint(const std::string& path, const nn::Model& model, const Exec
   io::Metadata meta{{"format", kFormat},
                     {"position", position_json(epoch, options.progress, exe.learning_rate())},
                     {"config", run_config_json(config)},
-                    {"history", io::history_json(history)}};
+                    {"history", history_json(history)}};
   meta[kChecksumKey] = checksum(tensors, meta);
   io::AtomicWriteOptions write{.pause_before_rename_ms = options.pause_before_rename_ms};
   if (options.keep_previous) write.keep_previous_as = (fs::path(path).parent_path() / kPreviousCheckpointFile).string();
@@ -136,7 +136,7 @@ Checkpoint parse_checkpoint_metadata(const io::Metadata& meta, const std::string
           where + ": not a convoy checkpoint (no convoy metadata); pass the folder of a convoy train --out run");
   Checkpoint c;
   c.config = parse_run_config(meta.at("config"), where + " (config)", /*yaml=*/false);
-  c.history = io::parse_history_json(meta.at("history"), where);
+  c.history = parse_history_json(meta.at("history"), where);
   if (format->second == kFormatV1) {
     require(meta.count("epoch"), where + ": no epoch in the checkpoint metadata; the checkpoint is corrupt");
     c.epoch = parse_epoch_v1(meta.at("epoch"), where);

@@ -8,8 +8,8 @@
 
 namespace convoy::train {
 
-std::vector<io::ClassScores> class_scores(const EvaluationReport& r, const std::vector<std::string>& names) {
-  std::vector<io::ClassScores> out;
+std::vector<ClassScores> class_scores(const EvaluationReport& r, const std::vector<std::string>& names) {
+  std::vector<ClassScores> out;
   for (int64_t k = 0; k < r.classes; ++k)
     out.push_back({.name = k < static_cast<int64_t>(names.size()) ? names[k] : std::to_string(k),
                    .precision = r.per_class.precision[k], .recall = r.per_class.recall[k], .f1 = r.per_class.f1[k],
@@ -18,7 +18,7 @@ std::vector<io::ClassScores> class_scores(const EvaluationReport& r, const std::
 }
 
 std::string evaluation_text(const EvaluationReport& r, const std::vector<std::string>& names, const std::string& split) {
-  const std::vector<io::ClassScores> scores = class_scores(r, names);
+  const std::vector<ClassScores> scores = class_scores(r, names);
   std::size_t width = 5;
   for (const auto& s : scores) width = std::max(width, s.name.size());
   char line[256];

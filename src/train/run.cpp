@@ -21,9 +21,9 @@
 #include "convoy/io/atomic_file.h"
 #include "convoy/io/model_weights.h"
 #include "convoy/io/output_folder.h"
-#include "convoy/io/plots.h"
+#include "convoy/report/plots.h"
 #include "convoy/io/pretrained.h"
-#include "convoy/io/run_summary.h"
+#include "convoy/report/run_summary.h"
 #include "convoy/nn/zoo.h"
 #include "convoy/train/checkpoint.h"
 #include "convoy/train/evaluation.h"
@@ -67,12 +67,12 @@ DataLook look_of(const RunConfig& c) {
 
 // The runs a report compares: this one and, for transfer learning with
 // compare_with_scratch, the same model trained from random weights.
-std::vector<io::NamedHistory> compared_runs(const RunConfig& c, const History& h, const std::optional<History>& scratch) {
+std::vector<report::NamedHistory> compared_runs(const RunConfig& c, const History& h, const std::optional<History>& scratch) {
   if (!scratch || scratch->epochs.empty() || h.epochs.empty()) return {};
   return {{c.pretrained.empty() ? "this run" : "pretrained", h}, {"from scratch", *scratch}};
 }
 
-std::string compared_json(const std::vector<io::NamedHistory>& runs) {
+std::string compared_json(const std::vector<report::NamedHistory>& runs) {
   if (runs.empty()) return "";
   nlohmann::json a = nlohmann::json::array();
   for (const auto& r : runs) {
@@ -88,26 +88,26 @@ std::string compared_json(const std::vector<io::NamedHistory>& runs) {
 }
 
 void write_reports(const fs::path& dir, const RunConfig& c, const RunOutcome& out, const EvaluationReport& ev,
-                   const data::LabeledImages& test, const std::vector<io::NamedHistory>& compared) {
+                   const data::LabeledImages& test, const std::vector<report::NamedHistory>& compared) {
   const History& h = out.history;
   const DataLook look = look_of(c);
-  io::write_curves_png((dir / "curves.png").string(), h);
+  report::write_curves_png((dir / "curves.png").string(), h);
   std::vector<std::string> images = {"curves.png"};
   if (!compared.empty()) {
-    io::write_comparison_png((dir / "comparison.png").string(), compared);
+    report::write_comparison_png((dir / "comparison.png").string(), compared);
     images.push_back("comparison.png");
   }
   images.insert(images.end(), {"predictions.png", "confusion.png"});
   const std::vector<int32_t>& predicted = ev.predicted;
   const auto labels = test.labels.data<int32_t>();
-  io::write_confusion_png((dir / "confusion.png").string(), ev.confusion, look.classes);
-  io::write_predictions_png((dir / "predictions.png").string(),
+  report::write_confusion_png((dir / "confusion.png").string(), ev.confusion, look.classes);
+  report::write_predictions_png((dir / "predictions.png").string(),
                             {.images = test.images.data<float>().data(), .count = test.size(),
                              .height = test.images.dim(2), .width = test.images.dim(3), .labels = labels.data(),
                              .predicted = predicted.data(), .mean = look.mean[0], .std = look.std[0],
                              .class_names = look.classes, .channels = test.images.dim(1),
                              .channel_mean = look.mean, .channel_std = look.std});
-  io::write_report_html((dir / "report.html").string(),
+  report::write_report_html((dir / "report.html").string(),
                         {.title = "convoy: " + c.model + " on " + look.name, .device = out.device,
                          .config_json = run_config_json(c), .class_scores = class_scores(ev, look.classes),
                          .mean_roc_auc = ev.mean_roc_auc, .threads = out.threads, .images = images,
@@ -436,14 +436,14 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
   }
   if (!c.out_dir.empty()) {
     const fs::path dir(c.out_dir);
-    io::RunInfo info{.model = c.model, .dataset = c.data_dir, .device = out.device,
+    report::RunInfo info{.model = c.model, .dataset = c.data_dir, .device = out.device,
                      .cpu_kernels = out.device == "cpu" ? kernel_set_name(best_kernel_set()) : "",
                      .conv_algo = out.device == "cpu" ? c.conv_algo : "",
                      .threads = out.threads,
                      .epochs = c.epochs, .batch_size = c.batch_size, .lr = c.lr, .momentum = c.momentum,
                      .seed = c.seed, .replicas = replicas->world_size()};
     info.evaluation_json = evaluation_json(ev, look_of(c).classes);
-    const std::vector<io::NamedHistory> compared = compared_runs(c, h, scratch);
+    const std::vector<report::NamedHistory> compared = compared_runs(c, h, scratch);
     info.compared_json = compared_json(compared);
     std::string wrote_submission;
     if (images) {
@@ -465,7 +465,7 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
     exe->get_parameters(params);
     exe->get_state(state);
     io::write_safetensors((dir / "model.safetensors").string(), io::to_named(model, params, state));
-    io::write_file_atomic((dir / "summary.json").string(), io::run_summary_json(info, h));
+    io::write_file_atomic((dir / "summary.json").string(), report::run_summary_json(info, h));
     write_reports(dir, c, out, ev, test, compared);
     if (c.progress != "quiet")
       log << "wrote " << c.out_dir << "/{summary.json,history.csv,model.safetensors," << kCheckpointFile

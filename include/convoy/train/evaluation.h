@@ -7,7 +7,6 @@
 
 #include "convoy/backends/executable.h"
 #include "convoy/data/labeled_images.h"
-#include "convoy/io/plots.h"
 #include "convoy/train/metrics.h"
 
 namespace convoy::train {
@@ -34,8 +33,15 @@ EvaluationReport evaluate_report(Executable& exe, const data::LabeledImages& dat
 // {"loss", "accuracy", "top_5_accuracy", "mean_roc_auc", "per_class": [...]}
 std::string evaluation_json(const EvaluationReport& report, const std::vector<std::string>& class_names);
 
-// Each class's scores, named, for the report (io::ReportInfo::class_scores).
-std::vector<io::ClassScores> class_scores(const EvaluationReport& report, const std::vector<std::string>& class_names);
+// One class's scores on the evaluation split, for the report's table.
+struct ClassScores {
+  std::string name;
+  double precision = 0, recall = 0, f1 = 0, roc_auc = 0;  // roc_auc NaN: undefined (class absent)
+  int64_t support = 0;
+};
+
+// Each class's scores, named, for the report (report::ReportInfo::class_scores).
+std::vector<ClassScores> class_scores(const EvaluationReport& report, const std::vector<std::string>& class_names);
 
 // The console's final block: "<split> (N images): accuracy, mean ROC AUC,
 // top-k accuracy", then one row per class (precision, recall, F1, ROC AUC,

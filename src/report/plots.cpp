@@ -1,4 +1,4 @@
-#include "convoy/io/plots.h"
+#include "convoy/report/plots.h"
 
 #include <cairo.h>
 
@@ -10,9 +10,9 @@
 
 #include "convoy/core/error.h"
 #include "convoy/io/atomic_file.h"
-#include "io/plot_ticks.h"
+#include "report/plot_ticks.h"
 
-namespace convoy::io {
+namespace convoy::report {
 namespace {
 
 struct Rgb {
@@ -74,7 +74,7 @@ class Canvas {
         },
         &bytes);
     if (status != CAIRO_STATUS_SUCCESS) throw UserError(path + ": cannot encode PNG (" + cairo_status_to_string(status) + ")");
-    write_file_atomic(path, bytes);
+    io::write_file_atomic(path, bytes);
   }
 
  private:
@@ -329,7 +329,7 @@ std::string class_scores_html(const ReportInfo& info) {
                 "<th>support</th></tr>\n",
                 info.mean_roc_auc);
   std::string html = buf;
-  for (const ClassScores& s : info.class_scores) {
+  for (const train::ClassScores& s : info.class_scores) {
     char auc[16] = "n/a";
     if (std::isfinite(s.roc_auc)) std::snprintf(auc, sizeof auc, "%.4f", s.roc_auc);
     std::snprintf(buf, sizeof buf,
@@ -393,7 +393,7 @@ void write_report_html(const std::string& path, const ReportInfo& info, const tr
     html += buf;
   }
   html += "</table>\n<h2>Config</h2>\n<pre>" + html_escape(info.config_json) + "</pre>\n</body></html>\n";
-  write_file_atomic(path, html);
+  io::write_file_atomic(path, html);
 }
 
-}  // namespace convoy::io
+}  // namespace convoy::report

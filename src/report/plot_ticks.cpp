@@ -1,10 +1,10 @@
-#include "io/plot_ticks.h"
+#include "report/plot_ticks.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-namespace convoy::io {
+namespace convoy::report {
 
 Ticks nice_ticks(double lo, double hi, int max_ticks) {
   if (!(std::isfinite(lo) && std::isfinite(hi)) || lo > hi) lo = 0, hi = 1;
@@ -39,4 +39,4 @@ std::string Ticks::label(double v) const {
   return buf;
 }
 
-}  // namespace convoy::io
+}  // namespace convoy::report

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-namespace convoy::io {
+namespace convoy::report {
 
 // Ticks on round values covering [lo, hi]: a step of 1, 2, 2.5 or 5 x 10^k
 // (what plotting libraries choose), the first tick at or below lo and the
@@ -17,4 +17,4 @@ struct Ticks {
 };
 Ticks nice_ticks(double lo, double hi, int max_ticks = 6);
 
-}  // namespace convoy::io
+}  // namespace convoy::report

@@ -6,8 +6,9 @@
 #include <vector>
 
 #include "convoy/train/callbacks.h"
+#include "convoy/train/evaluation.h"
 
-namespace convoy::io {
+namespace convoy::report {
 
 // Two panels: loss and accuracy per epoch, training and validation.
 void write_curves_png(const std::string& path, const train::History& history);
@@ -42,16 +43,9 @@ void write_predictions_png(const std::string& path, const PredictionGrid& grid);
 void write_confusion_png(const std::string& path, const std::vector<int64_t>& matrix,
                          const std::vector<std::string>& class_names);
 
-// One class's scores on the evaluation split, for the report's table.
-struct ClassScores {
-  std::string name;
-  double precision = 0, recall = 0, f1 = 0, roc_auc = 0;  // roc_auc NaN: undefined (class absent)
-  int64_t support = 0;
-};
-
 struct ReportInfo {
   std::string title, device, config_json;
-  std::vector<ClassScores> class_scores;  // empty: no table
+  std::vector<train::ClassScores> class_scores;  // empty: no table
   double mean_roc_auc = 0;               // over the classes where it is defined
   int threads = 0;
   std::vector<std::string> images;  // file names beside the report
@@ -59,4 +53,4 @@ struct ReportInfo {
 };
 void write_report_html(const std::string& path, const ReportInfo& info, const train::History& history);
 
-}  // namespace convoy::io
+}  // namespace convoy::report

@@ -5,7 +5,7 @@
 
 #include "convoy/train/fit.h"
 
-namespace convoy::io {
+namespace convoy::report {
 
 struct RunInfo {
   std::string model;
@@ -26,9 +26,4 @@ struct RunInfo {
 
 std::string run_summary_json(const RunInfo& info, const train::History& history);
 
-// The per-epoch history alone, as stored in checkpoints; parse throws
-// UserError naming `where` when the text is not such a history.
-std::string history_json(const train::History& history);
-train::History parse_history_json(const std::string& text, const std::string& where);
-
-}  // namespace convoy::io
+}  // namespace convoy::report

@@ -1,4 +1,4 @@
-#include "convoy/io/run_summary.h"
+#include "convoy/train/history_json.h"
 
 #include <limits>
 
@@ -7,10 +7,10 @@
 #include "convoy/core/error.h"
 #include "convoy/core/untrusted.h"
 
-namespace convoy::io {
+namespace convoy::train {
 namespace {
 
-nlohmann::json epochs_json(const train::History& h) {
+nlohmann::json epochs_json(const History& h) {
   nlohmann::json per_epoch = nlohmann::json::array();
   for (const auto& e : h.epochs)
     per_epoch.push_back({{"epoch", e.epoch},
@@ -27,7 +27,7 @@ nlohmann::json epochs_json(const train::History& h) {
 
 }  // namespace
 
-std::string history_json(const train::History& h) {
+std::string history_json(const History& h) {
   nlohmann::json j{{"epochs", epochs_json(h)},
                    {"total_train_seconds", h.total_train_seconds},
                    {"images_trained", h.images_trained},
@@ -60,12 +60,12 @@ double number(const nlohmann::json& j, const char* key, const std::string& where
 
 }  // namespace
 
-train::History parse_history_json(const std::string& text, const std::string& where) {
+History parse_history_json(const std::string& text, const std::string& where) {
   try {
     const auto j = parse_json_bounded(text, where + ": bad training history");
     require(j.is_object() && j.contains("epochs") && j.at("epochs").is_array(),
             where + ": bad training history (no list of epochs); the checkpoint is corrupt");
-    train::History h;
+    History h;
     h.total_train_seconds = number(j, "total_train_seconds", where);
     h.images_trained = whole(j, "images_trained", where);
     h.skipped_steps = j.contains("skipped_steps") ? whole(j, "skipped_steps", where) : 0;
@@ -92,40 +92,4 @@ train::History parse_history_json(const std::string& text, const std::string& wh
   }
 }
 
-std::string run_summary_json(const RunInfo& info, const train::History& h) {
-  nlohmann::json j;
-  j["model"] = info.model;
-  j["dataset"] = info.dataset;
-  j["device"] = info.device;
-  if (!info.cpu_kernels.empty()) j["cpu_kernels"] = info.cpu_kernels;
-  if (!info.conv_algo.empty()) j["conv_algo"] = info.conv_algo;
-  j["threads"] = info.threads;
-  j["epochs"] = info.epochs;
-  j["batch_size"] = info.batch_size;
-  j["lr"] = info.lr;
-  j["momentum"] = info.momentum;
-  j["seed"] = info.seed;
-  j["replicas"] = info.replicas;
-  nlohmann::json seconds = nlohmann::json::array();
-  for (const auto& e : h.epochs) seconds.push_back(e.train_seconds);
-  // The figures of the weights the run keeps (an earlier epoch's when early
-  // stopping restored them), and which epoch that is.
-  const auto& kept = h.kept();
-  j["test_accuracy"] = kept.test_accuracy;
-  j["test_loss"] = kept.test_loss;
-  j["train_loss"] = kept.train_loss;
-  j["weights_epoch"] = kept.epoch;
-  if (h.stopped_epoch) j["stopped_epoch"] = h.stopped_epoch;
-  j["epoch_seconds"] = seconds;
-  j["total_train_seconds"] = h.total_train_seconds;
-  j["images_per_second"] = h.images_per_second();
-  j["input_wait_fraction"] = h.input_wait_fraction();
-  if (!info.evaluation_json.empty()) j["evaluation"] = nlohmann::json::parse(info.evaluation_json);
-  if (!info.data_json.empty()) j["data"] = nlohmann::json::parse(info.data_json);
-  if (!info.compared_json.empty()) j["compared"] = nlohmann::json::parse(info.compared_json);
-  j["skipped_steps"] = h.skipped_steps;  // updates dropped for NaN/Inf (on_nan: skip_step)
-  j["history"] = epochs_json(h);
-  return j.dump(2) + "\n";
-}
-
-}  // namespace convoy::io
+}  // namespace convoy::train
