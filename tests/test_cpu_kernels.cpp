@@ -167,11 +167,13 @@ const ConvCase kConvCases[] = {
     {"33 channels", 2, 33, 5, 5, {.filters = 4, .kernel = 3}},
 };
 
-// Stride-1 convolutions of ≤ 32 channels into ≤ 64 filters, k ≤ 7: the
-// direct kernels' shapes. Channel and filter counts that fill no vector (of
-// 4, 8 or 16 lanes) or several; rows longer than a register tile; padding
-// on every side, asymmetric ("same" with an even kernel); batches the
-// threads do not divide.
+// Stride-1 convolutions where `auto` runs the direct kernels (direct_conv.h:
+// ≤ 10 input channels, not 8; all three passes when the filters are not a
+// multiple of 16, else the input gradient only), k ≤ 7. Channel and filter
+// counts that fill no vector (of 4, 8 or 16 lanes) or several; rows longer
+// than a register tile; padding on every side, asymmetric ("same" with an
+// even kernel); batches the threads do not divide; both ways of the weight
+// gradient (lanes over taps, over filters).
 const ConvCase kDirectCases[] = {
     {"seed conv 10->20 k5, batch 5", 5, 10, 12, 12, {.filters = 20, .kernel = 5}},
     {"k5 pad 2, 7->13, odd 9x11", 3, 7, 9, 11, {.filters = 13, .kernel = 5, .padding = 2}},
@@ -179,11 +181,12 @@ const ConvCase kDirectCases[] = {
     {"k7 pad 3, 5->17, no bias", 2, 5, 11, 13, {.filters = 17, .kernel = 7, .padding = 3, .bias = false}},
     {"k2 same (pads after), 4->6", 3, 4, 7, 9, {.filters = 6, .kernel = 2, .padding = kSame}},
     {"k4 same (1 before, 2 after), 6->9", 2, 6, 8, 7, {.filters = 9, .kernel = 4, .padding = kSame}},
-    {"k1, 32->64 (the limits)", 3, 32, 5, 6, {.filters = 64, .kernel = 1}},
-    {"k3, 20->40, rows of 37", 2, 20, 6, 39, {.filters = 40, .kernel = 3}},
+    {"k1, 10->60 (weight gradient's lanes over filters)", 3, 10, 5, 6, {.filters = 60, .kernel = 1}},
+    {"k3, 9->40, rows of 37", 2, 9, 6, 39, {.filters = 40, .kernel = 3}},
     {"k5 pad 4 (all but the kernel), 2->3", 3, 2, 6, 5, {.filters = 3, .kernel = 5, .padding = 4}},
     {"k6, 9->33, batch 7", 7, 9, 9, 10, {.filters = 33, .kernel = 6}},
-    {"1x1 map out of 3x3, 16->16", 4, 16, 3, 3, {.filters = 16, .kernel = 3}},
+    {"input gradient only: 1x1 map out of 3x3, 5->16", 4, 5, 3, 3, {.filters = 16, .kernel = 3}},
+    {"input gradient only: k3 pad 1, 10->64", 3, 10, 7, 6, {.filters = 64, .kernel = 3, .padding = 1}},
 };
 
 // 3×3, stride 1, pad 1: the shapes Winograd F(2×2, 3×3) serves (odd sizes

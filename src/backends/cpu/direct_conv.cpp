@@ -155,9 +155,21 @@ bool DirectConv::suits(const ConvGeometry& g) {
   return below_kernel(g.pad_top) && below_kernel(g.pad_left) && below_kernel(bottom) && below_kernel(right);
 }
 
+// Measured against oneDNN 2.6 pass by pass (`conv_algo_times --against
+// auto`, one AVX-512 core, docs/benchmarks.md): oneDNN's kernels block
+// channels by 16 and are faster than these wherever the blocks fill; ours
+// won the input gradient with 3, 6 and 10 input channels (1.04–1.9×) and lost
+// it with 8, 12, 16, 20 and 32; they won the forward pass and the weight
+// gradient only at 10→20 (k5, ~10%), and lost them at 6→16, 3→16, 3→32
+// (filters in whole blocks of 16) and from 12 channels up. A fixed rule, so
+// that a run's bits do not depend on the machine's load.
 DirectPasses DirectConv::passes(const ConvGeometry& g, ConvAlgo algo) {
   if (algo != ConvAlgo::automatic || !suits(g)) return {};
-  return {.forward = true, .input_gradient = true, .weight_gradient = true};
+  const bool few_channels = g.channels <= 10 && g.channels % 8 != 0;
+  const bool filters_off_blocks = g.filters % 16 != 0;
+  return {.forward = few_channels && filters_off_blocks,
+          .input_gradient = few_channels,
+          .weight_gradient = few_channels && filters_off_blocks};
 }
 
 DirectConv::DirectConv(const ConvGeometry& g, DirectPasses passes)

@@ -60,7 +60,9 @@ class DirectConv final : public OwnKernels {
   static bool suits(const ConvGeometry& g);
   // The passes to run here under `algo`: none unless automatic (direct means
   // oneDNN's, winograd Winograd's); under automatic, those measured to beat
-  // oneDNN (direct_conv.cpp says where).
+  // oneDNN: the input gradient with ≤ 10 input channels, not 8; the forward
+  // pass and weight gradient too when the filters are not a multiple of 16
+  // (direct_conv.cpp gives the measurements).
   static DirectPasses passes(const ConvGeometry& g, ConvAlgo algo);
 
   DirectConv(const ConvGeometry& g, DirectPasses passes);
