@@ -8,6 +8,7 @@
 //
 //   conv_algo_times [--reps 10] [--against winograd|auto]     (a sweep of shapes)
 //   conv_algo_times --channels 64 --filters 64 --size 16 --batch 64 [--kernel 3 --padding 1] [--reps 10]
+//   [--kernels avx2]  (our kernels' copy; DNNL_MAX_CPU_ISA=AVX2 caps oneDNN's alike)
 #include <omp.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 
 #include "backends/cpu/backend_entry.h"
 #include "op_timing.h"
+#include "convoy/core/cpu_info.h"
 #include "convoy/core/error.h"
 #include "convoy/core/rng.h"
 #include "convoy/nn/sequential.h"
@@ -35,7 +37,7 @@ struct PassTimes {
   double forward = 1e9, weights = 1e9, data = 1e9;  // seconds, best of reps
 };
 
-PassTimes time_conv(const Shape4& s, const char* algo, int64_t reps, clockid_t clock) {
+PassTimes time_conv(const Shape4& s, const char* algo, KernelSet kernels, int64_t reps, clockid_t clock) {
   const nn::Sequential model({s.channels, s.size, s.size},
                              {nn::Conv2d{.filters = s.filters, .kernel = s.kernel, .padding = s.padding, .bias = false}});
   const nn::LayerPlan& plan = model.layers()[0];
@@ -53,7 +55,7 @@ PassTimes time_conv(const Shape4& s, const char* algo, int64_t reps, clockid_t c
     nn::LayerPlan frozen = plan;
     frozen.trainable = !with_data;  // a frozen layer computes no weight gradient
     cpu::DnnlEnv env;
-    auto op = cpu::backend(KernelSet::automatic).make_cpu_op(env, frozen, s.batch, 1, parse_conv_algo(algo));
+    auto op = cpu::backend(kernels).make_cpu_op(env, frozen, s.batch, 1, parse_conv_algo(algo));
     std::vector<float> scratch(op->scratchpad_bytes() / sizeof(float) + 16);
     cpu::OpBuffers b;
     b.src = x.data();
@@ -83,6 +85,7 @@ int main(int argc, char** argv) try {
   int64_t reps = 10;
   Shape4 one{0, 0, 0, 0};
   std::string against = "winograd";
+  KernelSet kernels = KernelSet::automatic;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--reps") reps = std::stoll(value);
@@ -93,9 +96,10 @@ int main(int argc, char** argv) try {
     else if (flag == "--kernel") one.kernel = std::stoll(value);
     else if (flag == "--padding") one.padding = std::stoll(value);
     else if (flag == "--against") against = conv_algo_name(parse_conv_algo(value));
+    else if (flag == "--kernels") kernels = parse_kernel_set(value);
     else
       throw UserError("unknown flag " + flag +
-                      "; flags: --channels --filters --size --batch --kernel --padding --against --reps");
+                      "; flags: --channels --filters --size --batch --kernel --padding --against --kernels --reps");
   }
   std::vector<Shape4> shapes = {
       {64, 64, 64, 16},   {64, 128, 128, 8}, {64, 256, 256, 4}, {64, 512, 512, 2},  // ResNet-18 at 64×64
@@ -114,11 +118,13 @@ int main(int argc, char** argv) try {
   }
   const bool cpu_clock = omp_get_max_threads() == 1;
   const clockid_t clock = cpu_clock ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
-  std::printf("stride 1, %d thread(s), best of %lld, %s; ms direct (oneDNN) / %s\n", omp_get_max_threads(),
-              static_cast<long long>(reps), cpu_clock ? "thread CPU time" : "wall clock", against.c_str());
+  std::printf("stride 1, %d thread(s), best of %lld, %s, %s kernels; ms direct (oneDNN) / %s\n",
+              omp_get_max_threads(), static_cast<long long>(reps), cpu_clock ? "thread CPU time" : "wall clock",
+              kernel_set_name(resolve_kernel_set(kernels)), against.c_str());
   std::printf("%-28s %17s %17s %17s\n", "batch C->O HxW kK pP", "forward", "input grad", "weight grad");
   for (const Shape4& s : shapes) {
-    const PassTimes d = time_conv(s, "direct", reps, clock), w = time_conv(s, against.c_str(), reps, clock);
+    const PassTimes d = time_conv(s, "direct", kernels, reps, clock),
+                    w = time_conv(s, against.c_str(), kernels, reps, clock);
     char name[64];
     std::snprintf(name, sizeof name, "%lld %lld->%lld %lldx%lld k%lld p%lld", static_cast<long long>(s.batch),
                   static_cast<long long>(s.channels), static_cast<long long>(s.filters),
