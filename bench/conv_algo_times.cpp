@@ -1,11 +1,14 @@
-// One 3×3 stride-1 pad-1 convolution per shape, timed pass by pass with
-// oneDNN's direct kernels and with Winograd F(2×2, 3×3) (CompileOptions::conv_algo,
-// src/backends/cpu/winograd_conv.h): the measurements behind the `auto` rule.
+// One stride-1 convolution per shape, timed pass by pass with oneDNN's
+// direct kernels and with another choice (CompileOptions::conv_algo): by
+// default 3×3 pad 1 against Winograd F(2×2, 3×3) (winograd_conv.h); with
+// --against auto, against what `auto` runs, which for few channels is our
+// direct kernels (direct_conv.h): the measurements behind the `auto` rules.
 // Best of --reps runs; on one thread (OMP_NUM_THREADS=1) the thread's CPU
 // time, which other processes on a busy machine barely disturb.
 //
-//   conv_algo_times [--reps 10]                      (a sweep of shapes)
-//   conv_algo_times --channels 64 --filters 64 --size 16 --batch 64 [--reps 10]
+//   conv_algo_times [--reps 10] [--against winograd|auto]     (a sweep of shapes)
+//   conv_algo_times --channels 64 --filters 64 --size 16 --batch 64 [--kernel 3 --padding 1] [--reps 10]
+//   [--kernels avx2]  (our kernels' copy; DNNL_MAX_CPU_ISA=AVX2 caps oneDNN's alike)
 #include <omp.h>
 
 #include <algorithm>
@@ -17,6 +20,7 @@
 
 #include "backends/cpu/backend_entry.h"
 #include "op_timing.h"
+#include "convoy/core/cpu_info.h"
 #include "convoy/core/error.h"
 #include "convoy/core/rng.h"
 #include "convoy/nn/sequential.h"
@@ -26,16 +30,16 @@ namespace {
 using namespace convoy;
 
 struct Shape4 {
-  int64_t batch, channels, filters, size;
+  int64_t batch, channels, filters, size, kernel = 3, padding = 1;
 };
 
 struct PassTimes {
   double forward = 1e9, weights = 1e9, data = 1e9;  // seconds, best of reps
 };
 
-PassTimes time_conv(const Shape4& s, const char* algo, int64_t reps, clockid_t clock) {
+PassTimes time_conv(const Shape4& s, const char* algo, KernelSet kernels, int64_t reps, clockid_t clock) {
   const nn::Sequential model({s.channels, s.size, s.size},
-                             {nn::Conv2d{.filters = s.filters, .kernel = 3, .padding = 1, .bias = false}});
+                             {nn::Conv2d{.filters = s.filters, .kernel = s.kernel, .padding = s.padding, .bias = false}});
   const nn::LayerPlan& plan = model.layers()[0];
   Rng rng(7);
   auto random = [&](int64_t n) {
@@ -51,7 +55,7 @@ PassTimes time_conv(const Shape4& s, const char* algo, int64_t reps, clockid_t c
     nn::LayerPlan frozen = plan;
     frozen.trainable = !with_data;  // a frozen layer computes no weight gradient
     cpu::DnnlEnv env;
-    auto op = cpu::backend(KernelSet::automatic).make_cpu_op(env, frozen, s.batch, 1, parse_conv_algo(algo));
+    auto op = cpu::backend(kernels).make_cpu_op(env, frozen, s.batch, 1, parse_conv_algo(algo));
     std::vector<float> scratch(op->scratchpad_bytes() / sizeof(float) + 16);
     cpu::OpBuffers b;
     b.src = x.data();
@@ -80,6 +84,8 @@ PassTimes time_conv(const Shape4& s, const char* algo, int64_t reps, clockid_t c
 int main(int argc, char** argv) try {
   int64_t reps = 10;
   Shape4 one{0, 0, 0, 0};
+  std::string against = "winograd";
+  KernelSet kernels = KernelSet::automatic;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--reps") reps = std::stoll(value);
@@ -87,13 +93,23 @@ int main(int argc, char** argv) try {
     else if (flag == "--filters") one.filters = std::stoll(value);
     else if (flag == "--size") one.size = std::stoll(value);
     else if (flag == "--batch") one.batch = std::stoll(value);
-    else throw UserError("unknown flag " + flag + "; flags: --channels --filters --size --batch --reps");
+    else if (flag == "--kernel") one.kernel = std::stoll(value);
+    else if (flag == "--padding") one.padding = std::stoll(value);
+    else if (flag == "--against") against = conv_algo_name(parse_conv_algo(value));
+    else if (flag == "--kernels") kernels = parse_kernel_set(value);
+    else
+      throw UserError("unknown flag " + flag +
+                      "; flags: --channels --filters --size --batch --kernel --padding --against --kernels --reps");
   }
   std::vector<Shape4> shapes = {
       {64, 64, 64, 16},   {64, 128, 128, 8}, {64, 256, 256, 4}, {64, 512, 512, 2},  // ResNet-18 at 64×64
       {64, 3, 16, 32},    {64, 8, 8, 32},    {64, 16, 16, 32},  {64, 32, 32, 32},
       {64, 16, 16, 8},    {64, 32, 64, 8},   {8, 64, 64, 56},   {128, 10, 20, 12},
   };
+  if (against == "auto")  // few channels, stride 1: direct_conv.h's shapes
+    shapes = {{128, 10, 20, 12, 5, 0}, {128, 6, 16, 14, 5, 0}, {64, 16, 32, 16, 5, 2}, {64, 3, 16, 32},
+              {64, 8, 8, 32},          {64, 16, 16, 32},       {64, 32, 32, 16},      {64, 32, 64, 8},
+              {64, 3, 32, 32},         {64, 12, 24, 16, 7, 3}, {64, 20, 40, 8, 1, 0}};
   if (one.channels > 0) {
     if (one.filters <= 0) one.filters = one.channels;
     if (one.size <= 0) one.size = 16;
@@ -102,16 +118,19 @@ int main(int argc, char** argv) try {
   }
   const bool cpu_clock = omp_get_max_threads() == 1;
   const clockid_t clock = cpu_clock ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
-  std::printf("3x3 stride 1 pad 1, %d thread(s), best of %lld, %s; ms direct / winograd\n", omp_get_max_threads(),
-              static_cast<long long>(reps), cpu_clock ? "thread CPU time" : "wall clock");
-  std::printf("%-22s %17s %17s %17s\n", "batch C->O HxW", "forward", "input grad", "weight grad");
+  std::printf("stride 1, %d thread(s), best of %lld, %s, %s kernels; ms direct (oneDNN) / %s\n",
+              omp_get_max_threads(), static_cast<long long>(reps), cpu_clock ? "thread CPU time" : "wall clock",
+              kernel_set_name(resolve_kernel_set(kernels)), against.c_str());
+  std::printf("%-28s %17s %17s %17s\n", "batch C->O HxW kK pP", "forward", "input grad", "weight grad");
   for (const Shape4& s : shapes) {
-    const PassTimes d = time_conv(s, "direct", reps, clock), w = time_conv(s, "winograd", reps, clock);
+    const PassTimes d = time_conv(s, "direct", kernels, reps, clock),
+                    w = time_conv(s, against.c_str(), kernels, reps, clock);
     char name[64];
-    std::snprintf(name, sizeof name, "%lld %lld->%lld %lldx%lld", static_cast<long long>(s.batch),
+    std::snprintf(name, sizeof name, "%lld %lld->%lld %lldx%lld k%lld p%lld", static_cast<long long>(s.batch),
                   static_cast<long long>(s.channels), static_cast<long long>(s.filters),
-                  static_cast<long long>(s.size), static_cast<long long>(s.size));
-    std::printf("%-22s %8.3f/%8.3f %8.3f/%8.3f %8.3f/%8.3f\n", name, 1e3 * d.forward, 1e3 * w.forward,
+                  static_cast<long long>(s.size), static_cast<long long>(s.size), static_cast<long long>(s.kernel),
+                  static_cast<long long>(s.padding));
+    std::printf("%-28s %8.3f/%8.3f %8.3f/%8.3f %8.3f/%8.3f\n", name, 1e3 * d.forward, 1e3 * w.forward,
                 1e3 * d.data, 1e3 * w.data, 1e3 * d.weights, 1e3 * w.weights);
   }
   return 0;

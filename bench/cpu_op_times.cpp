@@ -7,7 +7,9 @@
 // when --input-gradient 1.
 //
 //   cpu_op_times [--model seed_cnn] [--channels 3 --size 64] [--batch 128] [--reps 200] [--input-gradient 0]
-// (--channels and --size shape a zoo model's input; the seed CNN's is fixed)
+//                [--conv-algo auto]
+// (--channels and --size shape a zoo model's input; the seed CNN's is fixed;
+// --conv-algo direct times oneDNN's convolutions where auto runs our own)
 #include <omp.h>
 
 #include <algorithm>
@@ -37,6 +39,7 @@ int main(int argc, char** argv) try {
   std::string model = "seed_cnn";
   int64_t channels = 3, size = 64, batch = 128, reps = 200;
   bool input_gradient = false;
+  ConvAlgo algo = ConvAlgo::automatic;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--model") model = value;
@@ -45,21 +48,24 @@ int main(int argc, char** argv) try {
     else if (flag == "--batch") batch = std::stoll(value);
     else if (flag == "--reps") reps = std::stoll(value);
     else if (flag == "--input-gradient") input_gradient = value == "1";
-    else throw UserError("unknown flag " + flag + "; flags: --model --channels --size --batch --reps --input-gradient");
+    else if (flag == "--conv-algo") algo = parse_conv_algo(value);
+    else
+      throw UserError("unknown flag " + flag +
+                      "; flags: --model --channels --size --batch --reps --input-gradient --conv-algo");
   }
   const nn::Model m = nn::model_by_name(model, {.input = {channels, size, size}, .classes = 10});
   const bool cpu_clock = omp_get_max_threads() == 1;
   const clockid_t clock = cpu_clock ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
-  std::printf("%s, batch %lld, %d thread(s), best of %lld, %s\n%-16s %10s %10s\n", model.c_str(),
+  std::printf("%s, batch %lld, %d thread(s), best of %lld, %s, conv %s\n%-16s %10s %10s\n", model.c_str(),
               static_cast<long long>(batch), omp_get_max_threads(), static_cast<long long>(reps),
-              cpu_clock ? "thread CPU time" : "wall clock", "layer", "fwd ms", "bwd ms");
+              cpu_clock ? "thread CPU time" : "wall clock", conv_algo_name(algo), "layer", "fwd ms", "bwd ms");
   Rng rng(7);
   const std::vector<float> params = m.initial_parameters(1), state = m.initial_state();
   for (std::size_t i = 0; i < m.layers().size(); ++i) {
     const nn::LayerPlan& plan = m.layers()[i];
     if (plan.inputs.size() != 1) continue;  // joins read several buffers: left out
     cpu::DnnlEnv env;
-    auto op = cpu::backend(KernelSet::automatic).make_cpu_op(env, plan, batch, 1, ConvAlgo::automatic);
+    auto op = cpu::backend(KernelSet::automatic).make_cpu_op(env, plan, batch, 1, algo);
     const int64_t in = batch * numel(plan.input_shape), out = batch * numel(plan.output_shape);
     std::vector<float> x = uniform(in, rng), y(static_cast<std::size_t>(out)), dy = uniform(out, rng),
                        dx(static_cast<std::size_t>(in)), p = params, g(params.size() + 1), s = state;

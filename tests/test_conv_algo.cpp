@@ -21,7 +21,8 @@ constexpr int64_t kBatch = 6;
 
 // 3×3 pad-1 convolutions on 12×12, 6×6 and 3×3 maps, with batch norm,
 // pooling and a head: small enough to train in a test. `auto` picks Winograd
-// for the 32→64 and 64→32 convolutions and oneDNN for 3→32 and 32→20.
+// for the 32→64 convolution, oneDNN for the others but 3→32's input
+// gradient, our direct kernels' (direct_conv.h).
 nn::Model small_cnn() {
   using namespace nn;
   return Sequential({3, 12, 12}, {Conv2d{.filters = 32, .kernel = 3, .padding = 1}, BatchNorm{}, ReLU{},

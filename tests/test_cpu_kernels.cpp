@@ -1,4 +1,4 @@
-// The CPU backend's own kernels (convolution weight gradient, max-pool)
+// The CPU backend's own kernels (convolutions, max-pool, batch norm)
 // against plain reference loops in double, on
 // shapes that take each kernel's fast path and shapes that fall back to
 // oneDNN or to the generic loop: odd widths, batch 1, batches the threads do
@@ -6,11 +6,14 @@
 // bands per image. The finite-difference checks (test_gradcheck.cpp) are
 // coarse; these pin every gradient to float rounding.
 #include <cmath>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "convoy/backends/executable.h"
+#include "convoy/core/cpu_info.h"
 #include "convoy/core/threads.h"
 #include "test_helpers.h"
 
@@ -63,11 +66,14 @@ struct ConvCase {
 // and the weight, bias and input gradients can be summed directly. The
 // weights are set after compiling, as training changes them: no kernel may
 // keep a stale copy.
-void check_conv_gradients(const ConvCase& k, ConvAlgo algo = ConvAlgo::automatic) {
+void check_conv_gradients(const ConvCase& k, ConvAlgo algo = ConvAlgo::automatic,
+                          KernelSet kernels = KernelSet::automatic) {
   SCOPED_TRACE(k.name);
   const Sequential model({k.channels, k.height, k.width}, {k.conv, Flatten{}});
-  auto exe = compile_cpu(
-      model, {.batch_size = k.batch, .loss = Loss::softmax_cross_entropy, .input_gradient = true, .conv_algo = algo}, 7);
+  auto exe = compile_cpu(model,
+                         {.batch_size = k.batch, .loss = Loss::softmax_cross_entropy, .input_gradient = true,
+                          .cpu_kernels = kernels, .conv_algo = algo},
+                         7);
   exe->set_parameters(uniform(static_cast<std::size_t>(model.num_parameters()), 8));
   const Images in{k.batch, k.channels, k.height, k.width};
   const std::vector<float> x = uniform(static_cast<std::size_t>(k.batch * numel(model.input_shape())), 3);
@@ -151,12 +157,36 @@ const ConvCase kConvCases[] = {
     {"k6, wide", 2, 1, 6, 30, {.filters = 2, .kernel = 6}},
     {"many row bands, last band short; oneDNN's forward", 2, 1, 65, 70, {.filters = 16, .kernel = 3}},
     {"11 filters (a tile of 5 padded), pad 1", 3, 1, 10, 9, {.filters = 11, .kernel = 3, .padding = 1}},
-    // oneDNN's: several input channels, strided, grouped, or bigger filters.
+    // Our direct kernels (direct_conv.h): several input channels, stride 1.
     {"rgb k3 pad 1", 3, 3, 9, 10, {.filters = 5, .kernel = 3, .padding = 1}},
+    {"seed conv 10->20 k5", 3, 10, 12, 12, {.filters = 20, .kernel = 5}},
+    // oneDNN's: strided, grouped, bigger filters or more channels.
     {"stride 2", 3, 1, 12, 12, {.filters = 4, .kernel = 5, .stride = 2}},
     {"groups 2", 3, 4, 8, 8, {.filters = 4, .kernel = 3, .groups = 2}},
-    {"seed conv 10->20 k5", 3, 10, 12, 12, {.filters = 20, .kernel = 5}},
     {"k9", 2, 1, 12, 12, {.filters = 3, .kernel = 9}},
+    {"33 channels", 2, 33, 5, 5, {.filters = 4, .kernel = 3}},
+};
+
+// Stride-1 convolutions where `auto` runs the direct kernels (direct_conv.h:
+// ≤ 10 input channels, not 8; all three passes when the filters are not a
+// multiple of 16, else the input gradient only), k ≤ 7. Channel and filter
+// counts that fill no vector (of 4, 8 or 16 lanes) or several; rows longer
+// than a register tile; padding on every side, asymmetric ("same" with an
+// even kernel); batches the threads do not divide; both ways of the weight
+// gradient (lanes over taps, over filters).
+const ConvCase kDirectCases[] = {
+    {"seed conv 10->20 k5, batch 5", 5, 10, 12, 12, {.filters = 20, .kernel = 5}},
+    {"k5 pad 2, 7->13, odd 9x11", 3, 7, 9, 11, {.filters = 13, .kernel = 5, .padding = 2}},
+    {"k3 pad 1, 3->5, batch 1", 1, 3, 10, 9, {.filters = 5, .kernel = 3, .padding = 1}},
+    {"k7 pad 3, 5->17, no bias", 2, 5, 11, 13, {.filters = 17, .kernel = 7, .padding = 3, .bias = false}},
+    {"k2 same (pads after), 4->6", 3, 4, 7, 9, {.filters = 6, .kernel = 2, .padding = kSame}},
+    {"k4 same (1 before, 2 after), 6->9", 2, 6, 8, 7, {.filters = 9, .kernel = 4, .padding = kSame}},
+    {"k1, 10->60 (weight gradient's lanes over filters)", 3, 10, 5, 6, {.filters = 60, .kernel = 1}},
+    {"k3, 9->40, rows of 37", 2, 9, 6, 39, {.filters = 40, .kernel = 3}},
+    {"k5 pad 4 (all but the kernel), 2->3", 3, 2, 6, 5, {.filters = 3, .kernel = 5, .padding = 4}},
+    {"k6, 9->33, batch 7", 7, 9, 9, 10, {.filters = 33, .kernel = 6}},
+    {"input gradient only: 1x1 map out of 3x3, 5->16", 4, 5, 3, 3, {.filters = 16, .kernel = 3}},
+    {"input gradient only: k3 pad 1, 10->64", 3, 10, 7, 6, {.filters = 64, .kernel = 3, .padding = 1}},
 };
 
 // 3×3, stride 1, pad 1: the shapes Winograd F(2×2, 3×3) serves (odd sizes
@@ -344,6 +374,66 @@ TEST(CpuKernels, WinogradConvMatchesReferenceSumsOnOneThread) {
     for (const ConvCase& k : kWinogradCases) check_conv_gradients(k, ConvAlgo::winograd);
   });
 }
+
+// The direct kernels for every copy of them this CPU runs (the others are
+// skipped, named): all three passes against the reference sums, on two
+// threads and on one, bit-identical run to run; and a sign that they ran:
+// their bits differ from oneDNN's (ConvAlgo::direct keeps oneDNN's).
+class DirectConvKernels : public ::testing::TestWithParam<KernelSet> {
+ protected:
+  void SetUp() override {
+    if (!cpu_runs(GetParam())) GTEST_SKIP() << "this CPU cannot run the " << kernel_set_name(GetParam()) << " kernels";
+  }
+};
+
+TEST_P(DirectConvKernels, AllPassesMatchReferenceSums) {
+  for (const ConvCase& k : kDirectCases) check_conv_gradients(k, ConvAlgo::automatic, GetParam());
+}
+
+TEST_P(DirectConvKernels, AllPassesMatchReferenceSumsOnOneThread) {
+  on_one_thread([this] {
+    for (const ConvCase& k : kDirectCases) check_conv_gradients(k, ConvAlgo::automatic, GetParam());
+  });
+}
+
+// The seed CNN's second convolution (batch 9: the threads' shares differ),
+// output, input gradient and weight gradient, as raw bits.
+std::vector<float> seed_conv_bits(KernelSet kernels, ConvAlgo algo) {
+  const Sequential model({10, 12, 12}, {Conv2d{.filters = 20, .kernel = 5}, Flatten{}});
+  const int64_t batch = 9;
+  auto exe = compile_cpu(model,
+                         {.batch_size = batch, .loss = Loss::softmax_cross_entropy, .input_gradient = true,
+                          .cpu_kernels = kernels, .conv_algo = algo},
+                         7);
+  exe->set_parameters(uniform(static_cast<std::size_t>(model.num_parameters()), 8));
+  const std::vector<float> x = uniform(static_cast<std::size_t>(batch * numel(model.input_shape())), 3);
+  std::vector<int32_t> y(static_cast<std::size_t>(batch));
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<int32_t>(i * 11 % 1280);
+  exe->loss_and_gradients(x.data(), y.data());
+  std::vector<float> out(static_cast<std::size_t>(batch * numel(model.output_shape()))), dx(x.size()),
+      grads(static_cast<std::size_t>(model.num_parameters()));
+  exe->get_output(out);
+  exe->get_input_gradient(dx);
+  exe->get_gradients(grads);
+  out.insert(out.end(), dx.begin(), dx.end());
+  out.insert(out.end(), grads.begin(), grads.end());
+  return out;
+}
+
+TEST_P(DirectConvKernels, BitIdenticalRerunsAndNotOneDnnsBits) {
+  const std::vector<float> first = seed_conv_bits(GetParam(), ConvAlgo::automatic);
+  const std::vector<float> again = seed_conv_bits(GetParam(), ConvAlgo::automatic);
+  ASSERT_EQ(first.size(), again.size());
+  EXPECT_EQ(std::memcmp(first.data(), again.data(), first.size() * sizeof(float)), 0) << "a rerun changed bits";
+  const std::vector<float> onednn = seed_conv_bits(GetParam(), ConvAlgo::direct);
+  EXPECT_LT(testing::relative_error(first, onednn), 1e-5);
+  EXPECT_NE(std::memcmp(first.data(), onednn.data(), first.size() * sizeof(float)), 0)
+      << "the same bits as oneDNN's: the direct kernels did not run";
+}
+
+INSTANTIATE_TEST_SUITE_P(KernelSets, DirectConvKernels,
+                         ::testing::Values(KernelSet::base, KernelSet::avx2, KernelSet::avx512),
+                         [](const auto& info) { return std::string(kernel_set_name(info.param)); });
 
 TEST(CpuKernels, DirectConvMatchesReferenceSumsOnWinogradShapes) {
   for (const ConvCase& k : kWinogradCases) check_conv_gradients(k, ConvAlgo::direct);

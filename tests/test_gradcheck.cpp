@@ -110,6 +110,10 @@ void check_gradients(const Case& c) {
 TEST(GradCheck, Conv2d) {
   check_gradients({"conv2d", Sequential({2, 6, 6}, {Conv2d{.filters = 3, .kernel = 3}, Flatten{}})});
 }
+// Our direct kernels (direct_conv.h): 5×5 padded, channel counts that fill no vector.
+TEST(GradCheck, Conv2dDirectPadded) {
+  check_gradients({"conv2d k5 p2 5->7", Sequential({5, 7, 6}, {Conv2d{.filters = 7, .kernel = 5, .padding = 2}, Flatten{}})});
+}
 // Two 3×3 pad-1 convolutions by Winograd F(2×2, 3×3) (odd 5×5 maps: the
 // last tiles clipped), the second without a bias and taking the first's
 // input gradient through a ReLU.

@@ -34,10 +34,12 @@ struct Targets {
   }
 };
 
-// CPU only: the algorithm of 3x3 stride-1 convolutions (backends/cpu/winograd_conv.h).
-// automatic: Winograd where a fixed rule says it wins, oneDNN's direct
-// kernels elsewhere; direct: oneDNN everywhere; winograd: Winograd wherever
-// it suits. The choice changes the result's bits: record it with them.
+// CPU only: the algorithm of 3x3 stride-1 convolutions (backends/cpu/winograd_conv.h),
+// and of stride-1 convolutions with few channels (backends/cpu/direct_conv.h).
+// automatic: Winograd, or our direct kernels, where a fixed rule says they
+// win, oneDNN's direct kernels elsewhere; direct: oneDNN everywhere;
+// winograd: Winograd wherever it suits. The choice changes the result's
+// bits: record it with them.
 enum class ConvAlgo { automatic, direct, winograd };
 // "auto", "direct", "winograd"; UserError naming them otherwise.
 ConvAlgo parse_conv_algo(const std::string& name);

@@ -4,10 +4,13 @@
 // goihw [G, O/G, C/G, k, k]. "same" padding may be asymmetric (left/right).
 // A stride-1 convolution of a single-channel image runs its forward pass and
 // weight gradient on our own kernels (see planar_conv.h); 3×3 stride-1 pad-1
-// convolutions may run any pass by Winograd F(2×2, 3×3) (winograd_conv.h).
+// convolutions may run any pass by Winograd F(2×2, 3×3) (winograd_conv.h);
+// other stride-1 convolutions of few channels, by our direct kernels
+// (direct_conv.h).
 //   src [N, C, H, W], weight [O, C/G, k, k], bias [O] (optional), dst [N, O, Ho, Wo]
 #include <memory>
 
+#include "backends/cpu/direct_conv.h"
 #include "backends/cpu/planar_conv.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/weighted_op.h"
@@ -57,6 +60,10 @@ class Conv2dOp final : public WeightedOp {
     const convolution_backward_weights::primitive_desc bwd_w_pd(bwd_w_desc, attr, env.engine, fwd_pd);
     if (const WinogradPasses passes = WinogradConv::passes(g, algo); passes.any()) {
       set_primitives_and_own_kernels(fwd_pd, bwd_data_pd, bwd_w_pd, std::make_unique<WinogradConv>(g, passes));
+      return;
+    }
+    if (const DirectPasses passes = DirectConv::passes(g, algo); passes.any()) {
+      set_primitives_and_own_kernels(fwd_pd, bwd_data_pd, bwd_w_pd, std::make_unique<DirectConv>(g, passes));
       return;
     }
     set_primitives(fwd_pd, bwd_data_pd, bwd_w_pd);

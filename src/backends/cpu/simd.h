@@ -26,9 +26,16 @@ inline constexpr int kLanes = 8;
 inline constexpr int kLanes = 4;
 #endif
 
+// Through a class: GCC 12 drops vector_size from an alias template whose
+// size depends on its parameter (VecOf<W> would be one float).
 template <int W>
-using VecOf = float __attribute__((vector_size(W * sizeof(float))));
+struct VecType {
+  typedef float type __attribute__((vector_size(W * sizeof(float))));
+};
+template <int W>
+using VecOf = typename VecType<W>::type;
 using Vec = VecOf<kLanes>;
+static_assert(sizeof(Vec) == kLanes * sizeof(float), "simd::Vec is not kLanes floats wide");
 
 // The lane count of a vector type.
 template <class V>
@@ -46,9 +53,12 @@ inline void store(float* p, V v) {
   std::memcpy(p, &v, sizeof v);
 }
 
+// x − 0 rather than 0 + x: the same value for every x (−0 − 0 is −0), so the
+// compiler drops the subtraction and emits one broadcast (or folds it into
+// an FMA's memory operand); 0 + x is +0 for x = −0 and cost a scalar add.
 template <class V>
 inline V broadcast(float x) {
-  return V{} + x;
+  return x - V{};
 }
 
 // a·b + c. With FMA in the set (the AVX2 and AVX-512 copies) the compiler
