@@ -68,14 +68,16 @@ const std::vector<ConfigKey>& config_schema() {
     k.push_back(images(whole("data.shuffle_buffer", AT(data.shuffle_buffer), at_least(0, "0 (the whole split) or positive"),
                              "Examples shuffled together; 0: the whole training split")));
     k.push_back(images(boolean("data.oversample", AT(data.oversample),
-                               "Repeat the training split's rarer classes up to the largest's count (csv, folders)")));
+                               "Repeat the training split's rarer classes up to the largest's count (csv, folders)")
+                           .with_details("In order, round and round; the validation split is left as it is")));
     k.push_back(images(class_weight_key()));
     k.push_back(images(numbers("data.mean", AT(data.mean), "Per channel (or one), on pixels scaled to [0, 1]")));
     k.push_back(images(numbers("data.std", AT(data.std), "Per channel (or one), each positive")));
     k.push_back(images(text("data.on_bad_example", AT(data.on_bad_example), choices({"fail", "skip"}),
                             "A missing or corrupt image or bad CSV row: fail, or skip (count and name them)")));
     k.push_back(images(whole("data.max_image_bytes", AT(data.max_image_bytes), at_least(1, "positive"),
-                             "Largest encoded image read, checked before reading")));
+                             "Largest encoded image read, checked before reading")
+                           .with_details("A larger file is a bad example, refused before it is read (64 MiB)")));
     // data.augment: the training split only, after the cache (docs/images.md).
     k.push_back(images(boolean("data.augment.horizontal_flip", AT(data.augment.horizontal_flip),
                                "Flip left-right with probability 1/2")));

@@ -43,7 +43,7 @@ ConfigKey custom(std::string name, std::string type_shown, std::string default_s
 }  // namespace
 
 ConfigKey class_weight_key() {
-  return custom(
+  ConfigKey k = custom(
       "data.class_weight", "balanced or mapping", "none (every class 1)",
       "Weights of each class's examples in the training loss (Keras's class_weight): balanced, or {class: "
       "weight} (others 1)",
@@ -67,6 +67,11 @@ ConfigKey class_weight_key() {
         if (d.class_weight == "map") return json(d.class_weights);
         return d.class_weight.empty() ? json(nullptr) : json(d.class_weight);
       });
+  k.details = "balanced: each class weighs examples / (classes x its count in the training split), Keras's and "
+              "sklearn's formula; a mapping `{multiple_diseases: 3}` leaves the others 1. Each training example's "
+              "loss and gradient are multiplied by its class's weight, said in one line at the start; validation loss "
+              "and the reports stay unweighted";
+  return k;
 }
 
 ConfigKey fill_mode_key() {

@@ -96,21 +96,17 @@ void read_section(const json& j, const std::string& section, RunConfig& c, const
     } else if (is_config_section(dotted)) {
       read_section(*it, dotted, c, where);
     } else {
-      const std::set<std::string> known = config_children(section);
-      std::string list, close;
-      for (const auto& n : known) list += (list.empty() ? "" : ", ") + n;
-      for (const auto& n : close_matches(it.key(), known))
-        close += (close.empty() ? "" : " or ") + ("'" + (section.empty() ? n : section + "." + n) + "'");
-      throw UserError(where + ": unknown key '" + shown(dotted) + "'" +
-                      (close.empty() ? "" : "; did you mean " + close + "?") + " (known here: " + list + ")");
+      throw unknown_key(where, section, it.key(), config_children(section));
     }
   }
 }
 
 // "data.augment.zoom" as the JSON pointer "/data/augment/zoom".
-std::string replace_dots(std::string dotted) {
-  std::replace(dotted.begin(), dotted.end(), '.', '/');
-  return dotted;
+json::json_pointer pointer_of(const std::string& dotted) {
+  std::string path = "/";
+  path += dotted;
+  std::replace(path.begin(), path.end(), '.', '/');
+  return json::json_pointer(path);
 }
 
 }  // namespace
@@ -208,7 +204,7 @@ std::string run_config_json(const RunConfig& c) {
   json j = json::object();
   for (const ConfigKey& key : config_schema()) {
     if (key.images_only && !c.data.reads_images()) continue;  // Fashion-MNIST configs stay as they were
-    if (std::optional<json> v = key.write(c)) j[json::json_pointer("/" + replace_dots(key.name))] = std::move(*v);
+    if (std::optional<json> v = key.write(c)) j[pointer_of(key.name)] = std::move(*v);
   }
   return j.dump(2);
 }
