@@ -5,22 +5,11 @@
 #include "convoy/train/config_schema.h"
 
 #include <cfloat>
-#include <limits>
-#include <type_traits>
 
-#include "convoy/backends/devices.h"
-#include "convoy/core/error.h"
-#include "convoy/core/untrusted.h"
-#include "convoy/nn/zoo.h"
 #include "train/config_json.h"
 #include "train/config_keys.h"
 
 namespace convoy::train {
-namespace {
-
-using json = nlohmann::json;
-
-}  // namespace
 
 const std::vector<ConfigKey>& config_schema() {
   static const std::vector<ConfigKey> keys = [] {
@@ -171,7 +160,7 @@ const std::vector<ConfigKey>& config_schema() {
     k.push_back(whole("training.checkpoint_every_steps", AT(checkpoint_every_steps), at_least(0, "0 (off) or positive"),
                       "Also checkpoint every N steps within an epoch (needs --out); 0: off")
                     .with_flag("--checkpoint-every-steps"));
-    k.push_back(whole("training.seed", AT(seed), {}, "Seed for initialisation and shuffling; same seed and threads, same bits")
+    k.push_back(whole("training.seed", AT(seed), {.note = "0 or more"}, "Seed for initialisation and shuffling; same seed and threads, same bits")
                     .with_flag("--seed"));
     k.push_back(whole("training.threads", AT(threads), at_least(0, "0 (all cores) or positive"),
                       "Worker threads; 0: all cores")
@@ -252,7 +241,7 @@ std::set<std::string> config_children(const std::string& section) {
   return out;
 }
 
-json config_value_from_text(const ConfigKey& key, const std::string& text, const std::string& where) {
+nlohmann::json config_value_from_text(const ConfigKey& key, const std::string& text, const std::string& where) {
   if (key.type == KeyType::text || key.type == KeyType::path) return text;
   return config_text_to_json("v: " + (text.empty() ? std::string("''") : text), where, /*yaml=*/true)["v"];
 }
