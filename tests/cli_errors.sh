@@ -41,6 +41,14 @@ expect_error "zero epochs" "--epochs" -- train --epochs 0
 expect_error "negative lr" "--lr" -- train --lr -1
 expect_error "unknown flag" "--bogus" -- train --bogus 3
 expect_error "unknown command" "fly" -- fly
+expect_error "unknown help topic" "help: unknown topic 'flags'; the one there is: config" -- help flags
+expect_error "seed below 0" "--seed: 'training.seed' must be a whole number >= 0, got -1" -- train --seed -1
+expect_error "flag of a key out of range" "distributed.bucket_kib (--dist-bucket-kib) must be 0 (off) or positive, got -1" -- \
+  train --dist-bucket-kib -1
+# The flags' help and `convoy help config` come from the schema: its defaults, not hand-written ones.
+"$convoy" train --help | grep -q -- "--dist-bucket-kib N .*\[16\]" || { echo "FAIL train --help: --dist-bucket-kib [16]"; failures=$((failures + 1)); }
+"$convoy" help config | grep -q "^distributed.bucket_kib (--dist-bucket-kib): whole number, default 16; allowed: 0 (off) or positive" ||
+  { echo "FAIL help config: distributed.bucket_kib"; failures=$((failures + 1)); }
 expect_error "batch too large" "batch size" -- train --batch-size 70000 --epochs 1
 expect_error "unwritable out" "/proc/convoy-out" -- train --out /proc/convoy-out --epochs 1
 

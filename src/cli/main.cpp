@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <new>
 #include <optional>
 #include <set>
@@ -20,6 +21,7 @@
 #include "convoy/io/pretrained.h"
 #include "convoy/nn/zoo.h"
 #include "convoy/records/shards.h"
+#include "convoy/train/config_schema.h"
 #include "convoy/train/config_warnings.h"
 #include "convoy/train/data_defaults.h"
 #include "convoy/train/export.h"
@@ -31,33 +33,34 @@ namespace {
 
 using convoy::train::RunConfig;
 
+// A config key's flag (config_schema()): the text given, or set for a switch.
+struct KeyFlag {
+  std::optional<std::string> text;
+  bool on = false;
+  bool given() const { return text || on; }
+};
+
 // Flags given on the command line; each overrides the config file's key.
 struct TrainFlags {
   std::string config, resume;
-  std::optional<int64_t> epochs, batch_size, checkpoint_every_steps;
-  std::optional<double> lr, momentum;
-  std::optional<int> threads;
-  std::optional<uint64_t> seed;
-  std::optional<std::string> data, out, progress, on_nan, device, model, optimizer;
-  std::optional<int64_t> image_size, freeze_epochs;
+  std::map<std::string, KeyFlag> keys;  // by dotted key: every key with a flag ("optimizer.lr": --lr)
+  std::optional<int64_t> image_size;
   std::vector<std::string> sets;  // --set key=value, in order
-  bool quiet = false, profile = false;
-  // data parallelism
-  std::optional<std::string> strategy;
-  std::optional<double> dist_timeout;
-  std::optional<int64_t> bucket_kib;
-  bool scale_lr = false, sync_bn = false;
+  bool quiet = false;
+  bool has(const std::string& key) const { return keys.at(key).given(); }
 };
+
+// Reads one given key flag into the config, typed and checked as the key in a file.
+void apply_key_flag(const convoy::train::ConfigKey& key, const KeyFlag& flag, RunConfig& c) {
+  const nlohmann::json value = flag.on ? nlohmann::json(true) : convoy::train::config_value_from_text(key, *flag.text, key.flag);
+  key.read(value, c, key.flag);
+}
 
 // How to run, as opposed to what to train: may change on --resume too.
 void apply_how_to_run_flags(const TrainFlags& f, RunConfig& c) {
-  if (f.progress) c.progress = *f.progress;
+  for (const auto& key : convoy::train::config_schema())
+    if (key.how_to_run && !key.flag.empty() && f.has(key.name)) apply_key_flag(key, f.keys.at(key.name), c);
   if (f.quiet) c.progress = "quiet";
-  if (f.profile) c.profile = true;
-  if (f.device) c.device = *f.device;
-  if (f.strategy) c.strategy = *f.strategy;
-  if (f.dist_timeout) c.dist_timeout = *f.dist_timeout;
-  if (f.bucket_kib) c.bucket_kib = *f.bucket_kib;
 }
 
 // The config file, then --set, then the flags; the keys nobody gave come from
@@ -66,39 +69,22 @@ RunConfig resolve(const TrainFlags& f, std::string* chosen = nullptr) {
   convoy::train::LoadedConfig loaded = convoy::train::load_run_config(f.config, f.sets);
   RunConfig& c = loaded.config;
   std::set<std::string>& given = loaded.given;
-  const auto flag = [&](const auto& value, const char* key, auto& field) {
-    if (!value) return;
-    field = *value;
-    given.insert(key);
-  };
-  flag(f.epochs, "training.epochs", c.epochs);
-  flag(f.batch_size, "training.batch_size", c.batch_size);
-  flag(f.lr, "optimizer.lr", c.lr);
-  flag(f.optimizer, "optimizer.name", c.optimizer);
-  flag(f.model, "model.name", c.model);
-  flag(f.freeze_epochs, "transfer.freeze_epochs", c.freeze_epochs);
-  flag(f.threads, "training.threads", c.threads);
-  flag(f.seed, "training.seed", c.seed);
-  flag(f.data, "data.dir", c.data_dir);
-  flag(f.out, "output.dir", c.out_dir);
-  flag(f.checkpoint_every_steps, "training.checkpoint_every_steps", c.checkpoint_every_steps);
-  flag(f.on_nan, "callbacks.on_nan", c.on_nan);
-  if (f.model) c.layers.clear();  // a zoo model instead of the file's layer list
+  for (const auto& key : convoy::train::config_schema()) {
+    if (key.flag.empty() || !f.has(key.name)) continue;
+    if (key.name == "optimizer.momentum")
+      // Adam and AdamW have none (beta1 plays its part): a flag they would ignore is an error, not silence.
+      convoy::require(c.optimizer == "sgd" || c.optimizer == "rmsprop",
+                      "--momentum: the " + c.optimizer + " optimizer has no momentum (optimizer.beta1 plays that "
+                      "part); drop --momentum, or use sgd or rmsprop");
+    apply_key_flag(key, f.keys.at(key.name), c);
+    given.insert(key.name);
+  }
+  if (f.has("model.name")) c.layers.clear();  // a zoo model instead of the file's layer list
   if (f.image_size) {
     c.data.width = c.data.height = *f.image_size;
     given.insert({"data.width", "data.height"});
   }
-  if (f.momentum) {
-    // Adam and AdamW have none (beta1 plays its part): a flag they would ignore is an error, not silence.
-    convoy::require(c.optimizer == "sgd" || c.optimizer == "rmsprop",
-                    "--momentum: the " + c.optimizer + " optimizer has no momentum (optimizer.beta1 plays that part); "
-                    "drop --momentum, or use sgd or rmsprop");
-    c.momentum = *f.momentum;
-    given.insert("optimizer.momentum");
-  }
-  if (f.scale_lr) c.scale_lr = true;
-  if (f.sync_bn) c.sync_batch_norm = true;
-  apply_how_to_run_flags(f, c);
+  if (f.quiet) c.progress = "quiet";
   const std::string line = convoy::train::choose_from_data(c, given);
   if (chosen) *chosen = line;
   convoy::require(!f.image_size || c.data.reads_images(),
@@ -107,6 +93,31 @@ RunConfig resolve(const TrainFlags& f, std::string* chosen = nullptr) {
   for (const std::string& w : convoy::train::ignored_settings(c, given)) std::cerr << "convoy: warning: " << w << "\n";
   convoy::train::validate(c);
   return c;
+}
+
+// What a key flag's value is, in --help.
+const char* metavar(convoy::train::KeyType type) {
+  switch (type) {
+    case convoy::train::KeyType::whole: return "N";
+    case convoy::train::KeyType::number: return "X";
+    case convoy::train::KeyType::path: return "PATH";
+    default: return "TEXT";
+  }
+}
+
+// `convoy help config [--markdown]`: every run-config key (the README's table with --markdown).
+int run_help(const std::string& topic, bool markdown) {
+  convoy::require(topic == "config", "help: unknown topic '" + topic + "'; the one there is: config");
+  std::cout << (markdown ? convoy::train::config_keys_markdown() : convoy::train::config_keys_text());
+  return 0;
+}
+
+// --resume DIR --epochs N trains on to epoch N; 0: to the run's own end.
+int64_t resume_epochs(const TrainFlags& f) {
+  if (!f.has("training.epochs")) return 0;
+  RunConfig c;
+  apply_key_flag(*convoy::train::find_config_key("training.epochs"), f.keys.at("training.epochs"), c);
+  return c.epochs;
 }
 
 // SIGINT/SIGTERM stopped the run after a step: say how to continue; exit 128 + signal.
@@ -120,17 +131,18 @@ int stopped(const convoy::train::RunOutcome& outcome, const std::string& dir) {
 
 int run_train(const TrainFlags& f) {
   if (!f.resume.empty()) {
-    convoy::require(f.config.empty() && !f.batch_size && !f.lr && !f.momentum && !f.seed && !f.data &&
-                        !f.out && !f.checkpoint_every_steps && !f.on_nan && !f.scale_lr && !f.sync_bn && !f.model &&
-                        !f.optimizer && !f.image_size && !f.freeze_epochs && f.sets.empty(),
-                    "--resume continues a run with its own settings; pass no other training flags (but --epochs N "
-                    "to train on to epoch N)");
+    bool what_to_train = !f.config.empty() || f.image_size || !f.sets.empty();
+    for (const auto& key : convoy::train::config_schema())
+      if (!key.flag.empty() && !key.how_to_run && key.name != "training.epochs" && key.name != "training.threads")
+        what_to_train = what_to_train || f.has(key.name);
+    convoy::require(!what_to_train, "--resume continues a run with its own settings; pass no other training flags "
+                                    "(but --epochs N to train on to epoch N)");
     // The thread count orders the sums, so another one would break the exact resume.
-    convoy::require(!f.threads, "--threads: --resume keeps the run's own thread count, so that it continues bit for "
-                                "bit; resume without --threads");
+    convoy::require(!f.has("training.threads"), "--threads: --resume keeps the run's own thread count, so that it "
+                                                "continues bit for bit; resume without --threads");
     const auto outcome =
         convoy::train::resume_training(f.resume, std::cout, [&](RunConfig& c) { apply_how_to_run_flags(f, c); },
-                                       f.epochs.value_or(0));
+                                       resume_epochs(f));
     return outcome.stopped_by_signal ? stopped(outcome, f.resume) : 0;
   }
   std::string chosen;
@@ -310,40 +322,19 @@ int main(int argc, char** argv) {
   CLI::App* train = app.add_subcommand("train", "Train a model (default: the seed CNN on Fashion-MNIST)");
   train->add_option("--config", f.config, "Run config (.json, .yaml); flags override its keys");
   train->add_option("--resume", f.resume, "Continue the run saved in this --out folder");
-  train->add_option("--epochs", f.epochs, "Training epochs [50]");
-  train->add_option("--batch-size", f.batch_size, "Examples per step [128]");
-  train->add_option("--lr", f.lr, "Learning rate, for any optimizer [0.01; photos: 0.001]");
-  train->add_option("--momentum", f.momentum, "Momentum of sgd and rmsprop (adam has none) [0.5]");
-  train->add_option("--threads", f.threads, "Worker threads, 0 = all cores [0]");
-  // Seeds are unsigned: "-1" would otherwise wrap to 18446744073709551615.
-  const auto seed_check = CLI::Validator(
-      [](const std::string& s) { return s.find('-') == std::string::npos ? std::string() : "a seed is a whole number >= 0"; },
-      "SEED");
-  train->add_option("--seed", f.seed, "Seed for initialisation and shuffling [2]")->check(seed_check);
-  train->add_option("--data", f.data,
-                    "Data folder: class folders of images, a Kaggle CSV + images/, or Fashion-MNIST IDX files");
-  train->add_option("--model", f.model, "A zoo model (see 'convoy summary --help') [seed_cnn; photos: plant_cnn]");
-  train->add_option("--optimizer", f.optimizer, "sgd, adam, adamw or rmsprop [sgd; photos: adam]");
+  // Every config key with a flag, its help and default from config_schema().
+  for (const auto& key : convoy::train::config_schema()) {
+    if (key.flag.empty()) continue;
+    KeyFlag& k = f.keys[key.name];
+    if (key.type == convoy::train::KeyType::boolean) train->add_flag(key.flag, k.on, convoy::train::flag_help(key));
+    else train->add_option(key.flag, k.text, convoy::train::flag_help(key))->type_name(metavar(key.type));
+  }
   train->add_option("--image-size", f.image_size, "Image data: resize to N x N [from the first image, at most 128]")
       ->check(CLI::Range(8, 4096));
-  train->add_option("--freeze-epochs", f.freeze_epochs, "Transfer learning: epochs that train the head alone [0]");
-  train->add_option("--set", f.sets, "Any config key: --set optimizer.lr=3e-4 --set data.augment.horizontal_flip=true")
+  train->add_option("--set", f.sets, "Any config key: --set optimizer.lr=3e-4 --set data.augment.horizontal_flip=true "
+                                     "('convoy help config' lists them)")
       ->allow_extra_args(false);
-  train->add_option("--out", f.out, "Folder for checkpoint, history.csv, summary.json, model.safetensors");
-  train->add_option("--progress", f.progress, "auto, bar, lines or quiet [auto]");
-  train->add_option("--device", f.device, "auto (a usable GPU, else the CPU), cpu, cuda, or a PJRT plugin: pjrt (XLA's CPU plugin), pjrt:PLUGIN.so, tpu, pjrt-gpu [auto]");
-  train->add_option("--checkpoint-every-steps", f.checkpoint_every_steps,
-                    "Also checkpoint every N steps within an epoch (needs --out) [0 = off]");
-  train->add_option("--on-nan", f.on_nan, "NaN/Inf in a loss or gradient: stop or skip_step [stop]");
   train->add_flag("--quiet", f.quiet, "Print only the final test accuracy");
-  train->add_flag("--profile", f.profile, "Print per-layer forward/backward time and GFLOP/s at the end");
-  train->add_option("--strategy", f.strategy, "single; mpi: one replica per process under mpirun; nccl: one per GPU under mpirun [single]");
-  train->add_flag("--scale-lr", f.scale_lr, "Multiply the learning rate by the number of replicas");
-  train->add_flag("--sync-bn", f.sync_bn, "Batch-norm statistics over all replicas' batches (default: per replica)");
-  train->add_option("--dist-timeout", f.dist_timeout,
-                    "Seconds a replica waits for the others before it stops with an error [60]");
-  train->add_option("--dist-bucket-kib", f.bucket_kib,
-                    "Send gradients in buckets of this many KiB during backward; 0: all after it [16]");
   std::string checkpoint, input, output;
   CLI::App* evaluate = app.add_subcommand("evaluate", "Evaluate a checkpoint on its test data");
   evaluate->add_option("--checkpoint", checkpoint, "The --out folder of a train run")->required();
@@ -373,6 +364,10 @@ int main(int argc, char** argv) {
   summary->add_option("--onnx", summary_flags.onnx, "An ONNX file to import (the model it becomes)");
   summary->add_option("--skip", summary_flags.skip, "Tensor name prefixes to leave out of --weights (a new head: fc.)");
   app.add_subcommand("devices", "List the devices convoy can train on");
+  // Seeds are unsigned: "-1" would otherwise wrap to 18446744073709551615.
+  const auto seed_check = CLI::Validator(
+      [](const std::string& s) { return s.find('-') == std::string::npos ? std::string() : "a seed is a whole number >= 0"; },
+      "SEED");
   ShardFlags sf;
   CLI::App* shards = app.add_subcommand("shards", "Write TFRecord shards from a CSV + image folder or class folders");
   shards->add_option("--csv", sf.csv, "Manifest CSV (e.g. train.csv: image_id and 0/1 class columns)");
@@ -399,6 +394,13 @@ int main(int argc, char** argv) {
   demo_data->add_option("--size", demo.size, "Image size WIDTHxHEIGHT [600x400]");
   demo_data->add_option("--seed", demo.plant.seed, "Seed: same seed, same files [1]")->check(seed_check);
 
+  std::string help_topic;
+  bool help_markdown = false;
+  CLI::App* help_cmd = app.add_subcommand("help", "Describe settings: 'convoy help config' lists every run-config key");
+  help_cmd->add_option("topic", help_topic, "config: each key of a run config, its flag, type, default and range")
+      ->required();
+  help_cmd->add_flag("--markdown", help_markdown, "As a Markdown table (the README's)");
+
   // CLI11 would call an unknown command a missing one; name it instead.
   const auto known = [&](const std::string& name) {
     for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
@@ -406,7 +408,7 @@ int main(int argc, char** argv) {
     return false;
   };
   if (argc > 1 && argv[1][0] != '-' && !known(argv[1])) {
-    std::cerr << "convoy: error: unknown command '" << argv[1] << "'; commands: train, evaluate, predict, export, summary, devices, shards, demo-data (see 'convoy --help')"
+    std::cerr << "convoy: error: unknown command '" << argv[1] << "'; commands: train, evaluate, predict, export, summary, devices, shards, demo-data, help (see 'convoy --help')"
               << std::endl;
     return 2;
   }
@@ -427,6 +429,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("devices")) return run_devices();
     if (shards->parsed()) return run_shards(sf);
     if (demo_data->parsed()) return run_demo_data(demo);
+    if (help_cmd->parsed()) return run_help(help_topic, help_markdown);
   } catch (const convoy::UserError& e) {
     std::cerr << "convoy: error: " << convoy::one_line(e.what()) << std::endl;
     return 2;

@@ -52,4 +52,14 @@ std::vector<std::string> close_matches(const std::string& key, const std::set<st
   return out;
 }
 
+UserError unknown_key(const std::string& where, const std::string& prefix, const std::string& key,
+                      const std::set<std::string>& known) {
+  const auto dotted = [&](const std::string& k) { return prefix.empty() ? k : prefix + "." + k; };
+  std::string list, close;
+  for (const auto& n : known) list += (list.empty() ? "" : ", ") + n;
+  for (const auto& n : close_matches(key, known)) close += (close.empty() ? "" : " or ") + ("'" + dotted(n) + "'");
+  return UserError(where + ": unknown key '" + shown(dotted(key)) + "'" +
+                   (close.empty() ? "" : "; did you mean " + close + "?") + " (known here: " + list + ")");
+}
+
 }  // namespace convoy::train

@@ -8,6 +8,7 @@
 
 #include "convoy/core/error.h"
 #include "convoy/core/untrusted.h"
+#include "convoy/train/config_schema.h"
 #include "convoy/train/run_config.h"
 #include "train/config_json.h"
 
@@ -17,16 +18,21 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// The keys that name files or folders: relative ones in a file are relative to its folder.
-constexpr const char* kPathKeys[][2] = {{"data", "dir"}, {"model", "pretrained"}, {"output", "dir"}};
-
+// The keys that name files or folders (KeyType::path): relative ones in a file are relative to its folder.
 void resolve_paths(json& root, const fs::path& folder) {
   if (folder.empty() || !root.is_object()) return;
-  for (const auto& [section, key] : kPathKeys) {
-    auto s = root.find(section);
-    if (s == root.end() || !s->is_object()) continue;
-    auto v = s->find(key);
-    if (v == s->end() || !v->is_string()) continue;  // a wrong type is reported by the typed read
+  for (const ConfigKey& key : config_schema()) {
+    if (key.type != KeyType::path) continue;
+    json* node = &root;
+    std::size_t start = 0;
+    for (auto dot = key.name.find('.'); node && dot != std::string::npos; dot = key.name.find('.', start)) {
+      const auto s = node->find(key.name.substr(start, dot - start));
+      node = s != node->end() && s->is_object() ? &*s : nullptr;
+      start = dot + 1;
+    }
+    if (!node) continue;
+    const auto v = node->find(key.name.substr(start));
+    if (v == node->end() || !v->is_string()) continue;  // a wrong type is reported by the typed read
     const fs::path p(v->get<std::string>());
     if (!p.empty() && p.is_relative()) *v = (folder / p).lexically_normal().string();
   }

@@ -10,12 +10,17 @@
 
 #include "convoy/core/error.h"
 #include "convoy/core/untrusted.h"
+#include "train/config_keys.h"
 
 namespace convoy::train {
 
 // The names of `known` a typo of `key` could stand for: a small edit
 // distance, or one containing the other ("learning_rate" and "lr" excepted).
 std::vector<std::string> close_matches(const std::string& key, const std::set<std::string>& known);
+// The error for `key` of section `prefix` ("" for the top level), which no one
+// reads: the close keys of `known`, and the list of them.
+UserError unknown_key(const std::string& where, const std::string& prefix, const std::string& key,
+                      const std::set<std::string>& known);
 
 // Reads one JSON object's keys into typed fields; anything not read is an
 // unknown key. Messages name the file and the dotted key.
@@ -31,16 +36,7 @@ class Section {
   template <class T> void get(const char* key, T& out) {
     known_.insert(key);
     auto it = j_.find(key);
-    if (it == j_.end()) return;
-    const bool ok = [&] {
-      if constexpr (std::is_same_v<T, bool>) return it->is_boolean();
-      else if constexpr (std::is_integral_v<T>) return it->is_number_integer() && (std::is_signed_v<T> || *it >= 0);
-      else if constexpr (std::is_floating_point_v<T>) return it->is_number();
-      else return it->is_string();
-    }();
-    // A value that is not valid UTF-8 is shown with replacement characters, not thrown on.
-    require(ok, where_ + ": '" + dotted(key) + "' must be " + type_name<T>() + ", got " + shown_json(*it));
-    out = it->template get<T>();
+    if (it != j_.end()) read_typed(*it, out, dotted(key), {}, where_);  // typed as a config key's value
   }
 
   Section sub(const char* key) {
@@ -62,22 +58,11 @@ class Section {
   // Throws for the first key nobody read.
   void finish() const {
     for (auto& [k, v] : j_.items()) {
-      if (known_.count(k)) continue;
-      std::string list, close;
-      for (const auto& n : known_) list += (list.empty() ? "" : ", ") + n;
-      for (const auto& n : close_matches(k, known_)) close += (close.empty() ? "" : " or ") + ("'" + dotted(n) + "'");
-      throw UserError(where_ + ": unknown key '" + shown(dotted(k)) + "'" +
-                      (close.empty() ? "" : "; did you mean " + close + "?") + " (known here: " + list + ")");
+      if (!known_.count(k)) throw unknown_key(where_, prefix_, k, known_);
     }
   }
 
  private:
-  template <class T> static const char* type_name() {
-    if constexpr (std::is_same_v<T, bool>) return "true or false";
-    else if constexpr (std::is_integral_v<T>) return "a whole number";
-    else if constexpr (std::is_floating_point_v<T>) return "a number";
-    else return "a string";
-  }
   const json& j_;
   std::string where_, prefix_;
   std::set<std::string> known_;
