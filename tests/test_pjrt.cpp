@@ -21,16 +21,10 @@
 #include "convoy/nn/zoo.h"
 #include "cuda_test_helpers.h"
 #include "joins_graph.h"
+#include "pjrt_test_helpers.h"
 
 namespace convoy {
 namespace {
-
-// Skips a test when no PJRT CPU plugin can run here, naming why.
-#define REQUIRE_PJRT()                                                                      \
-  do {                                                                                      \
-    const PjrtReport& report = find_pjrt("pjrt");                                           \
-    if (!report.usable()) GTEST_SKIP() << "no PJRT CPU plugin: " << report.why_unusable;    \
-  } while (0)
 
 // max |a - b| over a slot, relative to the slot's largest |b|.
 void expect_close(std::span<float> a, std::span<float> b, const nn::Model& model, bool state,

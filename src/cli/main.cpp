@@ -46,6 +46,7 @@ struct TrainFlags {
   std::optional<std::string> strategy;
   std::optional<double> dist_timeout;
   std::optional<int64_t> bucket_kib;
+  std::optional<int64_t> replicas;
   bool scale_lr = false, sync_bn = false;
 };
 
@@ -83,6 +84,7 @@ RunConfig resolve(const TrainFlags& f, std::string* chosen = nullptr) {
   flag(f.out, "output.dir", c.out_dir);
   flag(f.checkpoint_every_steps, "training.checkpoint_every_steps", c.checkpoint_every_steps);
   flag(f.on_nan, "callbacks.on_nan", c.on_nan);
+  flag(f.replicas, "training.replicas", c.replicas);
   if (f.model) c.layers.clear();  // a zoo model instead of the file's layer list
   if (f.image_size) {
     c.data.width = c.data.height = *f.image_size;
@@ -121,7 +123,7 @@ int stopped(const convoy::train::RunOutcome& outcome, const std::string& dir) {
 int run_train(const TrainFlags& f) {
   if (!f.resume.empty()) {
     convoy::require(f.config.empty() && !f.batch_size && !f.lr && !f.momentum && !f.seed && !f.data &&
-                        !f.out && !f.checkpoint_every_steps && !f.on_nan && !f.scale_lr && !f.sync_bn && !f.model &&
+                        !f.out && !f.checkpoint_every_steps && !f.on_nan && !f.scale_lr && !f.sync_bn && !f.replicas && !f.model &&
                         !f.optimizer && !f.image_size && !f.freeze_epochs && f.sets.empty(),
                     "--resume continues a run with its own settings; pass no other training flags (but --epochs N "
                     "to train on to epoch N)");
@@ -338,6 +340,9 @@ int main(int argc, char** argv) {
   train->add_flag("--quiet", f.quiet, "Print only the final test accuracy");
   train->add_flag("--profile", f.profile, "Print per-layer forward/backward time and GFLOP/s at the end");
   train->add_option("--strategy", f.strategy, "single; mpi: one replica per process under mpirun; nccl: one per GPU under mpirun [single]");
+  train->add_option("--replicas", f.replicas,
+                    "With --device pjrt/tpu/pjrt-gpu: N replicas inside one program, each on its own device and "
+                    "batch (XLA's CPU plugin makes N devices) [1]");
   train->add_flag("--scale-lr", f.scale_lr, "Multiply the learning rate by the number of replicas");
   train->add_flag("--sync-bn", f.sync_bn, "Batch-norm statistics over all replicas' batches (default: per replica)");
   train->add_option("--dist-timeout", f.dist_timeout,

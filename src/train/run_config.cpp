@@ -144,6 +144,7 @@ RunConfig config_from_json(const json& root, const std::string& where, bool chec
     s.get("epochs", c.epochs);
     s.get("batch_size", c.batch_size);
     s.get("steps_per_execution", c.steps_per_execution);
+    s.get("replicas", c.replicas);
     s.get("checkpoint_every_steps", c.checkpoint_every_steps);
     s.get("seed", c.seed);
     s.get("threads", c.threads);
@@ -276,6 +277,14 @@ void validate(const RunConfig& c) {
   require(c.strategy != "nccl" || c.device != "cpu",
           "distributed.strategy nccl trains one replica per GPU, but training.device (--device) is cpu; use "
           "--strategy mpi for replicas on CPUs");
+  require(c.replicas >= 1, "training.replicas (--replicas) must be at least 1");
+  require(c.replicas == 1 || is_pjrt_device(c.device),
+          "training.replicas (--replicas) " + std::to_string(c.replicas) +
+              " runs replicas inside one PJRT program; use it with --device pjrt, tpu or pjrt-gpu (on CPUs "
+              "without PJRT: --strategy mpi)");
+  require(c.replicas == 1 || c.strategy == "single",
+          "training.replicas (--replicas) and distributed.strategy " + shown(c.strategy) +
+              " are two ways to make replicas; use one");
   require(c.dist_timeout > 0, "distributed.timeout_seconds (--dist-timeout) must be positive");
   require(c.bucket_kib >= 0, "distributed.bucket_kib (--dist-bucket-kib) must be 0 (off) or positive");
   require(c.freeze_epochs >= 0 && c.freeze_epochs <= c.epochs,
@@ -361,6 +370,7 @@ std::string run_config_json(const RunConfig& c) {
               {"warmup_epochs", c.schedule.warmup_epochs}}},
             {"training",
              {{"epochs", c.epochs}, {"batch_size", c.batch_size}, {"steps_per_execution", c.steps_per_execution},
+              {"replicas", c.replicas},
               {"checkpoint_every_steps", c.checkpoint_every_steps}, {"seed", c.seed}, {"threads", c.threads}, {"device", c.device},
               {"conv_algo", c.conv_algo}}},
             {"callbacks", {{"terminate_on_nan", c.terminate_on_nan}, {"on_nan", c.on_nan}}},
