@@ -21,16 +21,10 @@
 #include "convoy/nn/zoo.h"
 #include "cuda_test_helpers.h"
 #include "joins_graph.h"
+#include "pjrt_test_helpers.h"
 
 namespace convoy {
 namespace {
-
-// Skips a test when no PJRT CPU plugin can run here, naming why.
-#define REQUIRE_PJRT()                                                                      \
-  do {                                                                                      \
-    const PjrtReport& report = find_pjrt("pjrt");                                           \
-    if (!report.usable()) GTEST_SKIP() << "no PJRT CPU plugin: " << report.why_unusable;    \
-  } while (0)
 
 // max |a - b| over a slot, relative to the slot's largest |b|.
 void expect_close(std::span<float> a, std::span<float> b, const nn::Model& model, bool state,
@@ -329,6 +323,33 @@ TEST(Pjrt, ResNet18MatchesCpu) {
 TEST(Pjrt, MobileNetV2MatchesCpu) {
   REQUIRE_PJRT();
   check_zoo_parity(nn::mobilenet_v2({.input = {3, 64, 64}, .classes = 5}), 2e-2, 2e-3);
+}
+
+// Why MobileNetV2's gradient misses 1e-4: at this size (2x2 maps of 8
+// images in its last blocks, 52 training-mode batch norms) the gradient
+// itself moves by ~1e-2 when the input moves by one float rounding (x times
+// 1 + 1e-7), on the CPU backend alone. No implementation whose floats round
+// differently (XLA's convolutions do) can agree closer than that; the PJRT
+// backend agrees with the CPU as closely as the CPU agrees with itself.
+// (Reduction order alone, 1 vs 2 threads, moved the CPU's by 2e-6.)
+TEST(Pjrt, MobileNetV2GradientAgreesAsWellAsTheCpuWithItself) {
+  REQUIRE_PJRT();
+  const nn::Model model = nn::mobilenet_v2({.input = {3, 64, 64}, .classes = 5});
+  const CompileOptions o = options(8, Loss::softmax_cross_entropy, {.kind = optim::Kind::sgd, .lr = 0.01f});
+  Pair p = compile_both(model, o, 31);
+  auto nudged = compile_cpu(model, o, 31);
+  const auto x = testing::uniform_values(8 * numel(model.input_shape()), 32);
+  const auto y = testing::class_indices(8, 5, 33);
+  auto x_nudged = x;
+  for (float& v : x_nudged) v *= 1.0f + 1e-7f;
+  p.cpu->loss_and_gradients(x.data(), y.data());
+  p.pjrt->loss_and_gradients(x.data(), y.data());
+  nudged->loss_and_gradients(x_nudged.data(), y.data());
+  const auto g_cpu = testing::gradients(*p.cpu);
+  const double cpu_itself = testing::relative_error(testing::gradients(*nudged), g_cpu);
+  const double pjrt = testing::relative_error(testing::gradients(*p.pjrt), g_cpu);
+  EXPECT_GT(cpu_itself, 1e-3) << "the network is better conditioned than it was: tighten MobileNetV2MatchesCpu";
+  EXPECT_LT(pjrt, 2 * cpu_itself) << "PJRT vs CPU " << pjrt << ", CPU vs itself nudged " << cpu_itself;
 }
 
 // MobileNetV2's pieces on their own: a stride-2 depthwise convolution,

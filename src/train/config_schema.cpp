@@ -157,6 +157,11 @@ const std::vector<ConfigKey>& config_schema() {
                     .with_default("128 (photos: 32, less for a small data set)"));
     k.push_back(whole("training.steps_per_execution", AT(steps_per_execution), at_least(1),
                       "Steps run per call into the backend (Keras's steps_per_execution)"));
+    k.push_back(whole("training.replicas", AT(replicas), at_least(1),
+                      "With --device pjrt, tpu or pjrt-gpu: data-parallel replicas inside one compiled program, each "
+                      "on its own device with its own batch_size batch, gradients all-reduced in the step (the seed's 8 "
+                      "TPU cores); XLA's CPU plugin makes that many devices. See [docs/accelerators.md](docs/accelerators.md)")
+                    .with_flag("--replicas"));
     k.push_back(whole("training.checkpoint_every_steps", AT(checkpoint_every_steps), at_least(0, "0 (off) or positive"),
                       "Also checkpoint every N steps within an epoch (needs --out); 0: off")
                     .with_flag("--checkpoint-every-steps"));

@@ -127,17 +127,29 @@ bool say_fallback(const DeviceChoice& device, const std::string& requested) {
   return !device.fallback.empty() && (requested != "auto" || !find_gpus().gpus.empty()) && !said.exchange(true);
 }
 
+// Replicas live inside a PJRT program: the CPU that a missing plugin falls back to has none.
+void require_replica_device(const RunConfig& c, const DeviceChoice& device) {
+  if (c.replicas > 1 && device.kind != DeviceKind::pjrt) {
+    std::string why = device.fallback;
+    if (const auto cut = why.rfind("; training on the CPU"); cut != std::string::npos) why.resize(cut);
+    throw UserError("training.replicas (--replicas) " + std::to_string(c.replicas) + " needs a PJRT device: " + why +
+                    "; make the plugin available, or train without --replicas");
+  }
+}
+
 // On the configured device; `log` (when given) gets the one line that says
 // why "auto" falls back to the CPU, when say_fallback.
 std::unique_ptr<Executable> compile_for(const nn::Model& model, const RunConfig& c, std::ostream* log = nullptr) {
   CompileOptions options;
-  options.batch_size = c.batch_size;
+  options.batch_size = c.batch_size * c.replicas;  // the global batch; a PJRT program splits it over its replicas
+  options.pjrt = {.replicas = static_cast<int>(c.replicas), .sync_batch_norm = c.sync_batch_norm};
   options.loss = loss_kind(c);
   options.label_smoothing = static_cast<float>(c.label_smoothing);
   options.optimizer = optimizer_options(c);
   options.steps_per_execution = c.steps_per_execution;
   options.conv_algo = parse_conv_algo(c.conv_algo);
   const DeviceChoice device = choose_device(c.device, model);
+  require_replica_device(c, device);
   if (log && say_fallback(device, c.device)) *log << "convoy: " << device.fallback << "\n" << std::flush;
   return compile_on(device.kind, model, options, c.seed);
 }
@@ -269,7 +281,7 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
   const bool primary = replicas->is_primary();
   std::ostream discard(nullptr);
   std::ostream& log = primary ? primary_log : discard;
-  RunConfig c = scaled_for_replicas(config, replicas->world_size());
+  RunConfig c = scaled_for_replicas(config, replicas->world_size() * static_cast<int>(config.replicas));
   require(c.checkpoint_every_steps == 0 || !c.out_dir.empty(),
           "training.checkpoint_every_steps (--checkpoint-every-steps) needs an output folder; pass --out DIR");
   // One run per output folder; one that fails before its first checkpoint
@@ -283,7 +295,7 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
     io::remove_stale_temporaries(c.out_dir);  // left by a run killed inside a write
   }
   set_num_threads(c.threads > 0 ? c.threads : dist::default_threads_per_process());
-  choose_device(c.device);  // a missing GPU fails now, not after loading the data
+  require_replica_device(c, choose_device(c.device));  // a missing GPU fails now, not after loading the data
   require(c.pretrained.empty() || fs::is_regular_file(c.pretrained),
           "model.pretrained: " + c.pretrained +
               " is missing; for the EfficientNet-Lite0 weights run bash tools/fetch_pretrained.sh, else fix the path");
@@ -353,7 +365,7 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
   if (progress.step > 0) resuming += " and " + std::to_string(progress.step) + " steps of epoch " + std::to_string(done + 1);
   dist::attach(*replicas, *exe, c.sync_batch_norm);
   RunOutcome out{.history = {}, .device = exe->device(), .threads = num_threads(),
-                 .replicas = replicas->world_size(), .primary = primary};
+                 .replicas = replicas->world_size() * static_cast<int>(c.replicas), .primary = primary};
   if (c.progress != "quiet") {
     // Momentum only where the optimizer has one (SGD, RMSprop).
     const std::string momentum =
@@ -372,6 +384,10 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
     if (replicas->world_size() > 1)
       log << "  " << replicas->world_size() << " replicas (" << replicas->name() << "): global batch "
           << c.batch_size * replicas->world_size() << (c.scale_lr ? ", lr scaled by replicas" : "")
+          << (c.sync_batch_norm ? ", synchronised batch norm" : ", batch norm per replica") << "\n";
+    if (c.replicas > 1)
+      log << "  " << c.replicas << " replicas in one program (" << out.device << "): global batch "
+          << c.batch_size * c.replicas << (c.scale_lr ? ", lr scaled by replicas" : "")
           << (c.sync_batch_norm ? ", synchronised batch norm" : ", batch norm per replica") << "\n";
     log << std::flush;
   }
@@ -441,7 +457,7 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
                      .conv_algo = out.device == "cpu" ? c.conv_algo : "",
                      .threads = out.threads,
                      .epochs = c.epochs, .batch_size = c.batch_size, .lr = c.lr, .momentum = c.momentum,
-                     .seed = c.seed, .replicas = replicas->world_size()};
+                     .seed = c.seed, .replicas = replicas->world_size() * static_cast<int>(c.replicas)};
     info.evaluation_json = evaluation_json(ev, look_of(c).classes);
     const std::vector<report::NamedHistory> compared = compared_runs(c, h, scratch);
     info.compared_json = compared_json(compared);

@@ -138,6 +138,13 @@ void validate(const RunConfig& c) {
   require(c.strategy != "nccl" || c.device != "cpu",
           "distributed.strategy nccl trains one replica per GPU, but training.device (--device) is cpu; use "
           "--strategy mpi for replicas on CPUs");
+  require(c.replicas == 1 || is_pjrt_device(c.device),
+          "training.replicas (--replicas) " + std::to_string(c.replicas) +
+              " runs replicas inside one PJRT program; use it with --device pjrt, tpu or pjrt-gpu (on CPUs "
+              "without PJRT: --strategy mpi)");
+  require(c.replicas == 1 || c.strategy == "single",
+          "training.replicas (--replicas) and distributed.strategy '" + c.strategy +
+              "' are two ways to make replicas; use one");
   require(c.freeze_epochs >= 0 && c.freeze_epochs <= c.epochs,
           "transfer.freeze_epochs must be between 0 and training.epochs (" + std::to_string(c.epochs) + ")");
   require(!c.compare_with_scratch || c.strategy == "single",

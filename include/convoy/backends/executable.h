@@ -65,6 +65,14 @@ struct CompileOptions {
     bool tf32 = true;    // TF32 tensor cores for convolutions and dense layers; off: plain fp32
     bool graphs = true;  // run training steps as captured CUDA graphs
   } gpu;
+  // PJRT only (other backends ignore it; the trainer allows replicas > 1 only
+  // on a PJRT device): data parallelism inside the
+  // program (backends/pjrt/stablehlo_step.h). batch_size is the global batch,
+  // split into `replicas` equal contiguous parts, one per device.
+  struct Pjrt {
+    int replicas = 1;
+    bool sync_batch_norm = false;  // batch statistics over all replicas' parts
+  } pjrt;
 };
 
 // Where a training step's time went, per layer (`convoy train --profile`).

@@ -92,6 +92,10 @@ struct RunConfig {
   // training
   int64_t epochs = 50, batch_size = 128;
   int64_t steps_per_execution = 1;
+  // Data-parallel replicas inside one PJRT program (--device pjrt, tpu,
+  // pjrt-gpu): each global batch is batch_size x replicas, split over that
+  // many devices; gradients averaged in the program (docs/accelerators.md).
+  int64_t replicas = 1;
   int64_t checkpoint_every_steps = 0;  // > 0: also checkpoint every N steps within an epoch (needs an output dir)
   uint64_t seed = 2;  // arbitrary; docs/benchmarks.md shows the spread over seeds
   int threads = 0;    // 0 = all cores

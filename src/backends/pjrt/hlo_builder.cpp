@@ -172,6 +172,17 @@ Val HloBuilder::reduce(const Val& x, const std::string& op, double init, const s
   return r;
 }
 
+Val HloBuilder::all_reduce_sum(const Val& x, int64_t replicas) {
+  std::vector<int64_t> all(replicas);
+  for (int64_t r = 0; r < replicas; ++r) all[r] = r;
+  Val r{fresh(), x.shape, x.elem};
+  // No channel handle: a cross-replica all-reduce (replica ids, one partition).
+  line(r.name + " = \"stablehlo.all_reduce\"(" + x.name + ") ({\n    " + region("add", x.elem) +
+       "}) {replica_groups = dense<[[" + join(all) + "]]> : tensor<1x" + std::to_string(replicas) + "xi64>} : (" +
+       x.type() + ") -> " + r.type());
+  return r;
+}
+
 Val HloBuilder::reduce_window(const Val& x, const std::string& op, double init, const std::vector<int64_t>& window,
                               const std::vector<int64_t>& strides,
                               const std::vector<std::pair<int64_t, int64_t>>& padding) {

@@ -69,6 +69,9 @@ class HloBuilder {
   // Reductions over `dims` with "add", "maximum", "minimum" or "and" from `init`.
   Val reduce(const Val& x, const std::string& op, double init, const std::vector<int64_t>& dims);
   Val sum(const Val& x, const std::vector<int64_t>& dims) { return reduce(x, "add", 0, dims); }
+  // The element-wise sum over `replicas` replicas of the program (one group
+  // of all of them): every replica gets the same result.
+  Val all_reduce_sum(const Val& x, int64_t replicas);
   Val reduce_window(const Val& x, const std::string& op, double init, const std::vector<int64_t>& window,
                     const std::vector<int64_t>& strides, const std::vector<std::pair<int64_t, int64_t>>& padding);
   // Max pooling's backward: each window's gradient goes to its first maximum.

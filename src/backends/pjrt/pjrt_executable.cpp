@@ -1,5 +1,6 @@
 // The PJRT Executable: one compiled StableHLO program per kind of step
-// (stablehlo_step.h) on the first device of the selected plugin's client.
+// (stablehlo_step.h) on the selected plugin's client: its first device, or
+// one device per replica.
 // Parameters, optimizer state and running statistics live on the device
 // between steps: the training program takes them donated and returns their
 // successors, so a step moves only the batch in and three numbers out
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <stdexcept>
 #include <utility>
 
 #include "backends/dropout_mask.h"
@@ -33,18 +35,31 @@ Shape with_batch(int64_t batch, const Shape& s) {
   return out;
 }
 
+// Replicas (CompileOptions::pjrt): the programs run on R devices at once.
+// The host splits each global batch into R contiguous parts of batch / R rows
+// (replica r gets rows [r * part, (r + 1) * part)), and every replica keeps its
+// own copy of parameters, optimizer state and running statistics, which the
+// programs keep identical (stablehlo_step.h); whatever is read back comes
+// from replica 0. Dropout masks are drawn for the global batch, as one CPU
+// executable of that batch draws them, and split the same way.
 class PjrtExecutable final : public Executable {
  public:
   PjrtExecutable(const nn::Model& model, const CompileOptions& options, uint64_t seed, pjrt::Client& client)
       : client_(client), model_(model), options_(options), seed_(seed),
-        example_size_(numel(model.input_shape())), classes_(model.output_shape().at(0)) {
+        example_size_(numel(model.input_shape())), classes_(model.output_shape().at(0)),
+        replicas_(options.pjrt.replicas) {
     require(options.batch_size >= 1, "batch size must be at least 1, got " + std::to_string(options.batch_size));
+    require(replicas_ >= 1, "--replicas must be at least 1, got " + std::to_string(replicas_));
+    require(options.batch_size % replicas_ == 0, "batch size " + std::to_string(options.batch_size) +
+                                                     " does not split into " + std::to_string(replicas_) + " replicas");
+    part_ = options.batch_size / replicas_;
     const std::string why = pjrt::pjrt_unsupported(model, options);
     require(why.empty(), "--device pjrt: " + why + "; train this model on the CPU (--device cpu)");
-    step_options_ = {.batch = options.batch_size, .loss = options.loss, .label_smoothing = options.label_smoothing,
-                     .optimizer = options.optimizer};
-    train_ = client_.compile(pjrt::emit_train_module(model, step_options_));
-    eval_ = client_.compile(pjrt::emit_eval_module(model, step_options_));
+    step_options_ = {.batch = part_, .loss = options.loss, .label_smoothing = options.label_smoothing,
+                     .optimizer = options.optimizer, .replicas = replicas_,
+                     .sync_batch_norm = options.pjrt.sync_batch_norm};
+    train_ = compile(pjrt::emit_train_module(model, step_options_));
+    eval_ = compile(pjrt::emit_eval_module(model, step_options_));
     opt_floats_ = optim::state_size(options.optimizer, model.num_parameters());
     set_parameters(model.initial_parameters(seed));
     set_state(model.initial_state());
@@ -62,15 +77,12 @@ class PjrtExecutable final : public Executable {
   std::string device() const override { return "pjrt:" + platform_; }
 
   void train_step(const float* x, Targets y) override {
-    std::vector<Buffer> in = batch_inputs(x, y, batch_size());
-    const float lr = options_.optimizer.lr;
-    in.push_back(client_.upload(std::span<const float>(&lr, 1), {}));
-    for (auto& m : masks()) in.push_back(std::move(m));
-    std::vector<PJRT_Buffer*> args{params_.get(), opt_.get(), state_.get()};
-    for (const auto& b : in) args.push_back(b.get());
-    auto out = std::move(client_.execute(*train_, {args})[0]);
+    Inputs in = batch_inputs(x, y, batch_size());
+    add_lr(in);
+    add_masks(in);
+    auto out = run(*train_, {&params_, &opt_, &state_}, in);
     take_step_outputs(out);
-    add_step(stats(out[3]).data());
+    add_step(stats(out[0][3]).data());
   }
 
   // steps_per_execution batches as one program (a loop on the device); a
@@ -82,19 +94,15 @@ class PjrtExecutable final : public Executable {
     if (!train_many_) {
       pjrt::StepOptions o = step_options_;
       o.steps = steps;
-      train_many_ = client_.compile(pjrt::emit_train_module(model_, o));
+      train_many_ = compile(pjrt::emit_train_module(model_, o));
     }
-    const int64_t batch = batch_size();
-    std::vector<Buffer> in = batch_inputs(x, y, batch, steps);
-    const float lr = options_.optimizer.lr;
-    in.push_back(client_.upload(std::span<const float>(&lr, 1), {}));
-    for (auto& m : masks(steps)) in.push_back(std::move(m));
-    std::vector<PJRT_Buffer*> args{params_.get(), opt_.get(), state_.get()};
-    for (const auto& b : in) args.push_back(b.get());
-    auto out = std::move(client_.execute(*train_many_, {args})[0]);
+    Inputs in = batch_inputs(x, y, batch_size(), steps);
+    add_lr(in);
+    add_masks(in, steps);
+    auto out = run(*train_many_, {&params_, &opt_, &state_}, in);
     take_step_outputs(out);
     std::vector<float> rows(steps * 3);
-    client_.download(out[3], rows.data(), rows.size() * sizeof(float));
+    client_.download(out[0][3], rows.data(), rows.size() * sizeof(float));
     for (int64_t i = 0; i < steps; ++i) {
       add_step(&rows[i * 3]);
       if (!step_finite_) return i + 1;
@@ -103,29 +111,29 @@ class PjrtExecutable final : public Executable {
   }
 
   double loss_and_gradients(const float* x, Targets y) override {
-    if (!gradients_) gradients_ = client_.compile(pjrt::emit_gradients_module(model_, step_options_));
-    std::vector<Buffer> in = batch_inputs(x, y, batch_size());
-    for (auto& m : masks()) in.push_back(std::move(m));
-    std::vector<PJRT_Buffer*> args{params_.get(), state_.get()};
-    for (const auto& b : in) args.push_back(b.get());
-    auto out = std::move(client_.execute(*gradients_, {args})[0]);
-    state_ = std::move(out[0]);  // donated: a training-mode forward moves the running statistics (as the CPU's)
-    grads_ = std::move(out[2]);
-    output_ = std::move(out[3]);
-    return stats(out[1])[0] / static_cast<double>(batch_size());
+    if (!gradients_) gradients_ = compile(pjrt::emit_gradients_module(model_, step_options_));
+    Inputs in = batch_inputs(x, y, batch_size());
+    add_masks(in);
+    auto out = run(*gradients_, {&params_, &state_}, in);
+    for (int r = 0; r < replicas_; ++r) {
+      state_[r] = std::move(out[r][0]);  // donated: a training-mode forward moves the running statistics (as the CPU's)
+      grads_[r] = std::move(out[r][2]);
+      output_[r] = std::move(out[r][3]);
+    }
+    return stats(out[0][1])[0] / static_cast<double>(batch_size());
   }
 
   void eval_step(const float* x, Targets y, int64_t count) override {
     const int64_t n = batch_size();
     require(count >= 0 && count <= n, "eval_step: count " + std::to_string(count) + " exceeds the batch size");
-    std::vector<Buffer> in = batch_inputs(x, y, count);
-    const auto rows = static_cast<int32_t>(count);
-    in.push_back(client_.upload(std::span<const int32_t>(&rows, 1), {}));
-    std::vector<PJRT_Buffer*> args{params_.get(), state_.get()};
-    for (const auto& b : in) args.push_back(b.get());
-    auto out = std::move(client_.execute(*eval_, {args})[0]);
-    output_ = std::move(out[1]);
-    const auto s = stats(out[0]);
+    Inputs in = batch_inputs(x, y, count);
+    for (int r = 0; r < replicas_; ++r) {  // each replica's rows before `count`
+      const auto rows = static_cast<int32_t>(std::clamp<int64_t>(count - r * part_, 0, part_));
+      in[r].push_back(client_.upload(std::span<const int32_t>(&rows, 1), {}, device_of(r)));
+    }
+    auto out = run(*eval_, {&params_, &state_}, in);
+    for (int r = 0; r < replicas_; ++r) output_[r] = std::move(out[r][1]);
+    const auto s = stats(out[0][0]);
     metrics_.loss_sum += s[0];
     metrics_.correct += static_cast<int64_t>(s[1]);
     metrics_.count += count;
@@ -152,25 +160,27 @@ class PjrtExecutable final : public Executable {
   int64_t parameter_count() const override { return model_.num_parameters(); }
   int64_t state_count() const override { return model_.num_state(); }
   int64_t optimizer_state_size() const override { return opt_floats_; }
-  void set_parameters(std::span<const float> p) override { params_ = upload_flat(p, model_.num_parameters(), "parameters"); }
+  void set_parameters(std::span<const float> p) override { upload_flat(params_, p, model_.num_parameters(), "parameters"); }
   void get_parameters(std::span<float> p) const override { download_flat(params_, p, model_.num_parameters(), "parameters"); }
   void get_gradients(std::span<float> g) const override {
-    if (!grads_) {
+    if (!grads_[0]) {
       require(static_cast<int64_t>(g.size()) == model_.num_parameters(), "gradients: size mismatch");
       std::fill(g.begin(), g.end(), 0.0f);
       return;
     }
     download_flat(grads_, g, model_.num_parameters(), "gradients");
   }
-  void set_state(std::span<const float> s) override { state_ = upload_flat(s, model_.num_state(), "state"); }
+  void set_state(std::span<const float> s) override { upload_flat(state_, s, model_.num_state(), "state"); }
   void get_state(std::span<float> s) const override { download_flat(state_, s, model_.num_state(), "state"); }
-  void set_optimizer_state(std::span<const float> s) override { opt_ = upload_flat(s, opt_floats_, "optimizer state"); }
+  void set_optimizer_state(std::span<const float> s) override { upload_flat(opt_, s, opt_floats_, "optimizer state"); }
   void get_optimizer_state(std::span<float> s) const override { download_flat(opt_, s, opt_floats_, "optimizer state"); }
   void get_output(std::span<float> out) const override {
     require(static_cast<int64_t>(out.size()) == batch_size() * classes_,
             "output: expected " + std::to_string(batch_size() * classes_) + " values, got " + std::to_string(out.size()));
-    if (!output_) return std::fill(out.begin(), out.end(), 0.0f);
-    client_.download(output_, out.data(), out.size_bytes());
+    if (!output_[0]) return std::fill(out.begin(), out.end(), 0.0f);
+    const int64_t part = part_ * classes_;
+    for (int r = 0; r < replicas_; ++r)  // each replica's rows, in order
+      client_.download(output_[r], out.data() + r * part, part * sizeof(float));
   }
   void get_input_gradient(std::span<float>) const override {
     throw UserError("input gradient: the PJRT backend does not compute it; use the CPU backend");
@@ -181,20 +191,46 @@ class PjrtExecutable final : public Executable {
     std::size_t index;
     float rate;
     uint64_t seed;
-    Shape shape;  // [batch, ...]
+    Shape shape;  // [global batch, ...]
   };
+  using Copies = std::vector<Buffer>;        // one buffer per replica
+  using Inputs = std::vector<std::vector<Buffer>>;  // per replica: the arguments after the kept buffers
+
+  // A program for this executable's replicas; all of them place replica r
+  // on the same device (the buffers kept between calls live there).
+  std::unique_ptr<pjrt::Program> compile(const std::string& mlir) {
+    auto program = client_.compile(mlir, replicas_);
+    if (devices_.empty()) devices_ = program->devices();
+    if (program->devices() != devices_) throw std::logic_error("pjrt: programs of one executable on different devices");
+    return program;
+  }
+  int device_of(int replica) const { return devices_[replica]; }
+
+  // Runs `program` on every replica: its kept buffers (params, ...) first,
+  // then in[r]. Kept buffers the program donates are consumed (the caller
+  // replaces them with the program's results).
+  std::vector<std::vector<Buffer>> run(pjrt::Program& program, const std::vector<Copies*>& kept, const Inputs& in) {
+    std::vector<std::vector<PJRT_Buffer*>> args(replicas_);
+    for (int r = 0; r < replicas_; ++r) {
+      for (const Copies* k : kept) args[r].push_back((*k)[r].get());
+      for (const auto& b : in[r]) args[r].push_back(b.get());
+    }
+    return client_.execute(program, args);
+  }
 
   // The buffers a training program returns (stablehlo_step.h's order). The
   // first three arguments were donated: their successors replace them.
-  void take_step_outputs(std::vector<Buffer>& out) {
-    params_ = std::move(out[0]);
-    opt_ = std::move(out[1]);
-    state_ = std::move(out[2]);
-    grads_ = std::move(out[4]);
-    output_ = std::move(out[5]);
+  void take_step_outputs(std::vector<std::vector<Buffer>>& out) {
+    for (int r = 0; r < replicas_; ++r) {
+      params_[r] = std::move(out[r][0]);
+      opt_[r] = std::move(out[r][1]);
+      state_[r] = std::move(out[r][2]);
+      grads_[r] = std::move(out[r][4]);
+      output_[r] = std::move(out[r][5]);
+    }
   }
 
-  // One step's stats row: loss sum, correct count, finite flag.
+  // One step's stats row (summed over replicas): loss sum, correct count, finite flag.
   void add_step(const float* s) {
     step_finite_ = s[2] != 0;
     if (!step_finite_) return;
@@ -204,23 +240,29 @@ class PjrtExecutable final : public Executable {
     ++steps_done_;
   }
 
+  // Uploads replica r's part of `steps` stacked global batches of `width`
+  // floats per row, as [steps, part, shape...].
+  Buffer upload_part(const float* all, int64_t width, int64_t steps, int r, Shape shape) {
+    shape.insert(shape.begin(), part_);
+    if (steps > 1) shape.insert(shape.begin(), steps);
+    const int64_t part = part_ * width;
+    if (replicas_ == 1) return client_.upload(std::span<const float>(all, steps * part), shape, device_of(0));
+    part_staging_.resize(steps * part);
+    for (int64_t k = 0; k < steps; ++k)
+      std::memcpy(part_staging_.data() + k * part, all + (k * replicas_ + r) * part, sizeof(float) * part);
+    return client_.upload(part_staging_, shape, device_of(r));
+  }
+
   // x (the first `rows` examples; the rest zeros) and the targets as dense
-  // rows; `steps` batches stacked ([steps, batch, ...]) when more than one.
-  std::vector<Buffer> batch_inputs(const float* x, Targets y, int64_t rows, int64_t steps = 1) {
+  // rows; `steps` batches stacked ([steps, batch, ...]) when more than one;
+  // each replica's part.
+  Inputs batch_inputs(const float* x, Targets y, int64_t rows, int64_t steps = 1) {
     const int64_t n = batch_size();
     check_targets(options_.loss, y, steps == 1 ? rows : steps * n, classes_);
-    Shape xs = with_batch(n, model_.input_shape()), ts{n, classes_};
-    if (steps > 1) {
-      xs.insert(xs.begin(), steps);
-      ts.insert(ts.begin(), steps);
-    }
-    std::vector<Buffer> in;
-    if (rows == n) {
-      in.push_back(client_.upload(std::span<const float>(x, steps * n * example_size_), xs));
-    } else {
+    if (rows != n) {
       staging_.assign(n * example_size_, 0.0f);
       std::memcpy(staging_.data(), x, sizeof(float) * rows * example_size_);
-      in.push_back(client_.upload(staging_, xs));
+      x = staging_.data();
     }
     const int64_t all_rows = steps == 1 ? rows : steps * n;
     targets_.assign(steps * n * classes_, 0.0f);
@@ -228,14 +270,23 @@ class PjrtExecutable final : public Executable {
       std::memcpy(targets_.data(), y.dense, sizeof(float) * all_rows * classes_);
     else
       for (int64_t i = 0; i < all_rows; ++i) targets_[i * classes_ + y.labels[i]] = 1.0f;
-    in.push_back(client_.upload(targets_, ts));
+    Inputs in(replicas_);
+    for (int r = 0; r < replicas_; ++r) {
+      in[r].push_back(upload_part(x, example_size_, steps, r, model_.input_shape()));
+      in[r].push_back(upload_part(targets_.data(), classes_, steps, r, {classes_}));
+    }
     return in;
   }
 
+  void add_lr(Inputs& in) {
+    const float lr = options_.optimizer.lr;
+    for (int r = 0; r < replicas_; ++r) in[r].push_back(client_.upload(std::span<const float>(&lr, 1), {}, device_of(r)));
+  }
+
   // The dropout masks of the next `steps` steps, drawn as the CPU backend
-  // draws them (stacked when more than one).
-  std::vector<Buffer> masks(int64_t steps = 1) {
-    std::vector<Buffer> out;
+  // draws them for the global batch (stacked when more than one), each
+  // replica's part to it.
+  void add_masks(Inputs& in, int64_t steps = 1) {
     for (const auto& d : dropouts_) {
       const int64_t n = d.shape[0], per = numel(d.shape) / n;
       const int64_t channels = d.shape.size() == 4 ? d.shape[1] : per;
@@ -251,11 +302,9 @@ class PjrtExecutable final : public Executable {
                        ? 0.0f
                        : keep;
         }
-      Shape shape = d.shape;
-      if (steps > 1) shape.insert(shape.begin(), steps);
-      out.push_back(client_.upload(mask_, shape));
+      const Shape example(d.shape.begin() + 1, d.shape.end());
+      for (int r = 0; r < replicas_; ++r) in[r].push_back(upload_part(mask_.data(), per, steps, r, example));
     }
-    return out;
   }
 
   std::array<float, 3> stats(const Buffer& b) const {
@@ -264,20 +313,22 @@ class PjrtExecutable final : public Executable {
     return s;
   }
 
-  Buffer upload_flat(std::span<const float> v, int64_t floats, const char* what) {
+  // A flat buffer to every replica's device.
+  void upload_flat(Copies& to, std::span<const float> v, int64_t floats, const char* what) {
     require(static_cast<int64_t>(v.size()) == floats, std::string(what) + ": expected " + std::to_string(floats) +
                                                           " values, got " + std::to_string(v.size()));
     std::vector<float> padded(v.begin(), v.end());
     padded.resize(pjrt::device_length(floats), 0.0f);
     const std::vector<int64_t> dims{pjrt::device_length(floats)};
-    return client_.upload(padded, dims);
+    for (int r = 0; r < replicas_; ++r) to[r] = client_.upload(padded, dims, device_of(r));
   }
 
-  void download_flat(const Buffer& b, std::span<float> out, int64_t floats, const char* what) const {
+  // Replica 0's copy (the programs keep them identical).
+  void download_flat(const Copies& from, std::span<float> out, int64_t floats, const char* what) const {
     require(static_cast<int64_t>(out.size()) == floats, std::string(what) + ": expected " + std::to_string(floats) +
                                                             " values, got " + std::to_string(out.size()));
     std::vector<float> all(pjrt::device_length(floats));
-    client_.download(b, all.data(), all.size() * sizeof(float));
+    client_.download(from[0], all.data(), all.size() * sizeof(float));
     std::copy_n(all.begin(), floats, out.begin());
   }
 
@@ -287,11 +338,15 @@ class PjrtExecutable final : public Executable {
   pjrt::StepOptions step_options_;
   uint64_t seed_;
   int64_t example_size_, classes_, opt_floats_ = 0;
+  int replicas_;
+  int64_t part_ = 0;  // rows per replica
+  std::vector<int> devices_;  // replica r's device on the client
   std::string platform_;
   std::unique_ptr<pjrt::Program> train_, eval_, gradients_, train_many_;
-  Buffer params_, opt_, state_, grads_, output_;
+  Copies params_ = Copies(replicas_), opt_ = Copies(replicas_), state_ = Copies(replicas_),
+         grads_ = Copies(replicas_), output_ = Copies(replicas_);
   std::vector<DropoutLayer> dropouts_;
-  std::vector<float> staging_, targets_, mask_;
+  std::vector<float> staging_, targets_, mask_, part_staging_;
   Metrics metrics_;
   int64_t steps_done_ = 0;
   bool step_finite_ = true;
@@ -307,7 +362,7 @@ std::unique_ptr<Executable> compile_pjrt(const nn::Model& model, const CompileOp
     require(r.usable(), "--device pjrt: " + r.why_unusable);
     path = r.plugin;
   }
-  return std::make_unique<PjrtExecutable>(model, options, seed, pjrt::Client::open(path));
+  return std::make_unique<PjrtExecutable>(model, options, seed, pjrt::Client::open(path, options.pjrt.replicas));
 }
 
 }  // namespace convoy

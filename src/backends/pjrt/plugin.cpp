@@ -3,9 +3,11 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 
 #include "backends/pjrt/compile_options.h"
 #include "convoy/core/error.h"
@@ -146,13 +148,13 @@ void destroy_clients() {
 
 }  // namespace
 
-Client& Client::open(const std::string& plugin_path, int devices) {
-  static std::mutex mutex;
-  static std::map<std::pair<std::string, int>, Client*> clients;  // kept until exit: see plugin.h
+std::string too_few_devices(const std::string& plugin_path, std::size_t have, int want) {
+  return "--replicas " + std::to_string(want) + ": " + plugin_path + " has " + std::to_string(have) +
+         " device(s); use --replicas " + std::to_string(have) + " or fewer";
+}
+
+Client* Client::create(const std::string& plugin_path, int cpu_devices) {
   const PJRT_Api* api = load_api(plugin_path);
-  std::lock_guard lock(mutex);
-  auto key = std::make_pair(plugin_path, devices);
-  if (auto it = clients.find(key); it != clients.end()) return *it->second;
   PJRT_ARGS(PJRT_Client_Create_Args, c);
   static const char kCount[] = "cpu_device_count";
   PJRT_NamedValue option{};
@@ -160,9 +162,9 @@ Client& Client::open(const std::string& plugin_path, int devices) {
   option.name = kCount;
   option.name_size = sizeof kCount - 1;
   option.type = PJRT_NamedValue_kInt64;
-  option.int64_value = devices;
+  option.int64_value = cpu_devices;
   option.value_size = 1;
-  if (devices > 1 && plugin_path.find("cpu") != std::string::npos) {
+  if (cpu_devices > 0) {
     c.create_options = &option;
     c.num_options = 1;
   }
@@ -172,12 +174,30 @@ Client& Client::open(const std::string& plugin_path, int devices) {
     if (g_open.empty()) std::atexit(destroy_clients);
     g_open.push_back({api, c.client});
   }
-  auto* client = new Client(plugin_path, api, c.client);
-  require(static_cast<int>(client->devices_.size()) >= devices,
-          "pjrt: " + plugin_path + " has " + std::to_string(client->devices_.size()) + " device(s), " +
-              std::to_string(devices) + " asked for; use fewer --replicas");
-  clients.emplace(key, client);
-  return *client;
+  return new Client(plugin_path, api, c.client);
+}
+
+Client& Client::open(const std::string& plugin_path, int devices) {
+  static std::mutex mutex;
+  // Kept until exit (see plugin.h): the default client per plugin, and XLA
+  // CPU clients with more devices, per count.
+  static std::map<std::pair<std::string, int>, Client*> clients;
+  std::lock_guard lock(mutex);
+  auto cached = [&](int cpu_devices) -> Client& {
+    auto key = std::make_pair(plugin_path, cpu_devices);
+    auto it = clients.find(key);
+    if (it == clients.end()) it = clients.emplace(key, create(plugin_path, cpu_devices)).first;
+    return *it->second;
+  };
+  Client& standard = cached(0);
+  const std::size_t have = standard.devices().size();
+  if (devices <= 1 || have >= static_cast<std::size_t>(devices)) return standard;
+  // Only XLA's CPU plugin makes devices on request; elsewhere they are chips.
+  require(standard.platform() == "cpu", too_few_devices(plugin_path, have, devices));
+  Client& more = cached(devices);
+  require(more.devices().size() >= static_cast<std::size_t>(devices),
+          too_few_devices(plugin_path, more.devices().size(), devices));
+  return more;
 }
 
 Client::Client(std::string path, const PJRT_Api* api, PJRT_Client* client)
@@ -254,9 +274,8 @@ void Client::download(const Buffer& b, void* out, std::size_t bytes) const {
 }
 
 std::unique_ptr<Program> Client::compile(const std::string& mlir, int replicas) {
-  require(replicas >= 1 && replicas <= static_cast<int>(devices_.size()),
-          "pjrt: " + std::to_string(replicas) + " replicas asked for, " + path_ + " has " +
-              std::to_string(devices_.size()) + " device(s)");
+  require(replicas >= 1, "pjrt compile: at least one replica");
+  require(replicas <= static_cast<int>(devices_.size()), too_few_devices(path_, devices_.size(), replicas));
   static const char kFormat[] = "mlir";
   PJRT_Program program{};
   program.struct_size = PJRT_Program_STRUCT_SIZE;
@@ -281,8 +300,21 @@ std::unique_ptr<Program> Client::compile(const std::string& mlir, int replicas) 
   PJRT_ARGS(PJRT_Executable_Destroy_Args, d);
   d.executable = g.executable;
   api_->PJRT_Executable_Destroy(&d);
-  auto loaded = std::make_unique<Program>(api_, a.executable, n.num_outputs, replicas);
+  // Which device runs each replica (argument list r goes to devices[r]).
+  PJRT_ARGS(PJRT_LoadedExecutable_AddressableDevices_Args, on);
+  on.executable = a.executable;
+  if (!e) e = api_->PJRT_LoadedExecutable_AddressableDevices(&on);
+  std::vector<int> devices;
+  for (std::size_t r = 0; !e && r < on.num_addressable_devices; ++r) {
+    const auto it = std::find(devices_.begin(), devices_.end(), on.addressable_devices[r]);
+    if (it == devices_.end()) throw std::logic_error("pjrt compile: a replica on a device this client does not list");
+    devices.push_back(static_cast<int>(it - devices_.begin()));
+  }
+  auto loaded = std::make_unique<Program>(api_, a.executable, n.num_outputs, std::move(devices));
   check(api_, e, "compile");
+  if (loaded->replicas() != replicas)
+    throw std::logic_error("pjrt compile: " + std::to_string(replicas) + " replicas asked for, the program runs on " +
+                           std::to_string(loaded->replicas()) + " device(s)");
   return loaded;
 }
 

@@ -10,8 +10,9 @@
 //
 // Plugins are loaded once per process and never unloaded (XLA's plugins keep
 // threads and static state that do not survive dlclose); clients are cached
-// per (plugin, device count) for the same reason and because creating one
-// takes a while.
+// per plugin for the same reason and because creating one takes a while (XLA's
+// CPU plugin gets a second client when more devices are asked for than its
+// default one has).
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -61,28 +62,36 @@ class Buffer {
 // A compiled program, loaded on the client's devices.
 class Program {
  public:
-  Program(const PJRT_Api* api, PJRT_LoadedExecutable* e, std::size_t outputs, int replicas)
-      : api_(api), e_(e), outputs_(outputs), replicas_(replicas) {}
+  Program(const PJRT_Api* api, PJRT_LoadedExecutable* e, std::size_t outputs, std::vector<int> devices)
+      : api_(api), e_(e), outputs_(outputs), devices_(std::move(devices)) {}
   Program(const Program&) = delete;
   Program& operator=(const Program&) = delete;
   ~Program();
   std::size_t outputs() const { return outputs_; }
-  int replicas() const { return replicas_; }
+  int replicas() const { return static_cast<int>(devices_.size()); }
+  // Replica r runs on the client's device devices()[r]: its arguments must be there.
+  const std::vector<int>& devices() const { return devices_; }
   PJRT_LoadedExecutable* get() const { return e_; }
 
  private:
   const PJRT_Api* api_;
   PJRT_LoadedExecutable* e_;
   std::size_t outputs_;
-  int replicas_;
+  std::vector<int> devices_;
 };
+
+// The one line a plugin with fewer devices than --replicas asks for gives.
+std::string too_few_devices(const std::string& plugin_path, std::size_t have, int want);
 
 class Client {
  public:
-  // The client of `plugin_path` with at least `devices` devices (0: the
-  // plugin's default). On a CPU plugin, devices > 1 asks for that many
-  // (cpu_device_count). Throws UserError naming the plugin when it does not
-  // load, is of another API major version, or the client fails to start.
+  // The client of `plugin_path` with at least `devices` devices (0 or 1: the
+  // plugin's default client). When the default client has fewer, XLA's CPU
+  // plugin is asked for that many (its create option cpu_device_count: the
+  // seed's 8 replicas on one CPU); any other plugin's devices are real, and
+  // too few is a UserError (too_few_devices). Throws UserError naming the
+  // plugin when it does not load, is of another API major version, or the
+  // client fails to start.
   static Client& open(const std::string& plugin_path, int devices = 0);
 
   const std::string& plugin_path() const { return path_; }
@@ -107,6 +116,7 @@ class Client {
 
  private:
   Client(std::string path, const PJRT_Api* api, PJRT_Client* client);
+  static Client* create(const std::string& plugin_path, int cpu_devices);
   Buffer upload_raw(const void* data, int type, std::span<const int64_t> dims, int device);
 
   std::string path_;

@@ -57,8 +57,14 @@ std::string layers_unsupported(const nn::Model& model) {
   return "";
 }
 
-LayerEmitter::LayerEmitter(HloBuilder& b, const nn::Model& model, int64_t batch, Val params, Val state)
-    : b_(b), model_(model), batch_(batch), params_(std::move(params)), state_(std::move(state)) {}
+LayerEmitter::LayerEmitter(HloBuilder& b, const nn::Model& model, int64_t batch, Val params, Val state,
+                           int64_t sync_replicas)
+    : b_(b), model_(model), batch_(batch), params_(std::move(params)), state_(std::move(state)),
+      sync_replicas_(sync_replicas) {}
+
+Val LayerEmitter::over_replicas(const Val& sums) {
+  return sync_replicas_ > 1 ? b_.all_reduce_sum(sums, sync_replicas_) : sums;
+}
 
 Shape LayerEmitter::batched(const Shape& s) const {
   Shape out{batch_};
@@ -149,7 +155,8 @@ Val LayerEmitter::layer_forward(std::size_t i, const std::vector<Val>& in, bool 
           [&](const nn::BatchNorm& bn) {
             const bool image = x.shape.size() == 4;
             const std::vector<int64_t> over = image ? std::vector<int64_t>{0, 2, 3} : std::vector<int64_t>{0};
-            const int64_t count = numel(x.shape) / x.shape[1];
+            // Rows per channel: this replica's, or every replica's when synchronised.
+            const int64_t count = numel(x.shape) / x.shape[1] * sync_replicas_;
             const Shape c{x.shape[1]};
             auto per_channel = [&](const Val& v) { return b_.broadcast(v, x.shape, {1}); };
             const Val gamma = param(plan.params[0]), beta = param(plan.params[1]);
@@ -160,9 +167,9 @@ Val LayerEmitter::layer_forward(std::size_t i, const std::vector<Val>& in, bool 
               // feature map loses digits that deep networks amplify.
               const Val x64 = b_.convert(x, "f64");
               const Val n64 = b_.constant(static_cast<double>(count), c, "f64");
-              const Val mean64 = b_.div(b_.sum(x64, over), n64);
+              const Val mean64 = b_.div(over_replicas(b_.sum(x64, over)), n64);
               const Val d64 = b_.sub(x64, per_channel(mean64));
-              const Val var64 = b_.div(b_.sum(b_.mul(d64, d64), over), n64);
+              const Val var64 = b_.div(over_replicas(b_.sum(b_.mul(d64, d64), over)), n64);
               const Val invstd64 = b_.div(b_.constant(1, c, "f64"),
                                           b_.unary("sqrt", b_.add(var64, b_.constant(bn.eps, c, "f64"))));
               const Val invstd = b_.convert(invstd64, "f32");
@@ -335,16 +342,24 @@ std::vector<Val> LayerEmitter::layer_backward(std::size_t i, const Val& dy, std:
           [&](const nn::BatchNorm&) -> std::vector<Val> {
             const bool image = x.shape.size() == 4;
             const std::vector<int64_t> over = image ? std::vector<int64_t>{0, 2, 3} : std::vector<int64_t>{0};
-            const double count = static_cast<double>(numel(x.shape) / x.shape[1]);
+            const double count = static_cast<double>(numel(x.shape) / x.shape[1] * sync_replicas_);
             const Shape c{x.shape[1]};
             auto per_channel = [&](const Val& v) { return b_.broadcast(v, x.shape, {1}); };
             // The CPU backend's arithmetic: sums and per-channel factors in double,
             // dx = k_dy * (dy - mean_dy) + k_x * (x - mean) in float.
             const Val &gamma = saved.vals.at(2), &mean64 = saved.vals.at(5), &invstd64 = saved.vals.at(6);
             const Val dy64 = b_.convert(dy, "f64");
-            const Val sum_a = b_.sum(dy64, over);
-            const Val sum_b = b_.sum(b_.mul(dy64, b_.sub(b_.convert(x, "f64"), per_channel(mean64))), over);
+            Val sum_a = b_.sum(dy64, over);
+            Val sum_b = b_.sum(b_.mul(dy64, b_.sub(b_.convert(x, "f64"), per_channel(mean64))), over);
+            // gamma and beta keep this replica's sums (the gradient mean over
+            // replicas completes them); dx needs every replica's.
             pg = {b_.convert(b_.mul(sum_b, invstd64), "f32"), b_.convert(sum_a, "f32")};
+            if (sync_replicas_ > 1) {
+              const int64_t channels = x.shape[1];
+              const Val both = over_replicas(b_.concatenate({sum_a, sum_b}, 0));
+              sum_a = b_.slice(both, {0}, {channels});
+              sum_b = b_.slice(both, {channels}, {2 * channels});
+            }
             const Val n64 = b_.constant(count, c, "f64");
             const Val g = b_.mul(b_.convert(gamma, "f64"), invstd64);
             const Val kx = b_.div(b_.mul(b_.unary("negate", g), b_.mul(b_.mul(invstd64, invstd64), sum_b)), n64);

@@ -26,7 +26,11 @@ std::string layers_unsupported(const nn::Model& model);
 class LayerEmitter {
  public:
   // params: f32[max(P, 1)], state: f32[max(Q, 1)] (the flat buffers).
-  LayerEmitter(HloBuilder& b, const nn::Model& model, int64_t batch, Val params, Val state);
+  // sync_replicas > 1: synchronised batch norm over that many replicas of the
+  // program (the per-channel sums of the forward and backward all-reduced,
+  // as the CPU backend's StatisticsReducer); 1: this replica's batch alone.
+  LayerEmitter(HloBuilder& b, const nn::Model& model, int64_t batch, Val params, Val state,
+               int64_t sync_replicas = 1);
 
   // Activations from the input x [batch, input_shape...]; masks: one per
   // dropout layer in layer order (training only). Returns the model output.
@@ -44,6 +48,7 @@ class LayerEmitter {
   };
   Val param(const nn::ParamSlot& slot);
   Val state_slot(const nn::ParamSlot& slot);
+  Val over_replicas(const Val& sums);  // summed over replicas when batch norm is synchronised
   Val layer_forward(std::size_t i, const std::vector<Val>& in, bool training, const Val* mask);
   // Gradients of layer i's inputs (one per input) and its parameters (in slot order).
   std::vector<Val> layer_backward(std::size_t i, const Val& dy, std::vector<Val>& param_grads);
@@ -53,6 +58,7 @@ class LayerEmitter {
   const nn::Model& model_;
   int64_t batch_;
   Val params_, state_;
+  int64_t sync_replicas_;
   std::vector<Val> act_;  // act_[0] = input, act_[i + 1] = layer i's output
   std::vector<Saved> saved_;
 };

@@ -19,7 +19,7 @@ struct Arg {
 // A module with one function, @main.
 class Module {
  public:
-  explicit Module(std::string name) : name_(std::move(name)) {}
+  Module(std::string name, int64_t replicas) : name_(std::move(name)), replicas_(replicas) {}
   Val arg(const Shape& shape, const std::string& elem = "f32", int aliased_output = -1) {
     Val v{"%arg" + std::to_string(args_.size()), shape, elem};
     args_.push_back({v, aliased_output < 0 ? "" : " {tf.aliasing_output = " + std::to_string(aliased_output) + " : i32}"});
@@ -31,13 +31,15 @@ class Module {
     for (std::size_t i = 0; i < args_.size(); ++i)
       sig += (i ? ", " : "") + args_[i].val.name + ": " + args_[i].val.type() + args_[i].attrs;
     for (std::size_t i = 0; i < results.size(); ++i) names += (i ? ", " : "") + results[i].name;
-    return "module @" + name_ + " attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {\n" +
+    return "module @" + name_ + " attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = " +
+           std::to_string(replicas_) + " : i32} {\n" +
            "  func.func public @main(" + sig + ") -> (" + type_list(results) + ") {\n" + b.body() +
            "    func.return " + names + " : " + type_list(results) + "\n  }\n}\n";
   }
 
  private:
   std::string name_;
+  int64_t replicas_;
   std::vector<Arg> args_;
 };
 
@@ -200,14 +202,37 @@ struct Pass {
   LossOut loss;
 };
 
+// The loss sum and correct count summed over replicas (one all-reduce).
+void sum_over_replicas(HloBuilder& b, LossOut& loss, int64_t replicas) {
+  if (replicas == 1) return;
+  const Val both = b.all_reduce_sum(b.concatenate({b.reshape(loss.loss_sum, {1}), b.reshape(loss.correct, {1})}, 0),
+                                    replicas);
+  loss.loss_sum = b.reshape(b.slice(both, {0}, {1}), {});
+  loss.correct = b.reshape(b.slice(both, {1}, {2}), {});
+}
+
+// The mean of x over replicas.
+Val mean_over_replicas(HloBuilder& b, const Val& x, int64_t replicas) {
+  if (replicas == 1) return x;
+  return b.div(b.all_reduce_sum(x, replicas), b.constant(static_cast<double>(replicas), x.shape));
+}
+
+// Forward in training mode, loss, backward; with replicas, the gradients are
+// their mean over replicas and the loss sums their totals, the same on every
+// replica (each one's loss is the mean over its own batch, so the mean of the
+// gradients is the gradient of the mean over the global batch).
 Pass forward_backward(HloBuilder& b, const nn::Model& model, const StepOptions& o, const Val& params,
                       const Val& state, const BatchArgs& in) {
-  LayerEmitter layers(b, model, o.batch, params, state);
+  LayerEmitter layers(b, model, o.batch, params, state, o.sync_batch_norm ? o.replicas : 1);
   Pass r;
   r.out = layers.forward(in.x, true, in.masks);
   r.loss = emit_loss(b, o.loss, o.label_smoothing, r.out, in.targets, std::nullopt, true);
   r.new_state = layers.new_state();
-  r.grads = layers.backward(*r.loss.d_out);
+  r.grads = mean_over_replicas(b, layers.backward(*r.loss.d_out), o.replicas);
+  sum_over_replicas(b, r.loss, o.replicas);
+  // Synchronised statistics are already the same everywhere; per-replica ones
+  // are averaged, which their linear update makes the same as averaging at the end.
+  if (!o.sync_batch_norm && model.num_state() > 0) r.new_state = mean_over_replicas(b, r.new_state, o.replicas);
   return r;
 }
 
@@ -259,7 +284,7 @@ StepResult training_step(HloBuilder& b, const nn::Model& model, const StepOption
 }  // namespace
 
 std::string emit_train_module(const nn::Model& model, const StepOptions& o) {
-  Module m("convoy_train");
+  Module m("convoy_train", o.replicas);
   const int64_t opt_floats = optim::state_size(o.optimizer, model.num_parameters());
   const Val params = m.arg({device_length(model.num_parameters())}, "f32", 0);
   const Val opt = m.arg({device_length(opt_floats)}, "f32", 1);
@@ -319,7 +344,7 @@ std::string emit_train_module(const nn::Model& model, const StepOptions& o) {
 }
 
 std::string emit_gradients_module(const nn::Model& model, const StepOptions& o) {
-  Module m("convoy_gradients");
+  Module m("convoy_gradients", o.replicas);
   const Val params = m.arg({device_length(model.num_parameters())});
   const Val state = m.arg({device_length(model.num_state())}, "f32", 0);
   const BatchArgs in = batch_args(m, model, o.batch, false, nullptr);
@@ -329,7 +354,7 @@ std::string emit_gradients_module(const nn::Model& model, const StepOptions& o) 
 }
 
 std::string emit_eval_module(const nn::Model& model, const StepOptions& o) {
-  Module m("convoy_eval");
+  Module m("convoy_eval", o.replicas);
   const Val params = m.arg({device_length(model.num_parameters())});
   const Val state = m.arg({device_length(model.num_state())});
   const Val x = m.arg(with_batch(o.batch, model.input_shape()));
@@ -340,7 +365,8 @@ std::string emit_eval_module(const nn::Model& model, const StepOptions& o) {
   const Val out = layers.forward(x, false);
   const Val rows = b.iota({o.batch}, 0);
   const Val valid = b.convert(b.compare(rows, b.splat(count, {o.batch}), "LT"), "f32");
-  const LossOut loss = emit_loss(b, o.loss, o.label_smoothing, out, targets, valid, false);
+  LossOut loss = emit_loss(b, o.loss, o.label_smoothing, out, targets, valid, false);
+  sum_over_replicas(b, loss, o.replicas);
   return m.text({stats(b, loss.loss_sum, loss.correct, b.constant(1)), out});
 }
 

@@ -8,6 +8,17 @@
 // one-hot rows on the host: the same targets after smoothing, bit for bit).
 // Stats are f32[3]: the batch's loss sum, its correct count, and 1 when the
 // step was finite (0: the guard kept every buffer as it was).
+//
+// Replicas (data parallelism inside the program, num_replicas = R): every
+// module runs on R devices at once, each on its own `batch` rows with its own
+// copy of the buffers. Gradients are averaged with a cross-replica all-reduce
+// before the guard and the update, stats are summed over replicas, so every
+// replica computes the same update and the copies stay identical. Batch-norm
+// statistics are each replica's own batch's (as on TPUs), or with
+// sync_batch_norm every replica's (one replica on the R-times batch); the
+// running statistics are averaged over replicas every step (the same values
+// as averaging each replica's at the end: their update is linear), so one
+// model comes out of any replica.
 #include <string>
 
 #include "convoy/backends/executable.h"
@@ -20,6 +31,8 @@ struct StepOptions {
   float label_smoothing = 0;
   optim::OptimizerOptions optimizer;  // lr is an argument of the step, not a constant
   int64_t steps = 1;                  // training batches per call (steps_per_execution)
+  int64_t replicas = 1;               // copies of the program (num_replicas); batch is each one's
+  bool sync_batch_norm = false;       // batch statistics over all replicas' batches
 };
 
 // Empty when these modules can be emitted for model and options; else one
@@ -48,7 +61,8 @@ std::string emit_train_module(const nn::Model& model, const StepOptions& options
 std::string emit_gradients_module(const nn::Model& model, const StepOptions& options);
 
 // Inference: arguments params, state, x, targets, count (i32[]: rows past it
-// are padding); results: stats f32[3] over the first count rows, output.
+// are padding; with replicas, each replica's count of its own rows);
+// results: stats f32[3] over the first count rows (of every replica), output.
 std::string emit_eval_module(const nn::Model& model, const StepOptions& options);
 
 }  // namespace convoy::pjrt
