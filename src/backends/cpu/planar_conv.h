@@ -70,7 +70,9 @@ class PlanarConv final : public OwnKernels {
 
   ConvGeometry g_;
   int64_t forward_filters_, grad_filters_;  // filters rounded up to each pass's register tile
-  int64_t out_cols_, in_cols_, band_;
+  bool flat_;                               // bands staged as one flat run of positions (planar_conv.cpp)
+  int64_t out_cols_, in_cols_, band_;       // staged row lengths; output rows per band
+  int64_t in_plane_, out_plane_;            // floats per staged channel / filter plane
   AlignedBuffer weight_, bias_;  // the forward's: [forward_filters][C k²] and [forward_filters], zero-padded
   std::vector<Workspace> threads_;
 };
