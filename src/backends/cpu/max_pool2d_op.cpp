@@ -24,7 +24,12 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <utility>
 #include <vector>
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 #include "backends/cpu/ops.h"
 #include "backends/cpu/pool_geometry.h"
@@ -120,7 +125,36 @@ struct Lanes {
   using F = simd::VecOf<W>;
   typedef int32_t I __attribute__((vector_size(W * sizeof(int32_t))));
   typedef uint8_t B __attribute__((vector_size(W)));
+  typedef uint8_t Bytes __attribute__((vector_size(W * sizeof(int32_t))));  // an I seen as bytes
 };
+
+// The low byte of each lane (positions are below 256), and back: data
+// movement only, the same values in every copy. __builtin_convertvector is
+// one instruction with AVX-512 (vpmovdb, vpmovzxbd), but GCC 12 lowers it
+// lane by lane through general registers without (the AVX2 copy's pool ran
+// at half speed): there byte shuffles narrow, and vpmovzxbd widens in the
+// AVX2 copy.
+template <int W>
+typename Lanes<W>::B narrow(typename Lanes<W>::I w) {
+#if defined(__AVX512F__)
+  return __builtin_convertvector(w, typename Lanes<W>::B);
+#else
+  const auto v = reinterpret_cast<typename Lanes<W>::Bytes>(w);
+  return [&]<int... J>(std::integer_sequence<int, J...>) {
+    return __builtin_shufflevector(v, v, (4 * J)...);
+  }(std::make_integer_sequence<int, W>{});
+#endif
+}
+template <int W>
+typename Lanes<W>::I widen(const uint8_t* a) {
+#if defined(__AVX2__) && !defined(__AVX512F__)
+  if constexpr (W == 8)
+    return reinterpret_cast<typename Lanes<W>::I>(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a))));
+#endif
+  typename Lanes<W>::B b;
+  std::memcpy(&b, a, W);
+  return __builtin_convertvector(b, typename Lanes<W>::I);
+}
 
 // The maximum over the taps for Chunks blocks of W channels from c0, the last
 // block ending at channel c (it may overlap the one before: the same values).
@@ -148,7 +182,7 @@ void max_blocks(const float* image, int64_t corner, const Taps& t, int64_t c, in
   }
   for (int j = 0; j < Chunks; ++j) {
     simd::store(y + block[j], best[j]);
-    const typename L::B bytes = __builtin_convertvector(where[j], typename L::B);
+    const typename L::B bytes = narrow<W>(where[j]);
     std::memcpy(a + block[j], &bytes, W);
   }
 }
@@ -165,9 +199,7 @@ void route_blocks(const float* dy, const uint8_t* a, const Taps& t, int64_t c, i
   for (int j = 0; j < Chunks; ++j) {
     block[j] = std::min<int64_t>(c0 + W * j, c - W);
     d[j] = simd::load<typename L::F>(dy + block[j]);
-    typename L::B bytes;
-    std::memcpy(&bytes, a + block[j], W);
-    where[j] = __builtin_convertvector(bytes, typename L::I);
+    where[j] = widen<W>(a + block[j]);
   }
   for (int64_t i = 0; i < t.count; ++i) {
     const int32_t p = t.positions[i];
