@@ -4,7 +4,9 @@
 // oneDNN or to the generic loop: odd widths, batch 1, batches the threads do
 // not divide, filter counts that do not fill a register tile, several row
 // bands per image. The finite-difference checks (test_gradcheck.cpp) are
-// coarse; these pin every gradient to float rounding.
+// coarse; these pin every gradient to float rounding. Each runs for every
+// kernel set this CPU runs (base, AVX2, AVX-512: one source, different
+// widths), naming the sets it skips.
 #include <cmath>
 #include <vector>
 
