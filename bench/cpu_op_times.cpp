@@ -7,7 +7,7 @@
 // when --input-gradient 1.
 //
 //   cpu_op_times [--model seed_cnn] [--channels 3 --size 64] [--batch 128] [--reps 200] [--input-gradient 0]
-//                [--conv-algo auto]
+//                [--conv-algo auto] [--kernels auto|base|avx2|avx512]
 // (--channels and --size shape a zoo model's input; the seed CNN's is fixed;
 // --conv-algo direct times oneDNN's convolutions where auto runs our own)
 #include <omp.h>
@@ -40,6 +40,7 @@ int main(int argc, char** argv) try {
   int64_t channels = 3, size = 64, batch = 128, reps = 200;
   bool input_gradient = false;
   ConvAlgo algo = ConvAlgo::automatic;
+  KernelSet kernels = KernelSet::automatic;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--model") model = value;
@@ -47,11 +48,12 @@ int main(int argc, char** argv) try {
     else if (flag == "--size") size = std::stoll(value);
     else if (flag == "--batch") batch = std::stoll(value);
     else if (flag == "--reps") reps = std::stoll(value);
+    else if (flag == "--kernels") kernels = parse_kernel_set(value);
     else if (flag == "--input-gradient") input_gradient = value == "1";
     else if (flag == "--conv-algo") algo = parse_conv_algo(value);
     else
       throw UserError("unknown flag " + flag +
-                      "; flags: --model --channels --size --batch --reps --input-gradient --conv-algo");
+                      "; flags: --model --channels --size --batch --reps --input-gradient --conv-algo --kernels");
   }
   const nn::Model m = nn::model_by_name(model, {.input = {channels, size, size}, .classes = 10});
   const bool cpu_clock = omp_get_max_threads() == 1;
@@ -65,7 +67,7 @@ int main(int argc, char** argv) try {
     const nn::LayerPlan& plan = m.layers()[i];
     if (plan.inputs.size() != 1) continue;  // joins read several buffers: left out
     cpu::DnnlEnv env;
-    auto op = cpu::backend(KernelSet::automatic).make_cpu_op(env, plan, batch, 1, algo);
+    auto op = cpu::backend(kernels).make_cpu_op(env, plan, batch, 1, algo);
     const int64_t in = batch * numel(plan.input_shape), out = batch * numel(plan.output_shape);
     std::vector<float> x = uniform(in, rng), y(static_cast<std::size_t>(out)), dy = uniform(out, rng),
                        dx(static_cast<std::size_t>(in)), p = params, g(params.size() + 1), s = state;

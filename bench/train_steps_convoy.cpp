@@ -3,7 +3,8 @@
 // `--warmup` untimed steps, then `--steps` timed ones.
 //
 //   train_steps_convoy --model resnet18 --size 64 --classes 10 --batch 64 --steps 30 [--warmup 3] [--profile 1]
-// (--profile 1: the per-layer table of `convoy train --profile` on stderr)
+// (--kernels base|avx2|avx512: that copy of the CPU kernels, default the best;
+// --profile 1: the per-layer table of `convoy train --profile` on stderr)
 // Prints one JSON line: {"images_per_second": ..., "cpu_seconds_per_step": ..., "step_seconds": [...]}
 // (cpu_seconds_per_step: the process's CPU time over the timed steps; on one
 // thread, a figure that other processes on a busy machine barely disturb)
@@ -24,6 +25,7 @@ int main(int argc, char** argv) try {
   std::string model = "resnet18";
   int64_t size = 64, classes = 10, batch = 64, steps = 30, warmup = 3;
   bool profile = false;
+  convoy::KernelSet kernels = convoy::KernelSet::automatic;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const std::string value = argv[i + 1];
@@ -34,12 +36,14 @@ int main(int argc, char** argv) try {
     else if (flag == "--steps") steps = std::stoll(value);
     else if (flag == "--warmup") warmup = std::stoll(value);
     else if (flag == "--profile") profile = value == "1";
-    else throw convoy::UserError("unknown flag " + flag + "; flags: --model --size --classes --batch --steps --warmup");
+    else if (flag == "--kernels") kernels = convoy::parse_kernel_set(value);
+    else throw convoy::UserError("unknown flag " + flag +
+                                 "; flags: --model --size --classes --batch --steps --warmup --profile --kernels");
   }
   using namespace convoy;
   const nn::Model m = nn::model_by_name(model, {.input = {3, size, size}, .classes = classes});
   auto exe = compile_cpu(m, {.batch_size = batch, .loss = Loss::softmax_cross_entropy,
-                             .optimizer = {.lr = 0.01f, .momentum = 0.9f}}, 1);
+                             .optimizer = {.lr = 0.01f, .momentum = 0.9f}, .cpu_kernels = kernels}, 1);
   Rng rng(7);
   std::vector<float> x(static_cast<std::size_t>(batch * numel(m.input_shape())));
   for (float& v : x) v = rng.uniform(-1.0f, 1.0f);

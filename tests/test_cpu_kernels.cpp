@@ -4,7 +4,9 @@
 // oneDNN or to the generic loop: odd widths, batch 1, batches the threads do
 // not divide, filter counts that do not fill a register tile, several row
 // bands per image. The finite-difference checks (test_gradcheck.cpp) are
-// coarse; these pin every gradient to float rounding.
+// coarse; these pin every gradient to float rounding. Each runs for every
+// kernel set this CPU runs (base, AVX2, AVX-512: one source, different
+// widths), naming the sets it skips.
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -66,14 +68,12 @@ struct ConvCase {
 // and the weight, bias and input gradients can be summed directly. The
 // weights are set after compiling, as training changes them: no kernel may
 // keep a stale copy.
-void check_conv_gradients(const ConvCase& k, ConvAlgo algo = ConvAlgo::automatic,
-                          KernelSet kernels = KernelSet::automatic) {
+void check_conv_gradients(const ConvCase& k, KernelSet set, ConvAlgo algo = ConvAlgo::automatic) {
   SCOPED_TRACE(k.name);
   const Sequential model({k.channels, k.height, k.width}, {k.conv, Flatten{}});
-  auto exe = compile_cpu(model,
-                         {.batch_size = k.batch, .loss = Loss::softmax_cross_entropy, .input_gradient = true,
-                          .cpu_kernels = kernels, .conv_algo = algo},
-                         7);
+  auto exe = compile_cpu(
+      model, {.batch_size = k.batch, .loss = Loss::softmax_cross_entropy, .input_gradient = true, .cpu_kernels = set,
+                                          .conv_algo = algo}, 7);
   exe->set_parameters(uniform(static_cast<std::size_t>(model.num_parameters()), 8));
   const Images in{k.batch, k.channels, k.height, k.width};
   const std::vector<float> x = uniform(static_cast<std::size_t>(k.batch * numel(model.input_shape())), 3);
@@ -213,10 +213,11 @@ struct PoolCase {
 
 // A MaxPool2d followed by Flatten, its input drawn from a few values so that
 // windows tie: the first maximum in window order must win, as in PyTorch.
-void check_max_pool(const PoolCase& k) {
+void check_max_pool(const PoolCase& k, KernelSet set) {
   SCOPED_TRACE(k.name);
   const Sequential model({k.channels, k.height, k.width}, {k.pool, Flatten{}});
-  auto exe = compile_cpu(model, {.batch_size = k.batch, .loss = Loss::softmax_cross_entropy, .input_gradient = true}, 7);
+  auto exe = compile_cpu(
+      model, {.batch_size = k.batch, .loss = Loss::softmax_cross_entropy, .input_gradient = true, .cpu_kernels = set}, 7);
   const Images in{k.batch, k.channels, k.height, k.width};
   std::vector<float> x(static_cast<std::size_t>(k.batch * numel(model.input_shape())));
   Rng rng(5);
@@ -274,11 +275,12 @@ const PoolCase kPoolCases[] = {
 // output, running statistics, parameter and input gradients against the
 // textbook formulas in double. Shapes span several of the kernel's
 // 256-float-or-more runs and a remainder, split over the threads.
-void check_batch_norm(const char* name, int64_t batch, const Shape& shape) {
+void check_batch_norm(const char* name, int64_t batch, const Shape& shape, KernelSet set) {
   SCOPED_TRACE(name);
   Sequential model(shape, {BatchNorm{}});
   if (shape.size() == 3) model = Sequential(shape, {BatchNorm{}, Flatten{}});
-  auto exe = compile_cpu(model, {.batch_size = batch, .loss = Loss::softmax_cross_entropy, .input_gradient = true}, 7);
+  auto exe = compile_cpu(
+      model, {.batch_size = batch, .loss = Loss::softmax_cross_entropy, .input_gradient = true, .cpu_kernels = set}, 7);
   const int64_t c = shape[0], per_example = numel(shape), inner = per_example / c, m = batch * inner;
   std::vector<float> params = uniform(static_cast<std::size_t>(2 * c), 9);
   exe->set_parameters(params);
@@ -341,58 +343,62 @@ void on_one_thread(F f) {
 
 }  // namespace
 
-TEST(CpuKernels, BatchNormMatchesReferenceFormulas) {
-  check_batch_norm("seed bn 10 channels 12x12, batch 5", 5, {10, 12, 12});
-  check_batch_norm("20 channels 4x4, batch 3", 3, {20, 4, 4});
-  check_batch_norm("3 channels 5x5, batch 2", 2, {3, 5, 5});
-  check_batch_norm("vectors of 50, batch 7", 7, {50});
+// Every kernel set this CPU runs (the own kernels are one source compiled per
+// set, src/backends/cpu/simd.h: the AVX-512 copy runs 16 lanes, the AVX2 one
+// 8, the baseline 4); the others are skipped, named.
+class CpuKernels : public ::testing::TestWithParam<KernelSet> {
+ protected:
+  void SetUp() override {
+    if (!cpu_runs(GetParam())) GTEST_SKIP() << "this CPU cannot run the " << kernel_set_name(GetParam()) << " kernels";
+  }
+  KernelSet set() const { return GetParam(); }
+};
+
+TEST_P(CpuKernels, BatchNormMatchesReferenceFormulas) {
+  check_batch_norm("seed bn 10 channels 12x12, batch 5", 5, {10, 12, 12}, set());
+  check_batch_norm("20 channels 4x4, batch 3", 3, {20, 4, 4}, set());
+  check_batch_norm("3 channels 5x5, batch 2", 2, {3, 5, 5}, set());
+  check_batch_norm("vectors of 50, batch 7", 7, {50}, set());
 }
 
-TEST(CpuKernels, MaxPoolMatchesReferenceWithTiesGoingToTheFirstMaximum) {
-  for (const PoolCase& k : kPoolCases) check_max_pool(k);
+TEST_P(CpuKernels, MaxPoolMatchesReferenceWithTiesGoingToTheFirstMaximum) {
+  for (const PoolCase& k : kPoolCases) check_max_pool(k, set());
 }
 
-TEST(CpuKernels, ConvOutputAndWeightGradientMatchReferenceSums) {
-  for (const ConvCase& k : kConvCases) check_conv_gradients(k);
+TEST_P(CpuKernels, ConvOutputAndWeightGradientMatchReferenceSums) {
+  for (const ConvCase& k : kConvCases) check_conv_gradients(k, set());
 }
 
 // The same with one thread: each thread count splits the batch differently.
-TEST(CpuKernels, ConvOutputAndWeightGradientMatchReferenceSumsOnOneThread) {
-  on_one_thread([] {
-    for (const ConvCase& k : kConvCases) check_conv_gradients(k);
+TEST_P(CpuKernels, ConvOutputAndWeightGradientMatchReferenceSumsOnOneThread) {
+  on_one_thread([this] {
+    for (const ConvCase& k : kConvCases) check_conv_gradients(k, set());
   });
 }
 
 // Forced Winograd, then forced direct (oneDNN), on the shapes Winograd
 // serves: both match the reference sums, whichever the timing rule picks.
-TEST(CpuKernels, WinogradConvMatchesReferenceSums) {
-  for (const ConvCase& k : kWinogradCases) check_conv_gradients(k, ConvAlgo::winograd);
+TEST_P(CpuKernels, WinogradConvMatchesReferenceSums) {
+  for (const ConvCase& k : kWinogradCases) check_conv_gradients(k, set(), ConvAlgo::winograd);
 }
 
-TEST(CpuKernels, WinogradConvMatchesReferenceSumsOnOneThread) {
-  on_one_thread([] {
-    for (const ConvCase& k : kWinogradCases) check_conv_gradients(k, ConvAlgo::winograd);
+TEST_P(CpuKernels, WinogradConvMatchesReferenceSumsOnOneThread) {
+  on_one_thread([this] {
+    for (const ConvCase& k : kWinogradCases) check_conv_gradients(k, set(), ConvAlgo::winograd);
   });
 }
 
-// The direct kernels for every copy of them this CPU runs (the others are
-// skipped, named): all three passes against the reference sums, on two
-// threads and on one, bit-identical run to run; and a sign that they ran:
-// their bits differ from oneDNN's (ConvAlgo::direct keeps oneDNN's).
-class DirectConvKernels : public ::testing::TestWithParam<KernelSet> {
- protected:
-  void SetUp() override {
-    if (!cpu_runs(GetParam())) GTEST_SKIP() << "this CPU cannot run the " << kernel_set_name(GetParam()) << " kernels";
-  }
-};
-
-TEST_P(DirectConvKernels, AllPassesMatchReferenceSums) {
-  for (const ConvCase& k : kDirectCases) check_conv_gradients(k, ConvAlgo::automatic, GetParam());
+// The direct kernels (direct_conv.h) for every copy this CPU runs: all three
+// passes against the reference sums, on two threads and on one, bit-identical
+// run to run; and a sign that they ran: their bits differ from oneDNN's
+// (ConvAlgo::direct keeps oneDNN's).
+TEST_P(CpuKernels, Direct AllPassesMatchReferenceSums) {
+  for (const ConvCase& k : kDirectCases) check_conv_gradients(k, set());
 }
 
-TEST_P(DirectConvKernels, AllPassesMatchReferenceSumsOnOneThread) {
-  on_one_thread([this] {
-    for (const ConvCase& k : kDirectCases) check_conv_gradients(k, ConvAlgo::automatic, GetParam());
+TEST_P(CpuKernels, Direct AllPassesMatchReferenceSumsOnOneThread) {
+  on_one_thread([&] {
+    for (const ConvCase& k : kDirectCases) check_conv_gradients(k, set());
   });
 }
 
@@ -420,23 +426,23 @@ std::vector<float> seed_conv_bits(KernelSet kernels, ConvAlgo algo) {
   return out;
 }
 
-TEST_P(DirectConvKernels, BitIdenticalRerunsAndNotOneDnnsBits) {
-  const std::vector<float> first = seed_conv_bits(GetParam(), ConvAlgo::automatic);
-  const std::vector<float> again = seed_conv_bits(GetParam(), ConvAlgo::automatic);
+TEST_P(CpuKernels, Direct BitIdenticalRerunsAndNotOneDnnsBits) {
+  const std::vector<float> first = seed_conv_bits(set(), ConvAlgo::automatic);
+  const std::vector<float> again = seed_conv_bits(set(), ConvAlgo::automatic);
   ASSERT_EQ(first.size(), again.size());
   EXPECT_EQ(std::memcmp(first.data(), again.data(), first.size() * sizeof(float)), 0) << "a rerun changed bits";
-  const std::vector<float> onednn = seed_conv_bits(GetParam(), ConvAlgo::direct);
+  const std::vector<float> onednn = seed_conv_bits(set(), ConvAlgo::direct);
   EXPECT_LT(testing::relative_error(first, onednn), 1e-5);
   EXPECT_NE(std::memcmp(first.data(), onednn.data(), first.size() * sizeof(float)), 0)
       << "the same bits as oneDNN's: the direct kernels did not run";
 }
 
-INSTANTIATE_TEST_SUITE_P(KernelSets, DirectConvKernels,
+TEST_P(CpuKernels, DirectConvMatchesReferenceSumsOnWinogradShapes) {
+  for (const ConvCase& k : kWinogradCases) check_conv_gradients(k, set(), ConvAlgo::direct);
+}
+
+INSTANTIATE_TEST_SUITE_P(KernelSets, CpuKernels,
                          ::testing::Values(KernelSet::base, KernelSet::avx2, KernelSet::avx512),
                          [](const auto& info) { return std::string(kernel_set_name(info.param)); });
-
-TEST(CpuKernels, DirectConvMatchesReferenceSumsOnWinogradShapes) {
-  for (const ConvCase& k : kWinogradCases) check_conv_gradients(k, ConvAlgo::direct);
-}
 
 }  // namespace convoy

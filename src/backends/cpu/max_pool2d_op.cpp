@@ -8,10 +8,12 @@
 // A window is walked as a list of its positions inside the image ("taps"),
 // each an offset from the window's corner, made once for the windows wholly
 // inside the image: per-window index arithmetic, not memory, was what the
-// kernel spent its time on. With AVX2 and C ≥ 8 every tap takes 8 channels at
-// a time, up to 4 blocks together, the last block overlapping the one before
-// when 8 does not divide C (C = 10: channels 0-7 and 2-9, the overlap computed
-// twice, identically), so no channel takes a scalar path. There, when
+// kernel spent its time on. From 4 channels on every tap takes a vector of
+// W channels at a time (simd.h, one source for every copy: W the widest of
+// 16, 8, 4 that the copy has and the channels fill), up to 4 blocks together,
+// the last block overlapping the one before when W does not divide C (C = 10,
+// W = 8: channels 0-7 and 2-9, the overlap computed twice, identically), so
+// no channel takes a scalar path. There, when
 // windows do not overlap (stride ≥ kernel, as the usual 2×2/2), the backward
 // pass writes every input gradient exactly once — the output gradient where
 // the window's maximum was, zero elsewhere — instead of clearing the whole
@@ -22,6 +24,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #if defined(__AVX2__)
@@ -30,16 +33,11 @@
 
 #include "backends/cpu/ops.h"
 #include "backends/cpu/pool_geometry.h"
+#include "backends/cpu/simd.h"
 #include "convoy/core/error.h"
 
 namespace convoy::cpu {
 namespace {
-
-#if defined(__AVX2__)
-constexpr bool kVectorKernels = true;
-#else
-constexpr bool kVectorKernels = false;
-#endif
 
 // The positions of one window that lie inside the image, in window order
 // (row-major, so the first maximum is PyTorch's); offsets[p] is position p's
@@ -57,7 +55,7 @@ struct PoolPlan {
   PoolGeometry g;
   const uint8_t* all_positions;  // 0, 1, ..., k² - 1
   const int64_t* offsets;        // of each window position from the window's corner, in floats
-  bool vector;                   // AVX2, 8 channels at a time
+  int64_t width;                 // channels per vector (vector_width), 0: one at a time
 
   // Where window (oy, ox)'s first position would be, in floats from the
   // image's start (negative in the padding).
@@ -76,7 +74,7 @@ struct PoolPlan {
   }
 };
 
-constexpr int64_t kChunks = 4;  // 8-channel blocks taken together
+constexpr int64_t kChunks = 4;  // channel blocks taken together
 
 // Calls fn.template operator()<Chunks>() with Chunks = min(blocks, kChunks)
 // known at compile time, so the blocks' registers can be unrolled.
@@ -95,7 +93,7 @@ void dispatch_chunks(int64_t blocks, Fn&& fn) {
 // the compiler must reload them, as a byte store may alias the floats) and
 // the selects compile to blends or conditional moves — a branch per
 // comparison mispredicts half the time on real data. First maximum wins, as
-// PyTorch.
+// PyTorch. For fewer channels than the narrowest vector.
 template <int64_t Lanes>
 void max_lanes(const float* image, int64_t corner, const Taps& t, float* y, uint8_t* a) {
   float best[Lanes];
@@ -119,62 +117,120 @@ void max_lanes(const float* image, int64_t corner, const Taps& t, float* y, uint
   }
 }
 
-#if defined(__AVX2__)
-// max_lanes<8> for Chunks blocks of 8 channels from c0 in AVX2 registers; the
-// last block ends at channel c (it may overlap the one before).
-template <int Chunks>
-void max8(const float* image, int64_t corner, const Taps& t, int64_t c, int64_t c0, float* y, uint8_t* a) {
+// Vectors of W channels (simd.h: one source for every copy; W is the widest
+// the copy has that the channels fill, so 16 in the AVX-512 copy from 16
+// channels on) and the window positions as W lanes of int32 and of bytes.
+template <int W>
+struct Lanes {
+  using F = simd::VecOf<W>;
+  typedef int32_t I __attribute__((vector_size(W * sizeof(int32_t))));
+  typedef uint8_t B __attribute__((vector_size(W)));
+  typedef uint8_t Bytes __attribute__((vector_size(W * sizeof(int32_t))));  // an I seen as bytes
+};
+
+// The low byte of each lane (positions are below 256), and back: data
+// movement only, the same values in every copy. __builtin_convertvector is
+// one instruction with AVX-512 (vpmovdb, vpmovzxbd), but GCC 12 lowers it
+// lane by lane through general registers without (the AVX2 copy's pool ran
+// at half speed): there byte shuffles narrow, and vpmovzxbd widens in the
+// AVX2 copy.
+template <int W>
+typename Lanes<W>::B narrow(typename Lanes<W>::I w) {
+#if defined(__AVX512F__)
+  return __builtin_convertvector(w, typename Lanes<W>::B);
+#else
+  const auto v = reinterpret_cast<typename Lanes<W>::Bytes>(w);
+  return [&]<int... J>(std::integer_sequence<int, J...>) {
+    return __builtin_shufflevector(v, v, (4 * J)...);
+  }(std::make_integer_sequence<int, W>{});
+#endif
+}
+template <int W>
+typename Lanes<W>::I widen(const uint8_t* a) {
+#if defined(__AVX2__) && !defined(__AVX512F__)
+  if constexpr (W == 8)
+    return reinterpret_cast<typename Lanes<W>::I>(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a))));
+#endif
+  typename Lanes<W>::B b;
+  std::memcpy(&b, a, W);
+  return __builtin_convertvector(b, typename Lanes<W>::I);
+}
+
+// The maximum over the taps for Chunks blocks of W channels from c0, the last
+// block ending at channel c (it may overlap the one before: the same values).
+template <int W, int Chunks>
+void max_blocks(const float* image, int64_t corner, const Taps& t, int64_t c, int64_t c0, float* y, uint8_t* a) {
+  using L = Lanes<W>;
   int64_t block[Chunks];
-  __m256 best[Chunks], where[Chunks];  // positions as floats, exact
+  typename L::F best[Chunks];
+  typename L::I where[Chunks];
   for (int j = 0; j < Chunks; ++j) {
-    block[j] = std::min(c0 + 8 * j, c - 8);
-    best[j] = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-    where[j] = _mm256_setzero_ps();
+    block[j] = std::min<int64_t>(c0 + W * j, c - W);
+    best[j] = simd::broadcast<typename L::F>(-std::numeric_limits<float>::infinity());
+    where[j] = typename L::I{};
   }
   for (int64_t i = 0; i < t.count; ++i) {
-    const uint8_t p = t.positions[i];
+    const int32_t p = t.positions[i];
     const float* x = image + corner + t.offsets[p];
-    const __m256 pos = _mm256_set1_ps(p);
+    const typename L::I pos = typename L::I{} + p;
     for (int j = 0; j < Chunks; ++j) {
-      const __m256 xj = _mm256_loadu_ps(x + block[j]);
-      where[j] = _mm256_blendv_ps(where[j], pos, _mm256_cmp_ps(xj, best[j], _CMP_GT_OQ));
-      best[j] = _mm256_max_ps(xj, best[j]);  // best[j] when equal or x is NaN: the test above
+      const typename L::F xj = simd::load<typename L::F>(x + block[j]);
+      const typename L::I greater = xj > best[j];  // all ones where x wins; never for a NaN x
+      where[j] = greater ? pos : where[j];
+      best[j] = greater ? xj : best[j];
     }
   }
   for (int j = 0; j < Chunks; ++j) {
-    _mm256_storeu_ps(y + block[j], best[j]);
-    const __m256i w = _mm256_cvttps_epi32(where[j]);
-    const __m128i w16 = _mm_packus_epi32(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(a + block[j]), _mm_packus_epi16(w16, w16));
+    simd::store(y + block[j], best[j]);
+    const typename L::B bytes = narrow<W>(where[j]);
+    std::memcpy(a + block[j], &bytes, W);
   }
 }
 
-// One window's input gradients for Chunks blocks of 8 channels from c0: dy
+// One window's input gradients for Chunks blocks of W channels from c0: dy
 // where the position won, zero elsewhere.
-template <int Chunks>
-void route8(const float* dy, const uint8_t* a, const Taps& t, int64_t c, int64_t c0, float* image, int64_t corner) {
+template <int W, int Chunks>
+void route_blocks(const float* dy, const uint8_t* a, const Taps& t, int64_t c, int64_t c0, float* image,
+                  int64_t corner) {
+  using L = Lanes<W>;
   int64_t block[Chunks];
-  __m256 d[Chunks];
-  __m256i where[Chunks];
+  typename L::F d[Chunks];
+  typename L::I where[Chunks];
   for (int j = 0; j < Chunks; ++j) {
-    block[j] = std::min(c0 + 8 * j, c - 8);
-    d[j] = _mm256_loadu_ps(dy + block[j]);
-    where[j] = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a + block[j])));
+    block[j] = std::min<int64_t>(c0 + W * j, c - W);
+    d[j] = simd::load<typename L::F>(dy + block[j]);
+    where[j] = widen<W>(a + block[j]);
   }
   for (int64_t i = 0; i < t.count; ++i) {
-    const uint8_t p = t.positions[i];
+    const int32_t p = t.positions[i];
     float* x = image + corner + t.offsets[p];
-    const __m256i pos = _mm256_set1_epi32(p);
-    for (int j = 0; j < Chunks; ++j)
-      _mm256_storeu_ps(x + block[j], _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(where[j], pos)), d[j]));
+    const typename L::I pos = typename L::I{} + p;
+    for (int j = 0; j < Chunks; ++j) simd::store(x + block[j], where[j] == pos ? d[j] : typename L::F{});
   }
 }
-#else
-template <int Chunks>
-void max8(const float*, int64_t, const Taps&, int64_t, int64_t, float*, uint8_t*) {}
-template <int Chunks>
-void route8(const float*, const uint8_t*, const Taps&, int64_t, int64_t, float*, int64_t) {}
-#endif
+
+// The widest vector of channels this copy runs that `channels` fill: 16, 8
+// or 4 lanes; 0 below 4 channels (one channel at a time).
+int64_t vector_width(int64_t channels) {
+  for (int64_t w = simd::kLanes; w >= 4; w /= 2)
+    if (channels >= w) return w;
+  return 0;
+}
+
+// Calls fn.template operator()<W, Chunks>(c0) over the blocks of W channels
+// (W = vector_width(c), at least 4), kChunks blocks at a time.
+template <class Fn>
+void over_blocks(int64_t width, int64_t c, Fn&& fn) {
+  auto blocks = [&]<int W> {
+    for (int64_t c0 = 0; c0 < c; c0 += W * kChunks)
+      dispatch_chunks((c - c0 + W - 1) / W, [&]<int Chunks> { fn.template operator()<W, Chunks>(c0); });
+  };
+  if constexpr (simd::kLanes >= 16)
+    if (width == 16) return blocks.template operator()<16>();
+  if constexpr (simd::kLanes >= 8)
+    if (width == 8) return blocks.template operator()<8>();
+  blocks.template operator()<4>();
+}
 
 // The forward pass over output rows [r0, r1) (r = n * Ho + oy).
 void max_rows(const PoolPlan plan, const float* src, float* dst, uint8_t* arg, int64_t r0, int64_t r1) {
@@ -187,9 +243,10 @@ void max_rows(const PoolPlan plan, const float* src, float* dst, uint8_t* arg, i
     for (int64_t ox = 0; ox < g.ow; ++ox) {
       const int64_t o = (r * g.ow + ox) * g.c, corner = plan.corner(oy, ox);
       const Taps t = plan.taps(oy, ox, local);
-      if (plan.vector) {
-        for (int64_t c0 = 0; c0 < g.c; c0 += 8 * kChunks)
-          dispatch_chunks((g.c - c0 + 7) / 8, [&]<int Chunks> { max8<Chunks>(x, corner, t, g.c, c0, dst + o, arg + o); });
+      if (plan.width) {
+        over_blocks(plan.width, g.c, [&]<int W, int Chunks>(int64_t c0) {
+          max_blocks<W, Chunks>(x, corner, t, g.c, c0, dst + o, arg + o);
+        });
         continue;
       }
       int64_t c0 = 0;
@@ -200,7 +257,7 @@ void max_rows(const PoolPlan plan, const float* src, float* dst, uint8_t* arg, i
   }
 }
 
-// The backward pass (AVX2) when windows do not overlap, over output rows
+// The backward pass, vectorised, when windows do not overlap, over output rows
 // [r0, r1): every input gradient a window covers is written once, the output
 // gradient at the window's arg-max position and zero elsewhere.
 void route_rows(const PoolPlan plan, const float* dy, const uint8_t* arg, float* dx, int64_t r0, int64_t r1) {
@@ -213,8 +270,9 @@ void route_rows(const PoolPlan plan, const float* dy, const uint8_t* arg, float*
     for (int64_t ox = 0; ox < g.ow; ++ox) {
       const int64_t o = (r * g.ow + ox) * g.c, corner = plan.corner(oy, ox);
       const Taps t = plan.taps(oy, ox, local);
-      for (int64_t c0 = 0; c0 < g.c; c0 += 8 * kChunks)
-        dispatch_chunks((g.c - c0 + 7) / 8, [&]<int Chunks> { route8<Chunks>(dy + o, arg + o, t, g.c, c0, x, corner); });
+      over_blocks(plan.width, g.c, [&]<int W, int Chunks>(int64_t c0) {
+        route_blocks<W, Chunks>(dy + o, arg + o, t, g.c, c0, x, corner);
+      });
     }
   }
 }
@@ -258,7 +316,7 @@ class MaxPool2dOp final : public CpuOp {
     const uint8_t* arg = argmax_.data();
     const int64_t image = g_.h * g_.w * g_.c;
     const PoolPlan plan = this->plan();
-    if (g_.s >= g_.k && plan.vector) {
+    if (g_.s >= g_.k && plan.width) {
       const int64_t rows = g_.n * g_.oh;
 #pragma omp parallel
       {
@@ -268,7 +326,7 @@ class MaxPool2dOp final : public CpuOp {
       clear_uncovered();
       return;
     }
-    // Overlapping windows, or fewer than 8 channels: clear, then add each
+    // Overlapping windows, or fewer than 4 channels: clear, then add each
     // output gradient in (for C = 3 this was 4× faster than writing every
     // position of every window one channel at a time).
 #pragma omp parallel for schedule(static)
@@ -285,7 +343,7 @@ class MaxPool2dOp final : public CpuOp {
 
  private:
   PoolPlan plan() const {
-    return {g_, all_positions_.data(), offsets_.data(), kVectorKernels && g_.c >= 8};
+    return {g_, all_positions_.data(), offsets_.data(), vector_width(g_.c)};
   }
 
   // Input gradients no window reaches (disjoint windows that skip pixels).

@@ -4,45 +4,72 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
-#if defined(__AVX2__) && defined(__FMA__)
+#if defined(__AVX2__)
 #include <immintrin.h>
-#define CONVOY_PLANAR_CONV 1
 #endif
+
+#include "backends/cpu/simd.h"
 
 namespace convoy::cpu {
 namespace {
 
-constexpr int64_t kLanes = 8;
+using simd::kLanes;
+using Vec = simd::Vec;
+
 // Staged rows per band: input and output (or its gradient) together within
 // ~half of a 32 KiB L1, so every filter tile's pass over the band hits L1.
 constexpr int64_t kBandBytes = 16 * 1024;
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-// Filters per register tile: R filters × k kernel columns of 8-lane sums, at
-// least 8 independent FMA chains (two FMA units, four cycles each).
-int64_t tile_filters(int64_t kernel) { return (kLanes + kernel - 1) / kernel; }
+// Filters per weight-gradient tile: R filters × k kernel columns of sums, at
+// least 8 independent FMA chains (two FMA units, four cycles each) whatever
+// the width.
+int64_t tile_filters(int64_t kernel) { return (8 + kernel - 1) / kernel; }
 
-// Filters per forward tile: 5 filters × 2 column blocks of sums, 5 broadcast
-// weights and one input vector fill the 16 AVX2 registers.
+// Filters per forward tile, and blocks of kLanes positions taken together:
+// 5 filters × B blocks of sums, 5 broadcast weights and one input vector fill
+// the 16 registers of AVX2 (B = 2) or the 32 of AVX-512 (B = 4).
 constexpr int64_t kForwardFilters = 5;
+constexpr int kForwardBlocks = kLanes == 16 ? 4 : 2;
 
-#if CONVOY_PLANAR_CONV
-// One staged band: `rows` output rows of one image; the input's planes
-// [channels][rows + k - 1][in_cols], the output's (or its gradient's)
-// [filters_padded][rows][out_cols].
-struct BandLayout {
-  int64_t channels, filters_padded, rows, in_cols, in_plane, out_cols, out_plane;
-};
-
-// Bands of at most `band` rows (the rows still to be set).
-BandLayout band_layout(const ConvGeometry& g, int64_t filters, int64_t band, int64_t in_cols, int64_t out_cols) {
-  return {.channels = g.channels, .filters_padded = filters, .rows = 0, .in_cols = in_cols,
-          .in_plane = (band + g.kernel - 1) * in_cols, .out_cols = out_cols, .out_plane = band * out_cols};
+// Whether a staged band is one flat run of positions rather than rows of
+// blocks (planar_conv.h): by the columns each wastes, so for a 24-wide output
+// and k5 rows of 8 lanes (24 of 24) and a flat run of 16 (24 of 28, not 24 of
+// 32). A fixed rule per width: each copy's arithmetic does not depend on timing.
+bool flat_layout(int64_t out_width, int64_t kernel) {
+  return out_width + kernel - 1 < round_up(out_width, kLanes);
 }
 
-// out[j * out_stride + i] = in[i * in_stride + j] for an 8 × 8 block.
+// One staged band: `rows` output rows of one image; the input's planes
+// [channels][rows + k - 1][in_cols], the output's (or its gradient's)
+// [filters_padded][rows][out_cols]. The band's output positions are walked
+// in blocks of kLanes: `block_rows` rows of `per_row` blocks, block (i, j)
+// reading the input from i * in_cols + j * kLanes (+ kh * in_cols + kw) and
+// writing the output at i * out_cols + j * kLanes. Rows of blocks: out_cols
+// = round_up(out_width, kLanes). Flat: out_cols = in_cols and one row of
+// blocks over all rows × in_cols positions; the k - 1 positions at the end of
+// each row are junk (the forward discards them; the gradient holds zeros there).
+struct BandLayout {
+  int64_t channels, filters_padded, rows, in_cols, in_plane, out_cols, out_plane;
+  bool flat;
+  int64_t block_rows() const { return flat ? 1 : rows; }
+  int64_t per_row() const { return flat ? (rows * out_cols + kLanes - 1) / kLanes : out_cols / kLanes; }
+  int64_t in_at(int64_t i, int64_t j) const { return i * in_cols + j * kLanes; }
+  int64_t out_at(int64_t i, int64_t j) const { return i * out_cols + j * kLanes; }
+};
+
+BandLayout band_layout(const ConvGeometry& g, int64_t filters, int64_t rows, int64_t in_cols, int64_t in_plane,
+                       int64_t out_cols, int64_t out_plane, bool flat) {
+  return {.channels = g.channels, .filters_padded = filters, .rows = rows, .in_cols = in_cols,
+          .in_plane = in_plane, .out_cols = out_cols, .out_plane = out_plane, .flat = flat};
+}
+
+#if defined(__AVX2__)
+// out[j * out_stride + i] = in[i * in_stride + j] for an 8 × 8 block: data
+// movement only, the same values in every copy that has it.
 void transpose8x8(const float* in, int64_t in_stride, float* out, int64_t out_stride) {
   __m256 r[8], t[8], s[8];
   for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(in + i * in_stride);
@@ -61,6 +88,11 @@ void transpose8x8(const float* in, int64_t in_stride, float* out, int64_t out_st
     _mm256_storeu_ps(out + (j + 4) * out_stride, _mm256_permute2f128_ps(s[j], s[j + 4], 0x31));
   }
 }
+constexpr bool kTranspose8 = true;
+#else
+void transpose8x8(const float*, int64_t, float*, int64_t) {}
+constexpr bool kTranspose8 = false;
+#endif
 
 // planes[c * plane + p] = pixels[p * channels + c] for p < count: one row of
 // an NHWC image spread over channel planes.
@@ -70,7 +102,7 @@ void to_planes(const float* pixels, int64_t count, int64_t channels, float* plan
     return;
   }
   int64_t p = 0;
-  if (channels >= 8)
+  if (kTranspose8 && channels >= 8)
     for (; p + 8 <= count; p += 8)
       for (int64_t c0 = 0; c0 < channels; c0 += 8) {
         const int64_t c = std::min(c0, channels - 8);  // the last block may overlap the one before: same values
@@ -87,7 +119,7 @@ void from_planes(const float* planes, int64_t plane, int64_t count, int64_t chan
     return;
   }
   int64_t p = 0;
-  if (channels >= 8)
+  if (kTranspose8 && channels >= 8)
     for (; p + 8 <= count; p += 8)
       for (int64_t c0 = 0; c0 < channels; c0 += 8) {
         const int64_t c = std::min(c0, channels - 8);
@@ -113,124 +145,119 @@ void with_kernel(int64_t kernel, Fn&& fn) {
   throw std::logic_error("planar conv: kernel size " + std::to_string(kernel) + " has no tile");
 }
 
-// planes[o][block j] = bias[o] + Σ weight[o][c][kh][kw] · input[c][kh, kw from block j]
-// for B blocks of 8 output columns at once (input offsets in[], output
-// offsets out[]), kForwardFilters filters at a time.
+// planes[o][out[j]..] = bias[o] + Σ weight[o][c][kh][kw] · input[c][in[j] + kh·in_cols + kw..]
+// for B blocks of kLanes output positions at once, kForwardFilters filters at a time.
 template <int K, int B>
 void forward_blocks(const BandLayout& b, const float* input, const float* weight, const float* bias,
                     const int64_t* in, const int64_t* out, float* planes) {
   constexpr int R = kForwardFilters;
   const int64_t taps = b.channels * K * K;
   for (int64_t o0 = 0; o0 < b.filters_padded; o0 += R) {
-    __m256 acc[R][B];
+    Vec acc[R][B];
     for (int r = 0; r < R; ++r)
-      for (int j = 0; j < B; ++j) acc[r][j] = _mm256_set1_ps(bias[o0 + r]);
+      for (int j = 0; j < B; ++j) acc[r][j] = simd::broadcast<Vec>(bias[o0 + r]);
     const float* w = weight + o0 * taps;
     for (int64_t c = 0; c < b.channels; ++c)
       for (int kh = 0; kh < K; ++kh)
         for (int kw = 0; kw < K; ++kw) {
           const int64_t t = (c * K + kh) * K + kw;
-          __m256 wv[R];
-          for (int r = 0; r < R; ++r) wv[r] = _mm256_broadcast_ss(w + r * taps + t);
+          Vec wv[R];
+          for (int r = 0; r < R; ++r) wv[r] = simd::broadcast<Vec>(w[r * taps + t]);
           for (int j = 0; j < B; ++j) {
-            __m256 xv = _mm256_loadu_ps(input + c * b.in_plane + in[j] + kh * b.in_cols + kw);
-            asm("" : "+x"(xv));  // loaded once, not once per filter (see accumulate_band)
-            for (int r = 0; r < R; ++r) acc[r][j] = _mm256_fmadd_ps(wv[r], xv, acc[r][j]);
+            // Loaded once, not once per filter (see accumulate_band).
+            const Vec xv = simd::pinned(simd::load<Vec>(input + c * b.in_plane + in[j] + kh * b.in_cols + kw));
+            for (int r = 0; r < R; ++r) acc[r][j] = simd::fma(wv[r], xv, acc[r][j]);
           }
         }
     for (int r = 0; r < R; ++r)
-      for (int j = 0; j < B; ++j) _mm256_store_ps(planes + (o0 + r) * b.out_plane + out[j], acc[r][j]);
+      for (int j = 0; j < B; ++j) simd::store(planes + (o0 + r) * b.out_plane + out[j], acc[r][j]);
   }
 }
 
-// The forward pass over one staged band, two blocks of 8 columns at a time.
+// The forward pass over one staged band, kForwardBlocks blocks at a time (a
+// shorter group last).
 void forward_band(int64_t kernel, const BandLayout& b, const float* input, const float* weight, const float* bias,
                   float* planes) {
-  const int64_t per_row = b.out_cols / kLanes, blocks = b.rows * per_row;
+  constexpr int B = kForwardBlocks;
+  const int64_t per_row = b.per_row(), blocks = b.block_rows() * per_row;
   with_kernel(kernel, [&]<int K> {
-    for (int64_t i = 0; i < blocks; i += 2) {
-      int64_t in[2], out[2];
-      const int64_t count = std::min<int64_t>(2, blocks - i);
+    for (int64_t i = 0; i < blocks; i += B) {
+      int64_t in[B], out[B];
+      const int64_t count = std::min<int64_t>(B, blocks - i);
       for (int64_t j = 0; j < count; ++j) {
-        const int64_t y = (i + j) / per_row, x = (i + j) % per_row * kLanes;
-        in[j] = y * b.in_cols + x;
-        out[j] = y * b.out_cols + x;
+        in[j] = b.in_at((i + j) / per_row, (i + j) % per_row);
+        out[j] = b.out_at((i + j) / per_row, (i + j) % per_row);
       }
-      if (count == 2) forward_blocks<K, 2>(b, input, weight, bias, in, out, planes);
-      else forward_blocks<K, 1>(b, input, weight, bias, in, out, planes);
+      [&]<int... J>(std::integer_sequence<int, J...>) {
+        // forward_blocks<K, count> for count = 1 .. B, known at compile time.
+        ((count == J + 1 ? forward_blocks<K, J + 1>(b, input, weight, bias, in, out, planes) : void()), ...);
+      }(std::make_integer_sequence<int, B>{});
     }
   });
 }
 
-// sums[o][c][kh][kw][lane] += Σ_y Σ_x grad[o][y][x] · input[c][y + kh][x + kw]
+// sums[o][c][kh][kw][lane] += Σ over the band's blocks of grad[o][block] · input[c][block + kh·in_cols + kw]
 // for one staged band, R filters × K kernel columns at a time.
 template <int K, int R>
 void accumulate_band(const BandLayout& b, const float* input, const float* grad, float* sums) {
+  const int64_t block_rows = b.block_rows(), per_row = b.per_row();
   for (int64_t o0 = 0; o0 < b.filters_padded; o0 += R)
     for (int64_t c = 0; c < b.channels; ++c)
       for (int64_t kh = 0; kh < K; ++kh) {
-        __m256 acc[R][K];
-        for (int r = 0; r < R; ++r)
-          for (int kw = 0; kw < K; ++kw) acc[r][kw] = _mm256_setzero_ps();
-        for (int64_t y = 0; y < b.rows; ++y) {
-          const float* x_row = input + c * b.in_plane + (y + kh) * b.in_cols;
-          const float* d_row = grad + o0 * b.out_plane + y * b.out_cols;
-          for (int64_t x = 0; x < b.out_cols; x += kLanes) {
+        Vec acc[R][K] = {};
+        for (int64_t i = 0; i < block_rows; ++i) {
+          const float* x_row = input + c * b.in_plane + b.in_at(i, 0) + kh * b.in_cols;
+          const float* d_row = grad + o0 * b.out_plane + b.out_at(i, 0);
+          for (int64_t x = 0; x < per_row * kLanes; x += kLanes) {
             // Each value loaded once: R gradient vectors, then K shifted input
             // vectors, each used by R FMAs (two loads a cycle would otherwise
             // be the limit).
-            __m256 d[R];
-            for (int r = 0; r < R; ++r) d[r] = _mm256_load_ps(d_row + r * b.out_plane + x);
+            Vec d[R];
+            for (int r = 0; r < R; ++r) d[r] = simd::load<Vec>(d_row + r * b.out_plane + x);
             for (int kw = 0; kw < K; ++kw) {
-              __m256 xv = _mm256_loadu_ps(x_row + x + kw);
-              // Keeps xv in a register: GCC would otherwise fold the load
-              // into each of the R FMAs, loading it R times.
-              asm("" : "+x"(xv));
-              for (int r = 0; r < R; ++r) acc[r][kw] = _mm256_fmadd_ps(d[r], xv, acc[r][kw]);
+              // pinned: GCC would otherwise fold the load into each of the R
+              // FMAs, loading it R times.
+              const Vec xv = simd::pinned(simd::load<Vec>(x_row + x + kw));
+              for (int r = 0; r < R; ++r) acc[r][kw] = simd::fma(d[r], xv, acc[r][kw]);
             }
           }
         }
         for (int r = 0; r < R; ++r) {
           float* s = sums + (((o0 + r) * b.channels + c) * K + kh) * K * kLanes;
           for (int kw = 0; kw < K; ++kw)
-            _mm256_store_ps(s + kw * kLanes, _mm256_add_ps(_mm256_load_ps(s + kw * kLanes), acc[r][kw]));
+            simd::store(s + kw * kLanes, simd::load<Vec>(s + kw * kLanes) + acc[r][kw]);
         }
       }
 }
 
-// bias_sums[o][lane] += Σ_y Σ_x grad[o][y][x]
+// bias_sums[o][lane] += Σ over the band's blocks of grad[o][block]
 void accumulate_bias(const BandLayout& b, const float* grad, float* bias_sums) {
+  const int64_t block_rows = b.block_rows(), per_row = b.per_row();
   for (int64_t o = 0; o < b.filters_padded; ++o) {
-    __m256 acc = _mm256_load_ps(bias_sums + o * kLanes);
-    for (int64_t y = 0; y < b.rows; ++y)
-      for (int64_t x = 0; x < b.out_cols; x += kLanes)
-        acc = _mm256_add_ps(acc, _mm256_load_ps(grad + o * b.out_plane + y * b.out_cols + x));
-    _mm256_store_ps(bias_sums + o * kLanes, acc);
+    Vec acc = simd::load<Vec>(bias_sums + o * kLanes);
+    for (int64_t i = 0; i < block_rows; ++i)
+      for (int64_t j = 0; j < per_row; ++j) acc += simd::load<Vec>(grad + o * b.out_plane + b.out_at(i, j));
+    simd::store(bias_sums + o * kLanes, acc);
   }
 }
 
 void accumulate_weights(int64_t kernel, const BandLayout& b, const float* input, const float* grad, float* sums) {
-  with_kernel(kernel, [&]<int K> { accumulate_band<K, (kLanes + K - 1) / K>(b, input, grad, sums); });
+  with_kernel(kernel, [&]<int K> { accumulate_band<K, (8 + K - 1) / K>(b, input, grad, sums); });
 }
-#endif
 
 }  // namespace
 
 bool PlanarConv::suits(const ConvGeometry& g) {
-#if CONVOY_PLANAR_CONV
   return g.stride == 1 && g.groups == 1 && g.channels == 1 && g.kernel <= kMaxKernel;
-#else
-  (void)g;
-  return false;
-#endif
 }
 
 PlanarConv::PlanarConv(const ConvGeometry& g)
     : g_(g),
       forward_filters_(round_up(g.filters, kForwardFilters)),
       grad_filters_(round_up(g.filters, tile_filters(g.kernel))),
-      out_cols_(round_up(g.out_width, kLanes)),
-      in_cols_(out_cols_ + g.kernel - 1) {
+      flat_(flat_layout(g.out_width, g.kernel)),
+      out_cols_(flat_ ? g.out_width + g.kernel - 1 : round_up(g.out_width, kLanes)),
+      in_cols_(flat_ ? out_cols_ : out_cols_ + g.kernel - 1) {
   if (!suits(g)) throw std::logic_error("PlanarConv built for a convolution it does not suit");
   // Equal bands of at most kBandBytes of staged rows each.
   const int64_t filters = runs_forward() ? std::max(forward_filters_, grad_filters_) : grad_filters_;
@@ -238,6 +265,9 @@ PlanarConv::PlanarConv(const ConvGeometry& g)
   const int64_t most = std::clamp<int64_t>(kBandBytes / row_bytes, 1, g.out_height);
   const int64_t bands = (g.out_height + most - 1) / most;
   band_ = (g.out_height + bands - 1) / bands;
+  // A flat band's last block reads up to kLanes + k - 1 floats past its rows.
+  in_plane_ = round_up((band_ + g.kernel - 1) * in_cols_ + kLanes + g.kernel, kLanes);
+  out_plane_ = round_up(band_ * out_cols_, kLanes);
   const int64_t taps = g.channels * g.kernel * g.kernel;
   weight_ = AlignedBuffer(static_cast<std::size_t>(forward_filters_ * taps));
   bias_ = AlignedBuffer(static_cast<std::size_t>(forward_filters_));
@@ -245,18 +275,17 @@ PlanarConv::PlanarConv(const ConvGeometry& g)
   for (Workspace& w : threads_) {
     // Zeroed once: the padding columns and rows, and the padded filters'
     // gradient rows, are never written and stay zero.
-    w.input = AlignedBuffer(static_cast<std::size_t>(g.channels * (band_ + g.kernel - 1) * in_cols_));
-    if (runs_forward()) w.planes = AlignedBuffer(static_cast<std::size_t>(forward_filters_ * band_ * out_cols_));
-    w.grad = AlignedBuffer(static_cast<std::size_t>(grad_filters_ * band_ * out_cols_));
+    w.input = AlignedBuffer(static_cast<std::size_t>(g.channels * in_plane_));
+    if (runs_forward()) w.planes = AlignedBuffer(static_cast<std::size_t>(forward_filters_ * out_plane_));
+    w.grad = AlignedBuffer(static_cast<std::size_t>(grad_filters_ * out_plane_));
     w.sums = AlignedBuffer(static_cast<std::size_t>(grad_filters_ * (taps + 1) * kLanes));
     w.out.assign(static_cast<std::size_t>(g.filters * (taps + 1)), 0.0f);
   }
 }
 
 void PlanarConv::stage_input(Workspace& w, int64_t n, int64_t y0, int64_t rows, const float* src) const {
-#if CONVOY_PLANAR_CONV
   const ConvGeometry& g = g_;
-  const int64_t in_rows = rows + g.kernel - 1, in_plane = (band_ + g.kernel - 1) * in_cols_;
+  const int64_t in_rows = rows + g.kernel - 1;
   // Only columns [pad_left, pad_left + width) of a staged row are ever
   // written; the padding columns keep the zeros they were allocated with.
   const int64_t width = std::min(g.width, in_cols_ - g.pad_left);
@@ -264,67 +293,58 @@ void PlanarConv::stage_input(Workspace& w, int64_t n, int64_t y0, int64_t rows, 
     const int64_t y = y0 + i - g.pad_top;
     float* row = w.input.data() + i * in_cols_;
     if (y < 0 || y >= g.height) {
-      for (int64_t c = 0; c < g.channels; ++c) std::fill_n(row + c * in_plane, in_cols_, 0.0f);
+      for (int64_t c = 0; c < g.channels; ++c) std::fill_n(row + c * in_plane_, in_cols_, 0.0f);
       continue;
     }
-    to_planes(src + (n * g.height + y) * g.width * g.channels, width, g.channels, row + g.pad_left, in_plane);
+    to_planes(src + (n * g.height + y) * g.width * g.channels, width, g.channels, row + g.pad_left, in_plane_);
   }
-#else
-  (void)w, (void)n, (void)y0, (void)rows, (void)src;
-#endif
 }
 
 void PlanarConv::forward_images(Workspace& w, int64_t first_image, int64_t end_image, const float* src,
                                 float* dst) const {
-#if CONVOY_PLANAR_CONV
   const ConvGeometry& g = g_;
-  BandLayout b = band_layout(g, forward_filters_, band_, in_cols_, out_cols_);
   for (int64_t n = first_image; n < end_image; ++n)
     for (int64_t y0 = 0; y0 < g.out_height; y0 += band_) {
-      b.rows = std::min(band_, g.out_height - y0);
-      stage_input(w, n, y0, b.rows, src);
+      const int64_t rows = std::min(band_, g.out_height - y0);
+      const BandLayout b = band_layout(g, forward_filters_, rows, in_cols_, in_plane_, out_cols_, out_plane_, flat_);
+      stage_input(w, n, y0, rows, src);
       forward_band(g.kernel, b, w.input.data(), weight_.data(), bias_.data(), w.planes.data());
-      for (int64_t y = 0; y < b.rows; ++y)
-        from_planes(w.planes.data() + y * out_cols_, b.out_plane, g.out_width, g.filters,
+      for (int64_t y = 0; y < rows; ++y)
+        from_planes(w.planes.data() + y * out_cols_, out_plane_, g.out_width, g.filters,
                     dst + (n * g.out_height + y0 + y) * g.out_width * g.filters);
     }
-#else
-  (void)w, (void)first_image, (void)end_image, (void)src, (void)dst;
-#endif
 }
 
 void PlanarConv::gradient_images(Workspace& w, int64_t first_image, int64_t end_image, const float* src,
                                  const float* diff_dst) const {
-#if CONVOY_PLANAR_CONV
   const ConvGeometry& g = g_;
   const int64_t taps = g.channels * g.kernel * g.kernel;
   float* sums = w.sums.data();
   float* bias_sums = sums + grad_filters_ * taps * kLanes;
   std::fill_n(sums, w.sums.size(), 0.0f);
-  BandLayout b = band_layout(g, grad_filters_, band_, in_cols_, out_cols_);
   for (int64_t n = first_image; n < end_image; ++n)
     for (int64_t y0 = 0; y0 < g.out_height; y0 += band_) {
-      b.rows = std::min(band_, g.out_height - y0);
-      stage_input(w, n, y0, b.rows, src);
-      // Columns past the image's and the padded filters' rows stay zero.
-      for (int64_t y = 0; y < b.rows; ++y)
+      const int64_t rows = std::min(band_, g.out_height - y0);
+      const BandLayout b = band_layout(g, grad_filters_, rows, in_cols_, in_plane_, out_cols_, out_plane_, flat_);
+      stage_input(w, n, y0, rows, src);
+      // Columns past the image's and the padded filters' rows stay zero; in a
+      // flat band so must the positions its last block reads past its rows
+      // (a longer band before may have left values there).
+      for (int64_t y = 0; y < rows; ++y)
         to_planes(diff_dst + (n * g.out_height + y0 + y) * g.out_width * g.filters, g.out_width, g.filters,
-                  w.grad.data() + y * out_cols_, b.out_plane);
+                  w.grad.data() + y * out_cols_, out_plane_);
+      if (flat_)
+        for (int64_t o = 0; o < g.filters; ++o)
+          std::fill(w.grad.data() + o * out_plane_ + rows * out_cols_,
+                    w.grad.data() + o * out_plane_ + round_up(rows * out_cols_, kLanes), 0.0f);
       accumulate_weights(g.kernel, b, w.input.data(), w.grad.data(), sums);
       accumulate_bias(b, w.grad.data(), bias_sums);
     }
   // Lanes summed in a fixed order; the padded filters are dropped.
   for (int64_t o = 0; o < g.filters; ++o) {
-    for (int64_t t = 0; t < taps; ++t) {
-      const float* s = sums + (o * taps + t) * kLanes;
-      w.out[o * taps + t] = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-    }
-    const float* s = bias_sums + o * kLanes;
-    w.out[g.filters * taps + o] = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    for (int64_t t = 0; t < taps; ++t) w.out[o * taps + t] = simd::sum_lanes<kLanes>(sums + (o * taps + t) * kLanes);
+    w.out[g.filters * taps + o] = simd::sum_lanes<kLanes>(bias_sums + o * kLanes);
   }
-#else
-  (void)w, (void)first_image, (void)end_image, (void)src, (void)diff_dst;
-#endif
 }
 
 void PlanarConv::forward(const float* src, const float* weight, const float* bias, float* dst) {

@@ -1,19 +1,27 @@
 #pragma once
 // The weight and bias gradient, and with fewer than 12 filters the forward
 // pass, of a stride-1 convolution of a single-channel image (the first layer
-// of a greyscale CNN), by our own AVX2 kernels instead of oneDNN's.
+// of a greyscale CNN), by our own kernels instead of oneDNN's: one source over
+// simd::Vec (simd.h), so 16 lanes in the AVX-512 copy, 8 in the AVX2 copy and
+// 4 in the baseline copy, the same logic in each.
 //
 // Why: oneDNN 2.6 vectorises its kernels over channels; with one input
 // channel it ran the seed CNN's conv 1→10 k5 backward-weights at ~25 and its
 // forward at ~37 GFLOP/s on one core, of ~89 (with 12 or more filters its
 // forward, vectorised over filters, could beat ours). Here the images, in bands of
 // rows that stay in L1, are staged as zero-padded planes — the input per
-// channel [C][rows][cols], the output or its gradient per filter
-// [O][rows][cols rounded up to 8] — and both passes run eight output columns
-// at a time, a tile of filters × (blocks of columns, or kernel columns) in
+// channel [C][rows][in_cols], the output or its gradient per filter
+// [O][rows][out_cols] — and both passes run a vector of output positions at
+// a time, a tile of filters × (blocks of positions, or kernel columns) in
 // registers:
 //   forward:  Y[o][y][x] = b[o] + Σ W[o][c][kh][kw] · X[c][y + kh][x + kw]
 //   weights:  dW[o][c][kh][kw] = Σ dY[o][y][x] · X[c][y + kh][x + kw]
+// The positions are blocked either by rows (out_cols = the width rounded up
+// to the lanes) or, where that wastes more, as one flat run per band with
+// out_cols = in_cols = width + k - 1, whose k - 1 extra positions per row are
+// computed and dropped (seed conv, width 24, k5: rows of 8 in the AVX2 copy,
+// 24 of 24 used; a flat run of 16 in the AVX-512 copy, 24 of 28, where rows
+// of 16 would use 24 of 32).
 // Padding is zeros in the staged input, so any padding works. The gradient
 // with respect to the input stays oneDNN's (a first layer needs none).
 //
@@ -43,7 +51,7 @@ class PlanarConv final : public OwnKernels {
   // 12 filters and k3 oneDNN's was faster (0.49 ms to our 0.59).
   static constexpr int64_t kForwardBelowFilters = 12;
 
-  // Whether these kernels serve `g`: built with AVX2 and FMA; stride 1; one
+  // Whether these kernels serve `g` (in every copy): stride 1; one
   // input channel (for the weight gradient, with two channels oneDNN was as
   // fast, with three faster: its kernels vectorise over channels); kernel ≤ 7.
   static bool suits(const ConvGeometry& g);
@@ -56,10 +64,10 @@ class PlanarConv final : public OwnKernels {
 
  private:
   struct Workspace {
-    AlignedBuffer input;     // [C][band + k - 1][in_cols]
+    AlignedBuffer input;     // [C][in_plane]: band + k - 1 rows of in_cols, and slack
     AlignedBuffer planes;    // [forward_filters][band][out_cols]: the output
     AlignedBuffer grad;      // [grad_filters][band][out_cols]: its gradient
-    AlignedBuffer sums;      // [grad_filters][C][k][k][8], then [grad_filters][8] for the bias
+    AlignedBuffer sums;      // [grad_filters][C][k][k][lanes], then [grad_filters][lanes] for the bias
     std::vector<float> out;  // this thread's dw then db, summed over its lanes
   };
   void forward_images(Workspace& w, int64_t first_image, int64_t end_image, const float* src, float* dst) const;
@@ -70,7 +78,9 @@ class PlanarConv final : public OwnKernels {
 
   ConvGeometry g_;
   int64_t forward_filters_, grad_filters_;  // filters rounded up to each pass's register tile
-  int64_t out_cols_, in_cols_, band_;
+  bool flat_;                               // bands staged as one flat run of positions (planar_conv.cpp)
+  int64_t out_cols_, in_cols_, band_;       // staged row lengths; output rows per band
+  int64_t in_plane_, out_plane_;            // floats per staged channel / filter plane
   AlignedBuffer weight_, bias_;  // the forward's: [forward_filters][C k²] and [forward_filters], zero-padded
   std::vector<Workspace> threads_;
 };

@@ -26,8 +26,8 @@ inline constexpr int kLanes = 8;
 inline constexpr int kLanes = 4;
 #endif
 
-// Through a class: GCC 12 drops vector_size from an alias template whose
-// size depends on its parameter (VecOf<W> would be one float).
+// Through a class: GCC drops the vector_size attribute of an alias template
+// whose size depends on its parameter (VecOf<8> would be a plain float).
 template <int W>
 struct VecType {
   typedef float type __attribute__((vector_size(W * sizeof(float))));
@@ -35,7 +35,7 @@ struct VecType {
 template <int W>
 using VecOf = typename VecType<W>::type;
 using Vec = VecOf<kLanes>;
-static_assert(sizeof(Vec) == kLanes * sizeof(float), "simd::Vec is not kLanes floats wide");
+static_assert(sizeof(Vec) == kLanes * sizeof(float), "Vec holds kLanes floats");
 
 // The lane count of a vector type.
 template <class V>
@@ -73,6 +73,28 @@ inline V fma(V a, V b, V c) {
 template <class V>
 inline V max(V a, V b) {
   return a > b ? a : b;
+}
+
+// The sum of n floats (n a power of two) in a fixed pairwise order: lanes of
+// per-lane sums reduced the same way every run.
+template <int N>
+inline float sum_lanes(const float* s) {
+  if constexpr (N == 1) return s[0];
+  else return sum_lanes<N / 2>(s) + sum_lanes<N / 2>(s + N / 2);
+}
+
+// v, kept in a register: an empty asm the compiler cannot see through, so a
+// loaded vector used by several FMAs is loaded once rather than folded into
+// each as a memory operand (GCC's choice, which makes loads the limit).
+template <class V>
+inline V pinned(V v) {
+  static_assert(sizeof(V) <= kLanes * sizeof(float), "one native register");
+#if defined(__AVX512F__)
+  asm("" : "+v"(v));
+#else
+  asm("" : "+x"(v));
+#endif
+  return v;
 }
 
 }  // namespace convoy::cpu::simd

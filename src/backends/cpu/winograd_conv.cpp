@@ -10,10 +10,7 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
-#if defined(__AVX2__)
-#include <immintrin.h>
-#endif
-
+#include "backends/cpu/simd.h"
 #include "convoy/core/error.h"
 
 namespace convoy::cpu {
@@ -29,59 +26,46 @@ constexpr int64_t kFusedAboveBytes = int64_t{8} << 20;
 // The most each thread's sums of the weight gradient's blocks may take.
 constexpr int64_t kOwnSumsBytes = int64_t{256} << 10;
 
-// Eight channels at once with GCC's vector extension (AVX with -march=native),
-// the remainder one at a time; the transforms are written once for both.
-// Loads and stores go through memcpy: clang ignores a lowered alignment on
-// a vector type and would emit aligned moves that fault on these pointers.
-using Vec = float __attribute__((vector_size(32)));
-template <class T>
-T load(const float* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-template <class T>
-void store(float* p, T v) {
-  std::memcpy(p, &v, sizeof v);
-}
+// simd::kLanes channels at once (16 in the AVX-512 copy, 8 in the AVX2 one,
+// 4 in the baseline), the remainder one at a time; the transforms are
+// written once for both, over T = simd::Vec or float.
+using simd::kLanes;
+using simd::Vec;
+using simd::load;
+using simd::store;
 template <class Fn>
 void over_range(int64_t begin, int64_t end, Fn&& fn) {
   int64_t c = begin;
-  for (; c + 8 <= end; c += 8) fn.template operator()<Vec>(c);
+  for (; c + kLanes <= end; c += kLanes) fn.template operator()<Vec>(c);
   for (; c < end; ++c) fn.template operator()<float>(c);
 }
 template <class Fn>
 void over_channels(int64_t channels, Fn&& fn) {
   over_range(0, channels, fn);
 }
-// {p[0], p[stride], ..., p[7 · stride]}
+// {p[0], p[stride], ..., p[(lanes - 1) · stride]}: the compiler makes a
+// gather of it where the set has one.
 template <class T>
 T load_strided(const float* p, int64_t stride) {
   if constexpr (sizeof(T) == sizeof(float)) {
     (void)stride;
     return *p;
   } else {
-#if defined(__AVX2__)
-    const __m256i at = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-                                          _mm256_set1_epi32(static_cast<int>(stride)));
-    return reinterpret_cast<T>(_mm256_i32gather_ps(p, at, 4));
-#else
     T v;
-    for (int i = 0; i < 8; ++i) v[i] = p[i * stride];
+    for (int i = 0; i < kLanes; ++i) v[i] = p[i * stride];
     return v;
-#endif
   }
 }
-// out[i · 9 + j] = k[j][i]: nine vectors of eight 3×3 kernels, written as
-// the eight kernels one after the other.
+// out[i · 9 + j] = k[j][i]: nine vectors of kLanes 3×3 kernels, written as
+// the kernels one after the other.
 template <class T>
 void store_strided(const T* k, float* out) {
   if constexpr (sizeof(T) == sizeof(float)) {
     for (int j = 0; j < 9; ++j) out[j] = k[j];
   } else {
-    alignas(32) float buffer[9][8];
+    alignas(64) float buffer[9][kLanes];
     for (int j = 0; j < 9; ++j) store<T>(buffer[j], k[j]);
-    for (int i = 0; i < 8; ++i)
+    for (int i = 0; i < kLanes; ++i)
       for (int j = 0; j < 9; ++j) out[i * 9 + j] = buffer[j][i];
   }
 }
