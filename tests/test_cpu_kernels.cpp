@@ -392,11 +392,11 @@ TEST_P(CpuKernels, WinogradConvMatchesReferenceSumsOnOneThread) {
 // passes against the reference sums, on two threads and on one, bit-identical
 // run to run; and a sign that they ran: their bits differ from oneDNN's
 // (ConvAlgo::direct keeps oneDNN's).
-TEST_P(CpuKernels, Direct AllPassesMatchReferenceSums) {
+TEST_P(CpuKernels, DirectAllPassesMatchReferenceSums) {
   for (const ConvCase& k : kDirectCases) check_conv_gradients(k, set());
 }
 
-TEST_P(CpuKernels, Direct AllPassesMatchReferenceSumsOnOneThread) {
+TEST_P(CpuKernels, DirectAllPassesMatchReferenceSumsOnOneThread) {
   on_one_thread([&] {
     for (const ConvCase& k : kDirectCases) check_conv_gradients(k, set());
   });
@@ -426,7 +426,7 @@ std::vector<float> seed_conv_bits(KernelSet kernels, ConvAlgo algo) {
   return out;
 }
 
-TEST_P(CpuKernels, Direct BitIdenticalRerunsAndNotOneDnnsBits) {
+TEST_P(CpuKernels, DirectBitIdenticalRerunsAndNotOneDnnsBits) {
   const std::vector<float> first = seed_conv_bits(set(), ConvAlgo::automatic);
   const std::vector<float> again = seed_conv_bits(set(), ConvAlgo::automatic);
   ASSERT_EQ(first.size(), again.size());
