@@ -113,6 +113,7 @@ TEST(BatchSlices, SeedCnnMatchesPerOpToRounding) {
   const nn::Model model = nn::seed_cnn();
   const Result whole = run(model, "per_op", 32, 3, 27);
   const Result sliced = run(model, "batch_slices", 32, 3, 27);
+  EXPECT_EQ(omp_get_max_threads(), 2);  // the slices' single-threaded setting stayed on their threads
   EXPECT_EQ(whole.slices, 1);
   EXPECT_EQ(sliced.slices, 2);
   EXPECT_EQ(sliced.metrics.count, 3 * 32 + 27);
@@ -186,6 +187,44 @@ TEST(BatchSlices, ResumeContinuesBitForBit) {
   EXPECT_EQ(ma.loss_sum, mb.loss_sum);
   EXPECT_EQ(ma.correct, mb.correct);
   EXPECT_EQ(ma.count, mb.count);
+}
+
+// An outer reducer (MPI replicas, each process K slices) as one replica: the
+// mean over one is itself, so training must not change by a bit; it sees the
+// whole gradient buffer once per step, announced before finish (a bucketing
+// reducer requires that), and batch norm's sums at every rendezvous.
+class OneReplica final : public GradientReducer {
+ public:
+  void ready(std::span<float> g) override { announced += g.size(); }
+  void finish(std::span<float> g) override {
+    EXPECT_EQ(announced, g.size());
+    announced = 0;
+    ++finishes;
+  }
+  std::size_t announced = 0;
+  int finishes = 0;
+};
+
+TEST(BatchSlices, OuterReducersSeeTheSlicesResultOncePerRendezvous) {
+  const Threads two(2);
+  const nn::Model model = bn_dropout_model();
+  auto plain = compile_cpu(model, options("batch_slices", 32), 7);
+  auto outer = compile_cpu(model, options("batch_slices", 32), 7);
+  OneReplica replica;
+  int statistics_calls = 0;
+  outer->set_gradient_reducer(&replica);
+  outer->set_batch_norm_reducer([&](std::span<double>) { ++statistics_calls; });
+  for (int s = 0; s < 2; ++s) {
+    const Batch b = batch_for(model, 32, 200 + s);
+    plain->train_step(b.x.data(), b.y.data());
+    outer->train_step(b.x.data(), b.y.data());
+  }
+  EXPECT_EQ(replica.finishes, 2);
+  EXPECT_EQ(statistics_calls, 2 * 2 * 3);  // 2 steps, 2 batch norms, 2 forward sums and 1 backward each
+  std::vector<float> a(static_cast<std::size_t>(plain->parameter_count())), b(a.size());
+  plain->get_parameters(a);
+  outer->get_parameters(b);
+  EXPECT_TRUE(same_bits(a, b));
 }
 
 // The rule: slices where threads > 1, a divisor K of the batch leaves at

@@ -36,7 +36,7 @@ void SliceBarrier::wait() {
     generation_.fetch_add(1, std::memory_order_release);
     return;
   }
-  constexpr int kSpinsBeforeYield = 1 << 14;  // ~tens of microseconds of pause
+  constexpr int kSpinsBeforeYield = 1 << 12;  // ~0.1-0.3 ms of pause instructions
   for (int spins = 0; generation_.load(std::memory_order_acquire) == generation; ++spins) {
     if (aborted_.load(std::memory_order_relaxed)) throw SliceAborted{};
     if (spins < kSpinsBeforeYield)
