@@ -2,8 +2,10 @@
 // Program on the CPU device) and optim::step pick one of the backend's per-instruction-set copies
 // (cmake/isa_units.cmake, backends/cpu/backend_entry.h) — the best this CPU
 // runs, or the one CompileOptions::cpu_kernels names.
+#include "backends/batch_slices.h"
 #include "backends/cpu/backend_entry.h"
 #include "backends/program.h"
+#include "convoy/core/threads.h"
 #include "core/isa_entry.h"
 
 namespace convoy {
@@ -15,8 +17,12 @@ const BackendEntry& backend(KernelSet set) {
 
 }  // namespace cpu
 
+// One Program whose ops use every thread, or batch slices (backends/batch_slices.h).
 std::unique_ptr<Executable> compile_cpu(const nn::Model& model, const CompileOptions& options, uint64_t seed) {
-  return std::make_unique<Program>(model, options, seed, cpu::backend(options.cpu_kernels).make_device(options));
+  const cpu::BackendEntry& entry = cpu::backend(options.cpu_kernels);
+  if (const int64_t slices = choose_batch_slices(model, options, num_threads()); slices > 1)
+    return make_batch_slices(model, options, seed, slices, [&] { return entry.make_device(options); });
+  return std::make_unique<Program>(model, options, seed, entry.make_device(options));
 }
 
 namespace optim {

@@ -21,6 +21,13 @@ const char* conv_algo_name(ConvAlgo algo) {
   return "?";
 }
 
+Parallelism parse_parallelism(const std::string& name) {
+  if (name == "auto") return Parallelism::automatic;
+  if (name == "per_op") return Parallelism::per_op;
+  if (name == "batch_slices") return Parallelism::batch_slices;
+  throw UserError("parallelism '" + shown(name) + "' is not one: use auto, per_op or batch_slices");
+}
+
 int64_t Executable::train_steps(const float* x, Targets y, int64_t n) {
   const int64_t batch = batch_size();
   for (int64_t i = 0; i < n; ++i) {

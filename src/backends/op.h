@@ -28,6 +28,10 @@ struct OpBuffers {
   // Device memory: training steps applied so far (DeviceScalars::steps_done),
   // from which dropout draws its masks.
   const int64_t* steps_done = nullptr;
+  // Dropout: this batch is examples [first_example, first_example + batch)
+  // of a batch of mask_batch (0: of itself), whose masks it draws (a slice of
+  // the batch, backends/batch_slices.h, drops what the whole batch would).
+  int64_t first_example = 0, mask_batch = 0;
   // Filled in by the device, not the Program:
   void* scratchpad = nullptr;  // scratchpad_bytes(), shared by every op (they run one at a time)
   void* own = nullptr;         // private_bytes() for this op alone

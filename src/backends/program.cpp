@@ -12,8 +12,10 @@
 
 namespace convoy {
 
-Program::Program(const nn::Model& model, const CompileOptions& options, uint64_t seed, std::unique_ptr<Device> device)
+Program::Program(const nn::Model& model, const CompileOptions& options, uint64_t seed, std::unique_ptr<Device> device,
+                 BatchSlice slice)
     : options_(options),
+      slice_(slice),
       batch_(options.batch_size),
       example_size_(numel(model.input_shape())),
       classes_(model.output_shape().at(0)),
@@ -147,6 +149,8 @@ void Program::bind_ops(const nn::Model& model) {
     layer_grads_.emplace_back(b.grads, static_cast<std::size_t>(param_floats));
     if (!layer.state.empty()) b.state = state_ + layer.state[0].offset;
     b.steps_done = &scalars_->steps_done;
+    b.first_example = slice_.first_example;
+    b.mask_batch = slice_.of_batch;
     device_->bind(i, std::move(b));
 
     LayerBuffers r{.name = layer.name, .output = at(plan_.activation[i + 1]),

@@ -23,9 +23,17 @@
 
 namespace convoy {
 
+// Where a Program's batch sits in a larger one (a slice, backends/batch_slices.h):
+// examples [first_example, first_example + batch) of a batch of of_batch
+// (0: it is the whole batch). Dropout draws the whole batch's masks from it.
+struct BatchSlice {
+  int64_t first_example = 0, of_batch = 0;
+};
+
 class Program final : public Executable {
  public:
-  Program(const nn::Model& model, const CompileOptions& options, uint64_t seed, std::unique_ptr<Device> device);
+  Program(const nn::Model& model, const CompileOptions& options, uint64_t seed, std::unique_ptr<Device> device,
+          BatchSlice slice = {});
   ~Program() override;
 
   int64_t batch_size() const override { return batch_; }
@@ -87,6 +95,7 @@ class Program final : public Executable {
   void copy_out(std::span<float> to, const float* src, int64_t count, const char* what) const;
 
   CompileOptions options_;
+  BatchSlice slice_;
   int64_t batch_, example_size_, classes_;
   int64_t slots_;  // batches per bank: what one chunk of train_steps runs
   std::unique_ptr<Device> device_;

@@ -172,6 +172,11 @@ const std::vector<ConfigKey>& config_schema() {
                     .with_flag("--threads"));
     k.push_back(device_key());
     k.push_back(conv_algo_key());
+    k.push_back(text("training.parallelism", AT(parallelism), choices({"auto", "per_op", "batch_slices"}),
+                     "CPU: how a step uses the threads: per_op splits every op across them; batch_slices gives each "
+                     "thread its own slice of the batch through the whole step, gradients summed once per step in "
+                     "slice order; auto slices when threads > 1 and every layer is small (docs/architecture.md). It "
+                     "changes the result's bits, so checkpoints keep it and summary.json records what ran"));
     // ---- callbacks ----
     k.push_back(boolean("callbacks.terminate_on_nan", AT(terminate_on_nan), "Stop on a NaN/Inf loss (Keras's TerminateOnNaN)"));
     k.push_back(text("callbacks.on_nan", AT(on_nan), choices({"stop", "skip_step"}),

@@ -148,6 +148,7 @@ std::unique_ptr<Executable> compile_for(const nn::Model& model, const RunConfig&
   options.optimizer = optimizer_options(c);
   options.steps_per_execution = c.steps_per_execution;
   options.conv_algo = parse_conv_algo(c.conv_algo);
+  options.parallelism = parse_parallelism(c.parallelism);
   const DeviceChoice device = choose_device(c.device, model);
   require_replica_device(c, device);
   if (log && say_fallback(device, c.device)) *log << "convoy: " << device.fallback << "\n" << std::flush;
@@ -455,6 +456,7 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
     report::RunInfo info{.model = c.model, .dataset = c.data_dir, .device = out.device,
                      .cpu_kernels = out.device == "cpu" ? kernel_set_name(best_kernel_set()) : "",
                      .conv_algo = out.device == "cpu" ? c.conv_algo : "",
+                     .batch_slices = out.device == "cpu" ? exe->batch_slices() : 0,
                      .threads = out.threads,
                      .epochs = c.epochs, .batch_size = c.batch_size, .lr = c.lr, .momentum = c.momentum,
                      .seed = c.seed, .replicas = replicas->world_size() * static_cast<int>(c.replicas)};

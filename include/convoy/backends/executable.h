@@ -45,6 +45,16 @@ enum class ConvAlgo { automatic, direct, winograd };
 ConvAlgo parse_conv_algo(const std::string& name);
 const char* conv_algo_name(ConvAlgo algo);
 
+// CPU only: how a training step uses several threads. per_op: every op is
+// split across the threads, a barrier after each; batch_slices: each thread
+// runs its own slice of the batch through the whole step and the slices'
+// gradients are summed once per step, in slice order (backends/batch_slices.h);
+// automatic: batch_slices where a fixed rule says the ops are too small to
+// split, per_op elsewhere. Slices change the result's bits: record the choice.
+enum class Parallelism { automatic, per_op, batch_slices };
+// "auto", "per_op", "batch_slices"; UserError naming them otherwise.
+Parallelism parse_parallelism(const std::string& name);
+
 struct CompileOptions {
   int64_t batch_size = 128;
   Loss loss = Loss::nll;
@@ -60,6 +70,7 @@ struct CompileOptions {
   // automatic picks the best this CPU runs. Recorded in summary.json.
   KernelSet cpu_kernels = KernelSet::automatic;
   ConvAlgo conv_algo = ConvAlgo::automatic;  // CPU only, see ConvAlgo
+  Parallelism parallelism = Parallelism::automatic;  // CPU only, see Parallelism
   // GPU only (the CPU ignores them).
   struct Gpu {
     bool tf32 = true;    // TF32 tensor cores for convolutions and dense layers; off: plain fp32
@@ -102,6 +113,9 @@ class Executable {
   virtual int64_t input_size() const = 0;   // per example: floats of [input_shape...]
   virtual int64_t output_size() const = 0;  // per example: the number of classes
   virtual std::string device() const = 0;
+  // How many slices of each batch run side by side, one per thread, through
+  // whole steps (Parallelism::batch_slices); 1: one step at a time.
+  virtual int64_t batch_slices() const { return 1; }
 
   // x: [batch, input_shape...] floats, y: the batch's targets.
   // Forward in training mode, loss, backward, optimizer update; adds to metrics.

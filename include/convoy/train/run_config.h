@@ -104,6 +104,10 @@ struct RunConfig {
   // (backends/executable.h's ConvAlgo); it changes the result's bits, so
   // checkpoints and summary.json record it.
   std::string conv_algo = "auto";
+  // CPU: how a step uses the threads, auto | per_op | batch_slices
+  // (backends/executable.h's Parallelism); slices change the bits, so
+  // checkpoints keep it and summary.json records what ran.
+  std::string parallelism = "auto";
   // callbacks
   std::optional<EarlyStoppingOptions> early_stopping;
   std::optional<ReduceLrOptions> reduce_lr_on_plateau;

@@ -37,9 +37,10 @@ class DropoutOp final : public CpuOp {
     float* y = b_.dst;
     float* mask = mask_.data();
     const int64_t step = b_.steps_done ? *b_.steps_done : 0;  // unbound: an op timed alone
+    const int64_t first = b_.first_example, of = b_.mask_batch > 0 ? b_.mask_batch : batch_;
 #pragma omp parallel for schedule(static)
     for (int64_t n = 0; n < batch_; ++n) {
-      const uint64_t stream = dropout_example_stream(seed_, step, batch_, n);
+      const uint64_t stream = dropout_example_stream(seed_, step, of, first + n);
       for (int64_t k = 0; k < example; ++k) {
         const int64_t i = n * example + k;
         mask[i] = dropout_drops(stream, k, rate) ? 0.0f : keep_scale;

@@ -1,0 +1,74 @@
+#pragma once
+// What the threads of batch slices (batch_slices.h) share inside a step: a
+// barrier, and the two replica hooks (replica_hooks.h) that make K slices of
+// one batch train as that batch. Each slice runs on its own thread; every
+// reducer call is a rendezvous of all K, in the same order on each (the step
+// is the same program on every slice).
+//   gradients: the slices' gradient buffers become their mean, summed in
+//     slice order (element i by one thread, whichever: the bits do not depend
+//     on it), so every slice updates its copy of the weights alike;
+//   batch-norm statistics: the per-channel sums become their sum over the
+//     slices, in slice order, so batch norm sees the whole batch.
+// An outer reducer (MPI replicas, each a process of K slices) then runs on
+// slice 0's thread, OpenMP's master thread, and its result is copied to all.
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "convoy/backends/replica_hooks.h"
+
+namespace convoy {
+
+// Thrown at a barrier on the threads of a step another slice's thread left
+// with an exception (that exception is the one reported).
+struct SliceAborted {};
+
+// Waits for K threads; spins (the waits are microseconds), yielding after a
+// while in case the threads outnumber free cores.
+class SliceBarrier {
+ public:
+  explicit SliceBarrier(int parties) : parties_(parties) {}
+  void wait();
+  // Every wait() from now on throws SliceAborted, until reset().
+  void abort() { aborted_.store(true); }
+  void reset() { aborted_.store(false); }
+
+ private:
+  const int parties_;
+  std::atomic<int> waiting_{0};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> aborted_{false};
+};
+
+class SliceGroup {
+ public:
+  explicit SliceGroup(int slices);
+  int slices() const { return slices_; }
+  SliceBarrier& barrier() { return barrier_; }
+  // Slice k's hooks, to bind to its Program; they live as long as the group.
+  GradientReducer* gradient_reducer(int k) { return reducers_[static_cast<std::size_t>(k)].get(); }
+  StatisticsReducer statistics_reducer(int k);
+  // Reducers over processes (dist/), applied after the slices' own; null/empty: none.
+  void set_outer(GradientReducer* outer) { outer_ = outer; }
+  void set_outer_statistics(StatisticsReducer outer) { outer_statistics_ = std::move(outer); }
+
+  void mean_of_gradients(int k, std::span<float> gradients);
+  void sum_of_statistics(int k, std::span<double> sums);
+
+ private:
+  // After slice 0's buffer holds the result: every other slice copies it.
+  template <class T> void share_from_first(int k, std::span<T> mine, const std::vector<T*>& all);
+
+  int slices_;
+  SliceBarrier barrier_;
+  std::vector<std::unique_ptr<GradientReducer>> reducers_;
+  std::vector<float*> gradients_;       // per slice, this step's buffer
+  std::vector<double*> statistics_;     // per slice, this call's sums
+  std::vector<std::vector<double>> summed_;  // per slice: the sums before they overwrite its own
+  GradientReducer* outer_ = nullptr;
+  StatisticsReducer outer_statistics_;
+};
+
+}  // namespace convoy
