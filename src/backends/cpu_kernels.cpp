@@ -4,6 +4,8 @@
 // runs, or the one CompileOptions::cpu_kernels names.
 #include "backends/cpu/backend_entry.h"
 #include "backends/program.h"
+#include "convoy/backends/devices.h"
+#include "convoy/core/error.h"
 #include "core/isa_entry.h"
 
 namespace convoy {
@@ -16,6 +18,10 @@ const BackendEntry& backend(KernelSet set) {
 }  // namespace cpu
 
 std::unique_ptr<Executable> compile_cpu(const nn::Model& model, const CompileOptions& options, uint64_t seed) {
+  if (options.precision == Precision::bf16) {
+    const std::string missing = cpu_bf16_missing();
+    require(missing.empty(), "--precision bf16: " + missing + "; use --precision fp32 (training.precision)");
+  }
   return std::make_unique<Program>(model, options, seed, cpu::backend(options.cpu_kernels).make_device(options));
 }
 

@@ -38,7 +38,7 @@ struct TrainFlags {
   std::optional<double> lr, momentum;
   std::optional<int> threads;
   std::optional<uint64_t> seed;
-  std::optional<std::string> data, out, progress, on_nan, device, model, optimizer;
+  std::optional<std::string> data, out, progress, on_nan, device, model, optimizer, precision;
   std::optional<int64_t> image_size, freeze_epochs;
   std::vector<std::string> sets;  // --set key=value, in order
   bool quiet = false, profile = false;
@@ -83,6 +83,7 @@ RunConfig resolve(const TrainFlags& f, std::string* chosen = nullptr) {
   flag(f.out, "output.dir", c.out_dir);
   flag(f.checkpoint_every_steps, "training.checkpoint_every_steps", c.checkpoint_every_steps);
   flag(f.on_nan, "callbacks.on_nan", c.on_nan);
+  flag(f.precision, "training.precision", c.precision);
   if (f.model) c.layers.clear();  // a zoo model instead of the file's layer list
   if (f.image_size) {
     c.data.width = c.data.height = *f.image_size;
@@ -129,7 +130,13 @@ int run_train(const TrainFlags& f) {
     convoy::require(!f.threads, "--threads: --resume keeps the run's own thread count, so that it continues bit for "
                                 "bit; resume without --threads");
     const auto outcome =
-        convoy::train::resume_training(f.resume, std::cout, [&](RunConfig& c) { apply_how_to_run_flags(f, c); },
+        convoy::train::resume_training(f.resume, std::cout, [&](RunConfig& c) {
+          // The precision changes every step's bits, so a resume keeps the run's own.
+          convoy::require(!f.precision || *f.precision == c.precision,
+                          "--precision " + f.precision.value_or("") + ": the run in " + f.resume + " trained in " +
+                              c.precision + " and a resume keeps it; resume without --precision, or start a new run");
+          apply_how_to_run_flags(f, c);
+        },
                                        f.epochs.value_or(0));
     return outcome.stopped_by_signal ? stopped(outcome, f.resume) : 0;
   }
@@ -332,6 +339,8 @@ int main(int argc, char** argv) {
   train->add_option("--out", f.out, "Folder for checkpoint, history.csv, summary.json, model.safetensors");
   train->add_option("--progress", f.progress, "auto, bar, lines or quiet [auto]");
   train->add_option("--device", f.device, "auto (a usable GPU, else the CPU), cpu, cuda, or a PJRT plugin: pjrt (XLA's CPU plugin), pjrt:PLUGIN.so, tpu, pjrt-gpu [auto]");
+  train->add_option("--precision", f.precision,
+                    "fp32, or bf16: convolutions and dense layers multiply in bfloat16 (CPUs with AVX512-BF16) [fp32]");
   train->add_option("--checkpoint-every-steps", f.checkpoint_every_steps,
                     "Also checkpoint every N steps within an epoch (needs --out) [0 = off]");
   train->add_option("--on-nan", f.on_nan, "NaN/Inf in a loss or gradient: stop or skip_step [stop]");

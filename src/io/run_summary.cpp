@@ -99,6 +99,7 @@ std::string run_summary_json(const RunInfo& info, const train::History& h) {
   j["device"] = info.device;
   if (!info.cpu_kernels.empty()) j["cpu_kernels"] = info.cpu_kernels;
   if (!info.conv_algo.empty()) j["conv_algo"] = info.conv_algo;
+  j["precision"] = info.precision;
   j["threads"] = info.threads;
   j["epochs"] = info.epochs;
   j["batch_size"] = info.batch_size;

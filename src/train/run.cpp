@@ -137,6 +137,7 @@ std::unique_ptr<Executable> compile_for(const nn::Model& model, const RunConfig&
   options.optimizer = optimizer_options(c);
   options.steps_per_execution = c.steps_per_execution;
   options.conv_algo = parse_conv_algo(c.conv_algo);
+  options.precision = parse_precision(c.precision);
   const DeviceChoice device = choose_device(c.device, model);
   if (log && say_fallback(device, c.device)) *log << "convoy: " << device.fallback << "\n" << std::flush;
   return compile_on(device.kind, model, options, c.seed);
@@ -439,6 +440,7 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
     io::RunInfo info{.model = c.model, .dataset = c.data_dir, .device = out.device,
                      .cpu_kernels = out.device == "cpu" ? kernel_set_name(best_kernel_set()) : "",
                      .conv_algo = out.device == "cpu" ? c.conv_algo : "",
+                     .precision = c.precision,
                      .threads = out.threads,
                      .epochs = c.epochs, .batch_size = c.batch_size, .lr = c.lr, .momentum = c.momentum,
                      .seed = c.seed, .replicas = replicas->world_size()};

@@ -149,6 +149,7 @@ RunConfig config_from_json(const json& root, const std::string& where, bool chec
     s.get("threads", c.threads);
     s.get("device", c.device);
     s.get("conv_algo", c.conv_algo);
+    s.get("precision", c.precision);
     s.finish();
   }
   {
@@ -264,6 +265,7 @@ void validate(const RunConfig& c) {
   require(c.momentum >= 0 && c.momentum < 1, "optimizer.momentum (--momentum) must be in [0, 1)");
   require(c.weight_decay >= 0, "optimizer.weight_decay must be 0 or more");
   parse_conv_algo(c.conv_algo);  // throws naming the choices
+  parse_precision(c.precision);
   require(c.threads >= 0, "training.threads (--threads) must be 0 (all cores) or positive");
   require(c.device == "auto" || c.device == "cpu" || c.device == "cuda" || is_pjrt_device(c.device),
           "training.device (--device): '" + shown(c.device) +
@@ -362,7 +364,7 @@ std::string run_config_json(const RunConfig& c) {
             {"training",
              {{"epochs", c.epochs}, {"batch_size", c.batch_size}, {"steps_per_execution", c.steps_per_execution},
               {"checkpoint_every_steps", c.checkpoint_every_steps}, {"seed", c.seed}, {"threads", c.threads}, {"device", c.device},
-              {"conv_algo", c.conv_algo}}},
+              {"conv_algo", c.conv_algo}, {"precision", c.precision}}},
             {"callbacks", {{"terminate_on_nan", c.terminate_on_nan}, {"on_nan", c.on_nan}}},
             {"distributed",
              {{"strategy", c.strategy}, {"scale_lr", c.scale_lr}, {"sync_batch_norm", c.sync_batch_norm},

@@ -43,6 +43,17 @@ enum class ConvAlgo { automatic, direct, winograd };
 ConvAlgo parse_conv_algo(const std::string& name);
 const char* conv_algo_name(ConvAlgo algo);
 
+// What convolutions and dense layers multiply in. fp32: everything in fp32.
+// bf16 (CPU with AVX512-BF16 only; cpu_bf16_missing in backends/devices.h):
+// their inputs and weights rounded to bfloat16, sums, outputs and gradients in
+// fp32; master weights, optimizer state and every other layer stay fp32.
+enum class Precision { fp32, bf16 };
+// "fp32", "bf16"; UserError naming them otherwise.
+Precision parse_precision(const std::string& name);
+const char* precision_name(Precision precision);
+// For a backend that trains in fp32 only: UserError naming `device` for bf16.
+void require_fp32(Precision precision, const std::string& device);
+
 struct CompileOptions {
   int64_t batch_size = 128;
   Loss loss = Loss::nll;
@@ -58,6 +69,8 @@ struct CompileOptions {
   // automatic picks the best this CPU runs. Recorded in summary.json.
   KernelSet cpu_kernels = KernelSet::automatic;
   ConvAlgo conv_algo = ConvAlgo::automatic;  // CPU only, see ConvAlgo
+  // CPU only for bf16: the CUDA and PJRT backends refuse it with a UserError.
+  Precision precision = Precision::fp32;
   // GPU only (the CPU ignores them).
   struct Gpu {
     bool tf32 = true;    // TF32 tensor cores for convolutions and dense layers; off: plain fp32

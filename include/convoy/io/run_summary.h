@@ -13,6 +13,7 @@ struct RunInfo {
   std::string device;
   std::string cpu_kernels;  // on the CPU: the kernel set that ran (core/cpu_info.h); empty: none
   std::string conv_algo;    // on the CPU: training.conv_algo (it changes the bits); empty: none
+  std::string precision = "fp32";  // training.precision
   int threads = 0;
   int64_t epochs = 0;
   int64_t batch_size = 0;

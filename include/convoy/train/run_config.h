@@ -100,6 +100,9 @@ struct RunConfig {
   // (backends/executable.h's ConvAlgo); it changes the result's bits, so
   // checkpoints and summary.json record it.
   std::string conv_algo = "auto";
+  // fp32 | bf16: what convolutions and dense layers multiply in (backends/executable.h's
+  // Precision); bf16 needs a CPU with AVX512-BF16. Checkpoints and summary.json record it.
+  std::string precision = "fp32";
   // callbacks
   std::optional<EarlyStoppingOptions> early_stopping;
   std::optional<ReduceLrOptions> reduce_lr_on_plateau;
