@@ -28,6 +28,9 @@ if grep -qw avx512_bf16 /proc/cpuinfo; then
   if "$convoy" "${args[@]}" --precision bf16 --out bf16 >/dev/null 2>err; then
     grep -q '"precision": "bf16"' bf16/summary.json || fail "summary.json of a bf16 run does not say so"
     "$convoy" train --resume bf16 --epochs 2 --progress quiet >/dev/null 2>err || { fail "bf16 resume failed:"; cat err; }
+    # Inference from the fp32 master weights still works where bf16 cannot run.
+    DNNL_MAX_CPU_ISA=AVX512_CORE_VNNI "$convoy" evaluate --checkpoint bf16 >/dev/null 2>err ||
+      { fail "evaluating a bf16 run without AVX512-BF16 failed:"; cat err; }
   else
     fail "a bf16 run failed:"; cat err
   fi

@@ -554,7 +554,11 @@ RunOutcome resume_training(const std::string& dir, std::ostream& log, const std:
 // A checkpoint's model compiled with its weights, ready for inference.
 std::unique_ptr<Executable> restore(const Checkpoint& ck) {
   set_num_threads(ck.config.threads);
-  auto exe = compile_for(build_model(ck.config, model_input_shape(ck.config), model_classes(ck.config)), ck.config);
+  RunConfig c = ck.config;
+  // In the run's precision, so `evaluate` repeats its accuracy; where bf16 cannot
+  // run, from the same fp32 master weights in fp32 (predictions differ only in rounding).
+  if (c.precision == "bf16" && !cpu_bf16_missing().empty()) c.precision = "fp32";
+  auto exe = compile_for(build_model(c, model_input_shape(c), model_classes(c)), c);
   exe->set_parameters(ck.params);
   exe->set_state(ck.state);
   return exe;
