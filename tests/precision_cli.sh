@@ -24,7 +24,10 @@ else
   fail "an fp32 run failed:"; cat err
 fi
 
+DNNL_MAX_CPU_ISA=AVX512_CORE_VNNI "$convoy" devices | grep -q -- "--precision bf16: no: " ||
+  fail "convoy devices does not say that bf16 cannot run under DNNL_MAX_CPU_ISA=AVX512_CORE_VNNI"
 if grep -qw avx512_bf16 /proc/cpuinfo; then
+  "$convoy" devices | grep -q -- "--precision bf16: yes" || fail "convoy devices does not offer bf16 on this CPU"
   if "$convoy" "${args[@]}" --precision bf16 --out bf16 >/dev/null 2>err; then
     grep -q '"precision": "bf16"' bf16/summary.json || fail "summary.json of a bf16 run does not say so"
     "$convoy" train --resume bf16 --epochs 2 --progress quiet >/dev/null 2>err || { fail "bf16 resume failed:"; cat err; }

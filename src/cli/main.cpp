@@ -195,6 +195,8 @@ int run_devices() {
     if (convoy::cpu_runs(k)) sets += std::string(sets.empty() ? "" : ", ") + convoy::kernel_set_name(k);
   std::printf("cpu   kernels: %s (this CPU runs %s)\n", convoy::kernel_set_name(convoy::best_kernel_set()),
               sets.c_str());
+  const std::string no_bf16 = convoy::cpu_bf16_missing();
+  std::printf("cpu   --precision bf16: %s\n", no_bf16.empty() ? "yes (AVX512-BF16)" : ("no: " + no_bf16).c_str());
   const convoy::GpuReport& gpus = convoy::find_gpus();
   for (const auto& g : gpus.gpus)
     std::printf("cuda:%d  %s | %.1f GiB | compute capability %d.%d\n", g.index, g.name.c_str(),
