@@ -4,6 +4,7 @@
 the same thread counts:
 
   convoy            build/convoy train
+  convoy-bf16       build/convoy train --precision bf16 (CPUs with AVX512-BF16; not a default side)
   PyTorch (pip)     bench/pytorch_seed_cnn.py under .peers/torch (bench/setup_peers.sh)
   PyTorch (Debian)  bench/pytorch_seed_cnn.py under /usr/bin/python3 (python3-torch)
   TensorFlow/Keras  bench/keras_seed_cnn.py under .peers/py (setup.sh: pip tensorflow-cpu)
@@ -17,7 +18,10 @@ CPU's peak (bench/peak_gflops.cpp: a 2048^3 oneDNN matrix product on as
 many threads), the process's peak resident memory, and test accuracy after
 the last epoch. Sides whose interpreter or packages are missing are skipped.
 
-  python3 bench/seed_cnn_vs_peers.py [--epochs 3] [--threads 2 1] [--sides convoy torch-pip ...]
+  python3 bench/seed_cnn_vs_peers.py [--epochs 3] [--threads 2 1] [--sides convoy convoy-bf16 torch-pip ...]
+
+The GFLOP/s and % of peak of convoy-bf16 count the same multiply-adds against
+the fp32 peak.
 
 Ends with the headline line:
 seed_cnn_speedup_vs_fastest_peer_<T>threads: <fastest peer s/epoch / convoy s/epoch>x
@@ -51,9 +55,10 @@ def run_measured(cmd, env=None):
 
 
 def side_command(side, epochs, threads, out_json):
-    if side == "convoy":
+    if side.startswith("convoy"):
+        precision = "bf16" if side == "convoy-bf16" else "fp32"
         return [os.path.join(ROOT, "build", "convoy"), "train", "--epochs", str(epochs), "--threads", str(threads),
-                "--progress", "quiet", "--out", out_json], None
+                "--progress", "quiet", "--precision", precision, "--out", out_json], None
     script = {"torch-pip": "pytorch_seed_cnn.py", "torch-debian": "pytorch_seed_cnn.py",
               "keras": "keras_seed_cnn.py"}[side]
     python = {"torch-pip": os.path.join(ROOT, ".peers", "torch", "bin", "python"),
@@ -73,7 +78,7 @@ def measure(side, epochs, threads):
             with open(stdout_path + ".err") as f:
                 lines = f.read().strip().splitlines()
             return None, (lines[-1] if lines else f"exit {code}")
-        if side == "convoy":
+        if side.startswith("convoy"):
             with open(os.path.join(tmp, "summary.json")) as f:
                 result = json.load(f)
         else:
@@ -127,7 +132,7 @@ def main():
             print(f"1 -> 2 threads, {side}: {by[(side, 1)]['seconds'] / by[(side, 2)]['seconds']:.2f}x")
     t = a.threads[0]
     if ("convoy", t) in by:
-        peers = [r for r in rows if r["side"] != "convoy" and r["threads"] == t]
+        peers = [r for r in rows if not r["side"].startswith("convoy") and r["threads"] == t]
         if peers:
             fastest = min(peers, key=lambda r: r["seconds"])
             print(f"fastest peer at {t} threads: {fastest['side']} ({fastest['version']})")

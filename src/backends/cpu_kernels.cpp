@@ -5,6 +5,8 @@
 #include "backends/batch_slices.h"
 #include "backends/cpu/backend_entry.h"
 #include "backends/program.h"
+#include "convoy/backends/devices.h"
+#include "convoy/core/error.h"
 #include "convoy/core/threads.h"
 #include "core/isa_entry.h"
 
@@ -19,6 +21,10 @@ const BackendEntry& backend(KernelSet set) {
 
 // One Program whose ops use every thread, or batch slices (backends/batch_slices.h).
 std::unique_ptr<Executable> compile_cpu(const nn::Model& model, const CompileOptions& options, uint64_t seed) {
+  if (options.precision == Precision::bf16) {
+    const std::string missing = cpu_bf16_missing();
+    require(missing.empty(), "--precision bf16: " + missing + "; use --precision fp32 (training.precision)");
+  }
   const cpu::BackendEntry& entry = cpu::backend(options.cpu_kernels);
   if (const int64_t slices = choose_batch_slices(model, options, num_threads()); slices > 1)
     return make_batch_slices(model, options, seed, slices, [&] { return entry.make_device(options); });

@@ -28,6 +28,20 @@ Parallelism parse_parallelism(const std::string& name) {
   throw UserError("parallelism '" + shown(name) + "' is not one: use auto, per_op or batch_slices");
 }
 
+Precision parse_precision(const std::string& name) {
+  if (name == "fp32") return Precision::fp32;
+  if (name == "bf16") return Precision::bf16;
+  throw UserError("precision '" + shown(name) + "' is not one: use fp32 or bf16 (--precision, training.precision)");
+}
+
+const char* precision_name(Precision precision) { return precision == Precision::bf16 ? "bf16" : "fp32"; }
+
+void require_fp32(Precision precision, const std::string& device) {
+  require(precision == Precision::fp32, "--precision " + std::string(precision_name(precision)) + ": the " + device +
+                                            " backend trains in fp32 only; use --precision fp32, or --device cpu on "
+                                            "a CPU with AVX512-BF16");
+}
+
 int64_t Executable::train_steps(const float* x, Targets y, int64_t n) {
   const int64_t batch = batch_size();
   for (int64_t i = 0; i < n; ++i) {

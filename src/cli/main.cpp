@@ -133,7 +133,8 @@ int run_train(const TrainFlags& f) {
   if (!f.resume.empty()) {
     bool what_to_train = !f.config.empty() || f.image_size || !f.sets.empty();
     for (const auto& key : convoy::train::config_schema())
-      if (!key.flag.empty() && !key.how_to_run && key.name != "training.epochs" && key.name != "training.threads")
+      if (!key.flag.empty() && !key.how_to_run && key.name != "training.epochs" && key.name != "training.threads" &&
+          key.name != "training.precision")
         what_to_train = what_to_train || f.has(key.name);
     convoy::require(!what_to_train, "--resume continues a run with its own settings; pass no other training flags "
                                     "(but --epochs N to train on to epoch N)");
@@ -141,8 +142,14 @@ int run_train(const TrainFlags& f) {
     convoy::require(!f.has("training.threads"), "--threads: --resume keeps the run's own thread count, so that it "
                                                 "continues bit for bit; resume without --threads");
     const auto outcome =
-        convoy::train::resume_training(f.resume, std::cout, [&](RunConfig& c) { apply_how_to_run_flags(f, c); },
-                                       resume_epochs(f));
+        convoy::train::resume_training(f.resume, std::cout, [&](RunConfig& c) {
+          // The precision changes every step's bits, so a resume keeps the run's own.
+          const KeyFlag& precision = f.keys.at("training.precision");
+          convoy::require(!precision.text || *precision.text == c.precision,
+                          "--precision " + precision.text.value_or("") + ": the run in " + f.resume + " trained in " +
+                              c.precision + " and a resume keeps it; resume without --precision, or start a new run");
+          apply_how_to_run_flags(f, c);
+        }, resume_epochs(f));
     return outcome.stopped_by_signal ? stopped(outcome, f.resume) : 0;
   }
   std::string chosen;
@@ -200,6 +207,8 @@ int run_devices() {
     if (convoy::cpu_runs(k)) sets += std::string(sets.empty() ? "" : ", ") + convoy::kernel_set_name(k);
   std::printf("cpu   kernels: %s (this CPU runs %s)\n", convoy::kernel_set_name(convoy::best_kernel_set()),
               sets.c_str());
+  const std::string no_bf16 = convoy::cpu_bf16_missing();
+  std::printf("cpu   --precision bf16: %s\n", no_bf16.empty() ? "yes (AVX512-BF16)" : ("no: " + no_bf16).c_str());
   const convoy::GpuReport& gpus = convoy::find_gpus();
   for (const auto& g : gpus.gpus)
     std::printf("cuda:%d  %s | %.1f GiB | compute capability %d.%d\n", g.index, g.name.c_str(),

@@ -13,6 +13,7 @@ std::string run_summary_json(const RunInfo& info, const train::History& h) {
   j["device"] = info.device;
   if (!info.cpu_kernels.empty()) j["cpu_kernels"] = info.cpu_kernels;
   if (!info.conv_algo.empty()) j["conv_algo"] = info.conv_algo;
+  j["precision"] = info.precision;
   if (info.batch_slices > 0) {
     j["parallelism"] = info.batch_slices > 1 ? "batch_slices" : "per_op";
     j["batch_slices"] = info.batch_slices;

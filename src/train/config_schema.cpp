@@ -172,6 +172,13 @@ const std::vector<ConfigKey>& config_schema() {
                     .with_flag("--threads"));
     k.push_back(device_key());
     k.push_back(conv_algo_key());
+    k.push_back(text("training.precision", AT(precision), choices({"fp32", "bf16"}),
+                     "What convolutions and dense layers multiply in: fp32, or bf16 (bfloat16 inputs and weights, "
+                     "fp32 sums, fp32 master weights and optimizer state, everything else fp32) on CPUs with "
+                     "AVX512-BF16 only; elsewhere, and on cuda and PJRT devices, one line and exit 2. Same accuracy, "
+                     "but slower than fp32 on CPUs without AMX (docs/benchmarks.md). Checkpoints keep it; a resume "
+                     "keeps it")
+                    .with_flag("--precision"));
     k.push_back(text("training.parallelism", AT(parallelism), choices({"auto", "per_op", "batch_slices"}),
                      "CPU: how a step uses the threads: per_op splits every op across them; batch_slices gives each "
                      "thread its own slice of the batch through the whole step, gradients summed once per step in "

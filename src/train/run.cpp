@@ -149,6 +149,7 @@ std::unique_ptr<Executable> compile_for(const nn::Model& model, const RunConfig&
   options.steps_per_execution = c.steps_per_execution;
   options.conv_algo = parse_conv_algo(c.conv_algo);
   options.parallelism = parse_parallelism(c.parallelism);
+  options.precision = parse_precision(c.precision);
   const DeviceChoice device = choose_device(c.device, model);
   require_replica_device(c, device);
   if (log && say_fallback(device, c.device)) *log << "convoy: " << device.fallback << "\n" << std::flush;
@@ -457,6 +458,7 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
                      .cpu_kernels = out.device == "cpu" ? kernel_set_name(best_kernel_set()) : "",
                      .conv_algo = out.device == "cpu" ? c.conv_algo : "",
                      .batch_slices = out.device == "cpu" ? exe->batch_slices() : 0,
+                     .precision = c.precision,
                      .threads = out.threads,
                      .epochs = c.epochs, .batch_size = c.batch_size, .lr = c.lr, .momentum = c.momentum,
                      .seed = c.seed, .replicas = replicas->world_size() * static_cast<int>(c.replicas)};
@@ -570,7 +572,11 @@ RunOutcome resume_training(const std::string& dir, std::ostream& log, const std:
 // A checkpoint's model compiled with its weights, ready for inference.
 std::unique_ptr<Executable> restore(const Checkpoint& ck) {
   set_num_threads(ck.config.threads);
-  auto exe = compile_for(build_model(ck.config, model_input_shape(ck.config), model_classes(ck.config)), ck.config);
+  RunConfig c = ck.config;
+  // In the run's precision, so `evaluate` repeats its accuracy; where bf16 cannot
+  // run, from the same fp32 master weights in fp32 (predictions differ only in rounding).
+  if (c.precision == "bf16" && !cpu_bf16_missing().empty()) c.precision = "fp32";
+  auto exe = compile_for(build_model(c, model_input_shape(c), model_classes(c)), c);
   exe->set_parameters(ck.params);
   exe->set_state(ck.state);
   return exe;

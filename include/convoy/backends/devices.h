@@ -84,6 +84,12 @@ std::string cuda_unsupported(const nn::Model& model);
 // PJRT name throws UserError naming the layer the PJRT backend lacks.
 DeviceChoice choose_device(const std::string& requested, const nn::Model& model);
 
+// Empty when this CPU can train in bf16 (CompileOptions::precision): it has
+// AVX512-BF16 and oneDNN's instruction-set limit (DNNL_MAX_CPU_ISA) admits
+// it; else one line saying which is missing. compile_cpu throws UserError
+// with that line for a bf16 run, rather than train slowly in emulation.
+std::string cpu_bf16_missing();
+
 std::unique_ptr<Executable> compile_on(DeviceKind kind, const nn::Model& model, const CompileOptions& options,
                                         uint64_t seed);
 

@@ -54,6 +54,16 @@ const char* conv_algo_name(ConvAlgo algo);
 enum class Parallelism { automatic, per_op, batch_slices };
 // "auto", "per_op", "batch_slices"; UserError naming them otherwise.
 Parallelism parse_parallelism(const std::string& name);
+// What convolutions and dense layers multiply in. fp32: everything in fp32.
+// bf16 (CPU with AVX512-BF16 only; cpu_bf16_missing in backends/devices.h):
+// their inputs and weights rounded to bfloat16, sums, outputs and gradients in
+// fp32; master weights, optimizer state and every other layer stay fp32.
+enum class Precision { fp32, bf16 };
+// "fp32", "bf16"; UserError naming them otherwise.
+Precision parse_precision(const std::string& name);
+const char* precision_name(Precision precision);
+// For a backend that trains in fp32 only: UserError naming `device` for bf16.
+void require_fp32(Precision precision, const std::string& device);
 
 struct CompileOptions {
   int64_t batch_size = 128;
@@ -71,6 +81,8 @@ struct CompileOptions {
   KernelSet cpu_kernels = KernelSet::automatic;
   ConvAlgo conv_algo = ConvAlgo::automatic;  // CPU only, see ConvAlgo
   Parallelism parallelism = Parallelism::automatic;  // CPU only, see Parallelism
+  // CPU only for bf16: the CUDA and PJRT backends refuse it with a UserError.
+  Precision precision = Precision::fp32;
   // GPU only (the CPU ignores them).
   struct Gpu {
     bool tf32 = true;    // TF32 tensor cores for convolutions and dense layers; off: plain fp32

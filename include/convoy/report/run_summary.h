@@ -16,6 +16,7 @@ struct RunInfo {
   // On the CPU: the slices each batch ran in (Executable::batch_slices; 1:
   // per_op, the ops split across the threads); 0: not the CPU.
   int64_t batch_slices = 0;
+  std::string precision = "fp32";  // training.precision
   int threads = 0;
   int64_t epochs = 0;
   int64_t batch_size = 0;

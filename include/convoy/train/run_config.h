@@ -108,6 +108,9 @@ struct RunConfig {
   // (backends/executable.h's Parallelism); slices change the bits, so
   // checkpoints keep it and summary.json records what ran.
   std::string parallelism = "auto";
+  // fp32 | bf16: what convolutions and dense layers multiply in (backends/executable.h's
+  // Precision); bf16 needs a CPU with AVX512-BF16. Checkpoints and summary.json record it.
+  std::string precision = "fp32";
   // callbacks
   std::optional<EarlyStoppingOptions> early_stopping;
   std::optional<ReduceLrOptions> reduce_lr_on_plateau;

@@ -31,21 +31,21 @@ class Conv2dOp final : public WeightedOp {
  public:
   Conv2dOp(DnnlEnv& env, const nn::LayerPlan& plan, const nn::Conv2d& c, const Shape& in, const Shape& out,
            ConvAlgo algo)
-      : WeightedOp(activation_desc(in), activation_desc(out), weight_desc(c, in[1]),
+      : WeightedOp(env, activation_desc(in), activation_desc(out), weight_desc(c, in[1]),
                    c.bias ? plain_desc({c.filters}) : memory::desc(), plan.trainable) {
     const nn::Window wy = nn::window(in[2], c.kernel, c.stride, c.padding, plan.name);
     const nn::Window wx = nn::window(in[3], c.kernel, c.stride, c.padding, plan.name);
     const memory::dims strides{c.stride, c.stride}, pad_l{wy.pad_begin, wx.pad_begin}, pad_r{wy.pad_end, wx.pad_end};
-    const memory::desc any_w(w_md_.dims(), memory::data_type::f32, memory::format_tag::any);
+    const memory::desc any_w = any_weights(), any_dw = any_weight_gradient();
     const auto attr = env.attr();
     const auto alg = algorithm::convolution_direct;
-    auto fwd_desc = has_bias() ? convolution_forward::desc(prop_kind::forward_training, alg, src_md_, any_w, b_md_,
-                                                           dst_md_, strides, pad_l, pad_r)
-                               : convolution_forward::desc(prop_kind::forward_training, alg, src_md_, any_w, dst_md_,
-                                                           strides, pad_l, pad_r);
+    auto fwd_desc = has_bias() ? convolution_forward::desc(prop_kind::forward_training, alg, src_in_md_, any_w,
+                                                           b_md_, dst_md_, strides, pad_l, pad_r)
+                               : convolution_forward::desc(prop_kind::forward_training, alg, src_in_md_, any_w,
+                                                           dst_md_, strides, pad_l, pad_r);
     convolution_forward::primitive_desc fwd_pd(fwd_desc, attr, env.engine);
-    const convolution_backward_data::primitive_desc bwd_data_pd({alg, src_md_, any_w, dst_md_, strides, pad_l, pad_r},
-                                                                attr, env.engine, fwd_pd);
+    const convolution_backward_data::primitive_desc bwd_data_pd(
+        {alg, src_md_, any_w, diff_dst_in_md_, strides, pad_l, pad_r}, attr, env.engine, fwd_pd);
     const ConvGeometry g{.batch = in[0], .channels = in[1], .height = in[2], .width = in[3], .filters = out[1],
                          .out_height = out[2], .out_width = out[3], .kernel = c.kernel, .stride = c.stride,
                          .groups = c.groups, .pad_top = wy.pad_begin, .pad_left = wx.pad_begin};
@@ -53,10 +53,10 @@ class Conv2dOp final : public WeightedOp {
       set_own_kernels(fwd_pd, bwd_data_pd, std::make_unique<PlanarConv>(g));
       return;
     }
-    auto bwd_w_desc = has_bias() ? convolution_backward_weights::desc(alg, src_md_, any_w, b_md_, dst_md_, strides,
-                                                                      pad_l, pad_r)
-                                 : convolution_backward_weights::desc(alg, src_md_, any_w, dst_md_, strides, pad_l,
-                                                                      pad_r);
+    auto bwd_w_desc = has_bias() ? convolution_backward_weights::desc(alg, src_in_md_, any_dw, b_md_,
+                                                                      diff_dst_in_md_, strides, pad_l, pad_r)
+                                 : convolution_backward_weights::desc(alg, src_in_md_, any_dw, diff_dst_in_md_,
+                                                                      strides, pad_l, pad_r);
     const convolution_backward_weights::primitive_desc bwd_w_pd(bwd_w_desc, attr, env.engine, fwd_pd);
     if (const WinogradPasses passes = WinogradConv::passes(g, algo); passes.any()) {
       set_primitives_and_own_kernels(fwd_pd, bwd_data_pd, bwd_w_pd, std::make_unique<WinogradConv>(g, passes));

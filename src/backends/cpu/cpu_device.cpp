@@ -22,7 +22,9 @@ namespace {
 
 class CpuDevice final : public Device {
  public:
-  explicit CpuDevice(const CompileOptions& options) : conv_algo_(options.conv_algo) {}
+  explicit CpuDevice(const CompileOptions& options) : conv_algo_(options.conv_algo) {
+    if (options.precision == Precision::bf16) env_.compute = dnnl::memory::data_type::bf16;  // compile_cpu checked the CPU
+  }
   std::string name() const override { return "cpu"; }
   int64_t steps_per_call(const CompileOptions&) const override { return 1; }
 

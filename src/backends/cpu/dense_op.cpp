@@ -11,13 +11,18 @@ using namespace dnnl;
 class DenseOp final : public WeightedOp {
  public:
   DenseOp(DnnlEnv& env, const Shape& in, const Shape& out, bool trainable)
-      : WeightedOp(plain_desc(in), plain_desc(out), plain_desc({out[1], in[1]}), plain_desc({out[1]}), trainable) {
+      : WeightedOp(env, plain_desc(in), plain_desc(out), plain_desc({out[1], in[1]}), plain_desc({out[1]}),
+                   trainable) {
     auto attr = env.attr();
-    inner_product_forward::primitive_desc fwd_pd({prop_kind::forward_training, src_md_, w_md_, b_md_, dst_md_},
+    // fp32 keeps the canonical weight layout (no reorder); bf16 converts anyway, into the layout oneDNN picks.
+    const memory::desc w_in = env.compute == memory::data_type::f32 ? w_md_ : any_weights();
+    inner_product_forward::primitive_desc fwd_pd({prop_kind::forward_training, src_in_md_, w_in, b_md_, dst_md_},
                                                  attr, env.engine);
-    set_primitives(fwd_pd, inner_product_backward_data::primitive_desc({src_md_, w_md_, dst_md_}, attr, env.engine, fwd_pd),
-                   inner_product_backward_weights::primitive_desc({src_md_, w_md_, b_md_, dst_md_}, attr, env.engine,
-                                                                  fwd_pd));
+    set_primitives(fwd_pd,
+                   inner_product_backward_data::primitive_desc({src_md_, w_in, diff_dst_in_md_}, attr, env.engine,
+                                                               fwd_pd),
+                   inner_product_backward_weights::primitive_desc({src_in_md_, w_md_, b_md_, diff_dst_in_md_}, attr,
+                                                                  env.engine, fwd_pd));
   }
 };
 

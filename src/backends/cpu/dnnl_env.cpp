@@ -23,6 +23,19 @@ dnnl::memory::desc activation_desc(const Shape& shape) {
           dnnl::memory::format_tag::nhwc};
 }
 
+dnnl::memory::desc retyped(const dnnl::memory::desc& md, dnnl::memory::data_type type) {
+  if (md.data_type() == type) return md;
+  if (md.data.format_kind == dnnl_format_kind_any) return {md.dims(), type, dnnl::memory::format_tag::any};
+  const dnnl_blocking_desc_t& blocking = md.data.format_desc.blocking;
+  if (md.data.format_kind != dnnl_blocked || blocking.inner_nblks != 0)
+    throw std::logic_error("retyped: only plain layouts change type here");
+  return {md.dims(), type, dnnl::memory::dims(blocking.strides, blocking.strides + md.data.ndims)};
+}
+
+std::size_t floats_for(const dnnl::memory::desc& md) {
+  return (md.get_size() + sizeof(float) - 1) / sizeof(float);
+}
+
 Prim Prim::reorder(const DnnlEnv& env, const dnnl::memory::desc& from, const void* src,
                    const dnnl::memory::desc& to, void* dst) {
   // Plain reorders need no scratchpad, so the default attributes suffice.

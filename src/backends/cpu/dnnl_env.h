@@ -21,6 +21,9 @@ struct DnnlEnv {
     a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     return a;
   }
+  // What convolutions and dense layers multiply in (CompileOptions::precision):
+  // f32, or bf16 with f32 sums and outputs (weighted_op.h).
+  dnnl::memory::data_type compute = dnnl::memory::data_type::f32;
 };
 
 // Canonical layout for a full shape (batch first): x, nc, ncw or nchw. The
@@ -29,6 +32,10 @@ dnnl::memory::desc plain_desc(const Shape& shape);
 // Layout of activations inside the backend: NHWC for images (the layout
 // oneDNN's fast convolutions and our pooling kernels prefer), nc for vectors.
 dnnl::memory::desc activation_desc(const Shape& shape);
+// `md` (a plain layout, or format any) with elements of type `type`.
+dnnl::memory::desc retyped(const dnnl::memory::desc& md, dnnl::memory::data_type type);
+// Floats of a buffer that holds `md`'s bytes (bf16 tensors may have an odd count).
+std::size_t floats_for(const dnnl::memory::desc& md);
 
 class Prim {
  public:

@@ -14,6 +14,14 @@
 // (OwnKernels) instead of oneDNN's (Conv2d of a single-channel image, Winograd
 // 3×3 convolutions); they read and write the canonical layouts, so no weight
 // reorder runs for them.
+//
+// In bf16 (DnnlEnv::compute) oneDNN's passes take bf16 inputs and weights and
+// write fp32: the weights are converted once per step by the reorder into the
+// primitive's layout (which then does both), the source and the output
+// gradient by reorders into private bf16 copies, each only when a oneDNN pass
+// reads it. Sums, outputs, gradients and the master weights stay fp32. Own
+// kernels stay fp32: what they take (single-channel first convolutions,
+// Winograd passes) is little work or already fewer multiplies.
 #include <algorithm>
 #include <memory>
 #include <stdexcept>
@@ -47,9 +55,16 @@ class OwnKernels {
 class WeightedOp : public CpuOp {
  public:
   // b: a zero desc when the layer has no bias.
-  WeightedOp(dnnl::memory::desc src, dnnl::memory::desc dst, dnnl::memory::desc w, dnnl::memory::desc b,
-             bool trainable)
-      : src_md_(src), dst_md_(dst), w_md_(w), b_md_(b), trainable_(trainable) {}
+  WeightedOp(const DnnlEnv& env, dnnl::memory::desc src, dnnl::memory::desc dst, dnnl::memory::desc w,
+             dnnl::memory::desc b, bool trainable)
+      : src_md_(src),
+        dst_md_(dst),
+        w_md_(w),
+        b_md_(b),
+        src_in_md_(retyped(src, env.compute)),
+        diff_dst_in_md_(retyped(dst, env.compute)),
+        compute_(env.compute),
+        trainable_(trainable) {}
 
   std::size_t scratchpad_bytes() const override {
     return std::max({fwd_.scratchpad_bytes(), bwd_data_.scratchpad_bytes(), bwd_w_.scratchpad_bytes(),
@@ -66,50 +81,59 @@ class WeightedOp : public CpuOp {
     own_weight_gradient_ = own_ && own_->runs_weight_gradient();
     own_input_gradient_ = own_ && own_->runs_input_gradient();
     if (own_) own_->set_scratchpad(b.scratchpad);
-    const float* fwd_w = nullptr;  // the forward's weights, refreshed by each forward pass
+    want_diff_src_ = b.diff_src != nullptr;
+    // The source and output gradient as oneDNN's passes take them (bf16 copies, or themselves).
+    const bool dnnl_weight_gradient = trainable_ && !own_weight_gradient_;
+    const bool dnnl_input_gradient = want_diff_src_ && !own_input_gradient_;
+    const void* src_in = relayout_in(env, src_md_, src_in_md_, b.src, !own_forward_ || dnnl_weight_gradient, src_in_);
+    const void* diff_dst_in =
+        relayout_in(env, dst_md_, diff_dst_in_md_, b.diff_dst, dnnl_weight_gradient || dnnl_input_gradient, diff_dst_in_);
+    const void* fwd_w = nullptr;  // the forward's weights, refreshed by each forward pass
     if (!own_forward_) {
-      fwd_w = relayout_in(env, fwd_w_md_, b.params, fwd_weights_);
-      fwd_.bind(env, DNNL_ARG_SRC, src_md_, b.src);
+      fwd_w = relayout_in(env, w_md_, fwd_w_md_, b.params, true, fwd_weights_);
+      fwd_.bind(env, DNNL_ARG_SRC, src_in_md_, src_in);
       fwd_.bind(env, DNNL_ARG_WEIGHTS, fwd_w_md_, fwd_w);
       if (has_bias()) fwd_.bind(env, DNNL_ARG_BIAS, b_md_, b.params + w_floats);
       fwd_.bind(env, DNNL_ARG_DST, dst_md_, b.dst);
       fwd_.bind_scratchpad(env, b.scratchpad);
     }
-    if (!own_weight_gradient_) {
+    if (dnnl_weight_gradient) {
       float* diff_w = b.grads;
       if (bwd_w_w_md_ != w_md_) {
-        diff_weights_.buffer = AlignedBuffer(bwd_w_w_md_.get_size() / sizeof(float));
+        diff_weights_.buffer = AlignedBuffer(floats_for(bwd_w_w_md_));
         diff_w = diff_weights_.buffer.data();
         diff_weights_.reorder = Prim::reorder(env, bwd_w_w_md_, diff_w, w_md_, b.grads);
       }
-      bwd_w_.bind(env, DNNL_ARG_SRC, src_md_, b.src);
-      bwd_w_.bind(env, DNNL_ARG_DIFF_DST, dst_md_, b.diff_dst);
+      bwd_w_.bind(env, DNNL_ARG_SRC, src_in_md_, src_in);
+      bwd_w_.bind(env, DNNL_ARG_DIFF_DST, diff_dst_in_md_, diff_dst_in);
       bwd_w_.bind(env, DNNL_ARG_DIFF_WEIGHTS, bwd_w_w_md_, diff_w);
       if (has_bias()) bwd_w_.bind(env, DNNL_ARG_DIFF_BIAS, b_md_, b.grads + w_floats);
       bwd_w_.bind_scratchpad(env, b.scratchpad);
     }
-    want_diff_src_ = b.diff_src != nullptr;
     own_args_.diff_src = b.diff_src;
-    if (want_diff_src_ && !own_input_gradient_) {
+    if (dnnl_input_gradient) {
       // Backward-data usually wants the forward's layout, already reordered.
-      const float* bwd_w = fwd_w && bwd_data_w_md_ == fwd_w_md_
-                               ? fwd_w
-                               : relayout_in(env, bwd_data_w_md_, b.params, bwd_data_weights_);
-      bwd_data_.bind(env, DNNL_ARG_DIFF_DST, dst_md_, b.diff_dst);
+      const void* bwd_w = fwd_w && bwd_data_w_md_ == fwd_w_md_
+                              ? fwd_w
+                              : relayout_in(env, w_md_, bwd_data_w_md_, b.params, true, bwd_data_weights_);
+      bwd_data_.bind(env, DNNL_ARG_DIFF_DST, diff_dst_in_md_, diff_dst_in);
       bwd_data_.bind(env, DNNL_ARG_WEIGHTS, bwd_data_w_md_, bwd_w);
       bwd_data_.bind(env, DNNL_ARG_DIFF_SRC, src_md_, b.diff_src);
       bwd_data_.bind_scratchpad(env, b.scratchpad);
     }
   }
 
-  void forward(DnnlEnv& env, bool) override {
+  void forward(DnnlEnv& env, bool training) override {
     if (own_forward_ || (want_diff_src_ && own_input_gradient_)) own_->prepare(own_args_.w);
+    // The bf16 source serves oneDNN's forward, else only the weight gradient (after a training forward).
+    if (src_in_.reorder && (!own_forward_ || training)) src_in_.reorder.run(env);
     if (own_forward_) return own_->forward(own_args_.src, own_args_.w, own_args_.b, own_args_.dst);
     if (fwd_weights_.reorder) fwd_weights_.reorder.run(env);
     fwd_.run(env);
   }
 
   void backward(DnnlEnv& env) override {
+    if (diff_dst_in_.reorder) diff_dst_in_.reorder.run(env);
     if (trainable_ && own_weight_gradient_) {
       own_->weight_gradient(own_args_.src, own_args_.diff_dst, own_args_.dw, own_args_.db);
     } else if (trainable_) {
@@ -145,13 +169,24 @@ class WeightedOp : public CpuOp {
   }
 
   bool has_bias() const { return b_md_.get_size() > 0; }
+  // Weights as the forward and backward-data passes take them (compute type),
+  // and the weight gradient as backward-weights writes it (fp32), in the
+  // layout the primitive picks.
+  dnnl::memory::desc any_weights() const { return {w_md_.dims(), compute_, dnnl::memory::format_tag::any}; }
+  dnnl::memory::desc any_weight_gradient() const {
+    return {w_md_.dims(), dnnl::memory::data_type::f32, dnnl::memory::format_tag::any};
+  }
 
+  // fp32, in the canonical and activation layouts; the outputs and gradients the passes write.
   dnnl::memory::desc src_md_, dst_md_, w_md_, b_md_;
+  // The source and the output gradient as the passes read them: in the compute type.
+  dnnl::memory::desc src_in_md_, diff_dst_in_md_;
 
  private:
+  // A tensor in the layout and type a primitive takes.
   struct Relayout {
     AlignedBuffer buffer;
-    Prim reorder;  // empty when the primitive takes the canonical layout
+    Prim reorder;  // empty when the primitive takes the tensor as it is
   };
 
   template <class Fwd, class BwdData>
@@ -162,17 +197,19 @@ class WeightedOp : public CpuOp {
     bwd_data_w_md_ = bwd_data.weights_desc();
   }
 
-  // The weights in layout `md`: the canonical buffer itself, or a reordered copy.
-  const float* relayout_in(DnnlEnv& env, const dnnl::memory::desc& md, const float* canonical, Relayout& r) {
-    if (md == w_md_) return canonical;
-    r.buffer = AlignedBuffer(md.get_size() / sizeof(float));
-    r.reorder = Prim::reorder(env, w_md_, canonical, md, r.buffer.data());
+  // `data` (described by `from`) as `to`: itself, or a copy that r.reorder
+  // refreshes. Nothing when no pass `needed` it.
+  static const void* relayout_in(DnnlEnv& env, const dnnl::memory::desc& from, const dnnl::memory::desc& to,
+                                 const float* data, bool needed, Relayout& r) {
+    if (from == to || !needed) return data;
+    r.buffer = AlignedBuffer(floats_for(to));
+    r.reorder = Prim::reorder(env, from, data, to, r.buffer.data());
     return r.buffer.data();
   }
 
   Prim fwd_, bwd_data_, bwd_w_;
   dnnl::memory::desc fwd_w_md_, bwd_data_w_md_, bwd_w_w_md_;
-  Relayout fwd_weights_, bwd_data_weights_, diff_weights_;
+  Relayout fwd_weights_, bwd_data_weights_, diff_weights_, src_in_, diff_dst_in_;
   std::unique_ptr<OwnKernels> own_;  // null: oneDNN's passes only
   struct {
     const float *src = nullptr, *w = nullptr, *b = nullptr;
@@ -180,6 +217,7 @@ class WeightedOp : public CpuOp {
     const float* diff_dst = nullptr;
     float *dw = nullptr, *db = nullptr, *diff_src = nullptr;
   } own_args_;
+  dnnl::memory::data_type compute_;
   bool trainable_;
   bool own_forward_ = false, own_weight_gradient_ = false, own_input_gradient_ = false;
   bool want_diff_src_ = false;

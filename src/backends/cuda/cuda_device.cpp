@@ -409,6 +409,7 @@ class CudaDevice final : public Device {
 std::unique_ptr<Executable> compile_cuda(const nn::Model& model, const CompileOptions& options, uint64_t seed) {
   if (const std::string why = cuda_unsupported(model); !why.empty())
     throw UserError(why + "; train this model on the CPU (--device cpu)");
+  require_fp32(options.precision, "CUDA");
   return std::make_unique<Program>(model, options, seed, std::make_unique<CudaDevice>(options));
 }
 

@@ -355,6 +355,7 @@ class PjrtExecutable final : public Executable {
 }  // namespace
 
 std::unique_ptr<Executable> compile_pjrt(const nn::Model& model, const CompileOptions& options, uint64_t seed) {
+  require_fp32(options.precision, "PJRT");
   const std::string& plugin = selected_pjrt_plugin();
   std::string path = plugin;
   if (path.empty()) {  // compiled without choose_device (tests, the library): the default plugin
