@@ -11,3 +11,14 @@
     const convoy::PjrtReport& report = convoy::find_pjrt("pjrt");                        \
     if (!report.usable()) GTEST_SKIP() << "no PJRT CPU plugin: " << report.why_unusable; \
   } while (0)
+
+namespace convoy::testing {
+
+// Tears the PJRT clients down after the last test, before static objects go
+// (release_pjrt_clients in backends/devices.h says why).
+class ReleasePjrtClients : public ::testing::Environment {
+ public:
+  void TearDown() override { release_pjrt_clients(); }
+};
+
+}  // namespace convoy::testing

@@ -26,6 +26,10 @@
 namespace convoy {
 namespace {
 
+// One for the whole test binary (test_pjrt_replicas.cpp uses it too).
+[[maybe_unused]] ::testing::Environment* const g_release_pjrt =
+    ::testing::AddGlobalTestEnvironment(new testing::ReleasePjrtClients);
+
 // max |a - b| over a slot, relative to the slot's largest |b|.
 void expect_close(std::span<float> a, std::span<float> b, const nn::Model& model, bool state,
                   double tol, const std::string& what) {

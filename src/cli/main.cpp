@@ -322,6 +322,10 @@ int run_evaluate(const std::string& checkpoint) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Last out on every return path, after each run's executables are gone.
+  struct ReleasePjrt {
+    ~ReleasePjrt() { convoy::release_pjrt_clients(); }
+  } release_pjrt;
   // A file-size limit (ulimit -f) then makes write() fail with EFBIG, which
   // convoy reports like a full disk, instead of killing the process.
   std::signal(SIGXFSZ, SIG_IGN);

@@ -58,6 +58,12 @@ const PjrtReport& find_pjrt(const std::string& name);
 // The plugin compile_pjrt uses: choose_device selects it, as select_gpu does the GPU.
 void select_pjrt_plugin(const std::string& plugin_path);
 const std::string& selected_pjrt_plugin();
+// Destroys every PJRT client this process opened; their executables and
+// buffers must be gone. Call it before main returns (convoy's CLI does): XLA's
+// CPU plugin can abort the process ("recursive_mutex lock failed") when its
+// client is torn down at exit, after the plugin's own static objects. A later
+// compile opens a new client. Without the PJRT backend: nothing.
+void release_pjrt_clients();
 // Empty when the PJRT backend emits every layer of `model`; else one line
 // naming the first layer it has no StableHLO for. Needs no plugin.
 std::string pjrt_unsupported(const nn::Model& model);

@@ -18,6 +18,8 @@ const PjrtReport& find_pjrt(const std::string&) {
   return report;
 }
 
+void release_pjrt_clients() {}
+
 std::unique_ptr<Executable> compile_pjrt(const nn::Model&, const CompileOptions&, uint64_t) {
   throw UserError(std::string("no PJRT backend: ") + kWhy + "; train on the CPU (--device cpu)");
 }

@@ -34,4 +34,6 @@ const PjrtReport& find_pjrt(const std::string& name) {
   return reports.emplace(name, std::move(r)).first->second;
 }
 
+void release_pjrt_clients() { pjrt::destroy_pjrt_clients(); }
+
 }  // namespace convoy

@@ -125,28 +125,24 @@ Program::~Program() {
 
 namespace {
 
-struct OpenClient {
-  const PJRT_Api* api;
-  PJRT_Client* client;
-};
+// Every client this process opened, by (plugin, cpu_device_count; 0: the
+// plugin's default), kept until release_pjrt_clients or exit.
 std::mutex g_clients_mutex;
-std::vector<OpenClient> g_open;
-
-// At exit, before the plugin's own static objects are destroyed (they were
-// made before this handler was registered, so they go after it): a client
-// whose threads outlive them aborts the process ("recursive_mutex lock
-// failed" from XLA's CPU plugin).
-void destroy_clients() {
-  std::lock_guard lock(g_clients_mutex);
-  for (const OpenClient& c : g_open) {
-    PJRT_ARGS(PJRT_Client_Destroy_Args, d);
-    d.client = c.client;
-    if (PJRT_Error* e = c.api->PJRT_Client_Destroy(&d)) error_text(c.api, e);
-  }
-  g_open.clear();
-}
+std::map<std::pair<std::string, int>, Client*> g_clients;
 
 }  // namespace
+
+void destroy_pjrt_clients() {
+  std::lock_guard lock(g_clients_mutex);
+  for (auto& [key, client] : g_clients) delete client;
+  g_clients.clear();
+}
+
+Client::~Client() {
+  PJRT_ARGS(PJRT_Client_Destroy_Args, d);
+  d.client = client_;
+  if (PJRT_Error* e = api_->PJRT_Client_Destroy(&d)) error_text(api_, e);
+}
 
 std::string too_few_devices(const std::string& plugin_path, std::size_t have, int want) {
   return "--replicas " + std::to_string(want) + ": " + plugin_path + " has " + std::to_string(have) +
@@ -169,24 +165,21 @@ Client* Client::create(const std::string& plugin_path, int cpu_devices) {
     c.num_options = 1;
   }
   check(api, api->PJRT_Client_Create(&c), ("client creation (" + plugin_path + ")").c_str());
-  {
-    std::lock_guard open_lock(g_clients_mutex);
-    if (g_open.empty()) std::atexit(destroy_clients);
-    g_open.push_back({api, c.client});
-  }
   return new Client(plugin_path, api, c.client);
 }
 
 Client& Client::open(const std::string& plugin_path, int devices) {
-  static std::mutex mutex;
-  // Kept until exit (see plugin.h): the default client per plugin, and XLA
-  // CPU clients with more devices, per count.
-  static std::map<std::pair<std::string, int>, Client*> clients;
-  std::lock_guard lock(mutex);
+  std::lock_guard lock(g_clients_mutex);
+  // At exit at the latest, while the plugin's own static objects (some made
+  // lazily, after any handler registered at its loading) still live: a client
+  // torn down after them aborts the process ("recursive_mutex lock failed"
+  // from XLA's CPU plugin). Programs should release earlier (devices.h).
+  static const bool at_exit = (std::atexit(destroy_pjrt_clients), true);
+  (void)at_exit;
   auto cached = [&](int cpu_devices) -> Client& {
     auto key = std::make_pair(plugin_path, cpu_devices);
-    auto it = clients.find(key);
-    if (it == clients.end()) it = clients.emplace(key, create(plugin_path, cpu_devices)).first;
+    auto it = g_clients.find(key);
+    if (it == g_clients.end()) it = g_clients.emplace(key, create(plugin_path, cpu_devices)).first;
     return *it->second;
   };
   Client& standard = cached(0);

@@ -83,6 +83,10 @@ class Program {
 // The one line a plugin with fewer devices than --replicas asks for gives.
 std::string too_few_devices(const std::string& plugin_path, std::size_t have, int want);
 
+// Destroys every client open() made (release_pjrt_clients in
+// backends/devices.h); the next open() starts a new one.
+void destroy_pjrt_clients();
+
 class Client {
  public:
   // The client of `plugin_path` with at least `devices` devices (0 or 1: the
@@ -93,6 +97,9 @@ class Client {
   // plugin when it does not load, is of another API major version, or the
   // client fails to start.
   static Client& open(const std::string& plugin_path, int devices = 0);
+  ~Client();  // PJRT_Client_Destroy: its programs and buffers must be gone
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
 
   const std::string& plugin_path() const { return path_; }
   std::string platform() const;          // e.g. "cpu", "tpu", "cuda"
