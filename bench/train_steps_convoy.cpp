@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "convoy/backends/executable.h"
+#include "convoy/backends/executable_internals.h"
 #include "convoy/core/error.h"
 #include "convoy/core/rng.h"
 #include "convoy/nn/zoo.h"
@@ -54,7 +55,7 @@ int main(int argc, char** argv) try {
   std::vector<int32_t> y(static_cast<std::size_t>(batch));
   for (auto& v : y) v = static_cast<int32_t>(rng.next_u64() % static_cast<uint64_t>(classes));
   for (int64_t s = 0; s < warmup; ++s) exe->train_step(x.data(), y.data());
-  if (profile) exe->set_profiling(true);
+  if (profile) exe->internals().set_profiling(true);
   std::vector<double> seconds;
   const std::clock_t cpu0 = std::clock();
   for (int64_t s = 0; s < steps; ++s) {
@@ -63,12 +64,13 @@ int main(int argc, char** argv) try {
     seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   const double cpu_per_step = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC / static_cast<double>(steps);
-  if (profile) std::fputs(train::profile_table(exe->profile(), exe->profiled_steps()).c_str(), stderr);
+  if (profile)
+    std::fputs(train::profile_table(exe->internals().profile(), exe->internals().profiled_steps()).c_str(), stderr);
   double total = 0;
   for (double s : seconds) total += s;
   std::printf("{\"model\": \"%s\", \"batch\": %lld, \"batch_slices\": %lld, \"images_per_second\": %.2f, "
               "\"cpu_seconds_per_step\": %.5f, \"step_seconds\": [",
-              model.c_str(), static_cast<long long>(batch), static_cast<long long>(exe->batch_slices()),
+              model.c_str(), static_cast<long long>(batch), static_cast<long long>(exe->internals().batch_slices()),
               static_cast<double>(batch * steps) / total, cpu_per_step);
   for (std::size_t i = 0; i < seconds.size(); ++i) std::printf("%s%.5f", i ? ", " : "", seconds[i]);
   std::printf("]}\n");

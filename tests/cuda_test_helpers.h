@@ -11,6 +11,7 @@
 
 #include "convoy/backends/devices.h"
 #include "convoy/backends/executable.h"
+#include "convoy/backends/executable_internals.h"
 #include "convoy/core/rng.h"
 #include "test_helpers.h"
 
@@ -52,31 +53,11 @@ inline std::vector<int32_t> class_indices(int64_t count, int64_t classes, uint64
   return v;
 }
 
-inline std::vector<float> parameters(const Executable& e) {
-  std::vector<float> v(e.parameter_count());
-  e.get_parameters(v);
-  return v;
-}
-inline std::vector<float> gradients(const Executable& e) {
-  std::vector<float> v(e.parameter_count());
-  e.get_gradients(v);
-  return v;
-}
-inline std::vector<float> state(const Executable& e) {
-  std::vector<float> v(e.state_count());
-  e.get_state(v);
-  return v;
-}
-inline std::vector<float> optimizer_state(const Executable& e) {
-  std::vector<float> v(e.optimizer_state_size());
-  e.get_optimizer_state(v);
-  return v;
-}
-inline std::vector<float> output(const Executable& e) {
-  std::vector<float> v(e.batch_size() * e.output_size());
-  e.get_output(v);
-  return v;
-}
+inline std::vector<float> parameters(const Executable& e) { return e.internals().copy_of(Held::parameters); }
+inline std::vector<float> gradients(const Executable& e) { return e.internals().copy_of(Held::gradients); }
+inline std::vector<float> state(const Executable& e) { return e.internals().copy_of(Held::state); }
+inline std::vector<float> optimizer_state(const Executable& e) { return e.internals().copy_of(Held::optimizer_state); }
+inline std::vector<float> output(const Executable& e) { return e.internals().copy_of(Held::output); }
 
 // Each learned tensor of `model` compared on its own (a small tensor's error
 // is not hidden by a large one's scale).

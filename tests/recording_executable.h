@@ -7,47 +7,48 @@
 #include <vector>
 
 #include "convoy/backends/executable.h"
+#include "convoy/backends/executable_internals.h"
 #include "convoy/data/labeled_images.h"
 
 namespace convoy::testing {
 
-class RecordingExecutable final : public Executable {
+class RecordingExecutable final : public Executable, public ExecutableInternals {
  public:
   explicit RecordingExecutable(int64_t batch) : batch_(batch) {}
   std::vector<int32_t> seen;  // labels of every trained example, in order
 
+  std::string device() const override { return "recorder"; }
   int64_t batch_size() const override { return batch_; }
   int64_t input_size() const override { return 1; }
   int64_t output_size() const override { return 1; }
-  std::string device() const override { return "recorder"; }
   void train_step(const float*, Targets y) override {
     seen.insert(seen.end(), y.labels, y.labels + batch_);
     metrics_.count += batch_;
   }
+  bool last_step_finite() const override { return true; }
   void eval_step(const float*, Targets, int64_t count) override { metrics_.count += count; }
-  double loss_and_gradients(const float*, Targets) override { return 0; }
   Metrics take_metrics() override { return std::exchange(metrics_, {}); }
   Metrics peek_metrics() const override { return metrics_; }
-  void restore_metrics(const Metrics& m) override { metrics_ = m; }
-  bool last_step_finite() const override { return true; }
-  std::string nonfinite_report() const override { return ""; }
-  void set_learning_rate(float lr) override { lr_ = lr; }
   float learning_rate() const override { return lr_; }
+  void set_learning_rate(float lr) override { lr_ = lr; }
+  ExecutableInternals& internals() override { return *this; }
+
+  // No weights: every buffer is empty.
+  int64_t size(Held) const override { return 0; }
+  void read(Held, std::span<float>) const override {}
+  void write(Held, std::span<const float>) override {}
+  double loss_and_gradients(const float*, Targets) override { return 0; }
+  void restore_metrics(const Metrics& m) override { metrics_ = m; }
+  std::string nonfinite_report() const override { return ""; }
   void set_profiling(bool) override {}
   std::vector<LayerProfile> profile() const override { return {}; }
   int64_t profiled_steps() const override { return 0; }
-  int64_t parameter_count() const override { return 0; }
-  int64_t state_count() const override { return 0; }
-  void set_parameters(std::span<const float>) override {}
-  void get_parameters(std::span<float>) const override {}
-  void get_gradients(std::span<float>) const override {}
-  void set_state(std::span<const float>) override {}
-  void get_state(std::span<float>) const override {}
-  int64_t optimizer_state_size() const override { return 0; }
-  void set_optimizer_state(std::span<const float>) override {}
-  void get_optimizer_state(std::span<float>) const override {}
-  void get_output(std::span<float>) const override {}
-  void get_input_gradient(std::span<float>) const override {}
+  void set_gradient_reducer(GradientReducer* reducer) override {
+    require(reducer == nullptr, "recorder: this backend cannot train as one of several replicas");
+  }
+  void set_batch_norm_reducer(StatisticsReducer reducer) override {
+    require(!reducer, "recorder: this backend has no synchronised batch norm");
+  }
 
  private:
   int64_t batch_;

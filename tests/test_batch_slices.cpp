@@ -13,6 +13,7 @@
 
 #include "backends/batch_slices.h"
 #include "convoy/backends/executable.h"
+#include "convoy/backends/executable_internals.h"
 #include "convoy/nn/model.h"
 #include "convoy/nn/sequential.h"
 #include "test_helpers.h"
@@ -71,13 +72,13 @@ struct Result {
 Result run(const nn::Model& model, const char* parallelism, int64_t batch, int steps, int64_t eval_rows) {
   auto exe = compile_cpu(model, options(parallelism, batch), 7);
   Result r;
-  r.slices = exe->batch_slices();
+  r.slices = exe->internals().batch_slices();
   const Batch first = batch_for(model, batch, 100);
-  r.loss = exe->loss_and_gradients(first.x.data(), first.y.data());
-  r.grads.resize(static_cast<std::size_t>(exe->parameter_count()));
+  r.loss = exe->internals().loss_and_gradients(first.x.data(), first.y.data());
+  r.grads.resize(static_cast<std::size_t>(exe->internals().size(Held::parameters)));
   r.input_grad.resize(first.x.size());
-  exe->get_gradients(r.grads);
-  exe->get_input_gradient(r.input_grad);
+  exe->internals().read(Held::gradients, r.grads);
+  exe->internals().read(Held::input_gradient, r.input_grad);
   for (int s = 0; s < steps; ++s) {
     const Batch b = batch_for(model, batch, 200 + s);
     exe->train_step(b.x.data(), b.y.data());
@@ -86,10 +87,10 @@ Result run(const nn::Model& model, const char* parallelism, int64_t batch, int s
   const Batch e = batch_for(model, batch, 300);
   exe->eval_step(e.x.data(), e.y.data(), eval_rows);
   r.metrics = exe->take_metrics();
-  r.params.resize(static_cast<std::size_t>(exe->parameter_count()));
-  r.state.resize(static_cast<std::size_t>(exe->state_count()));
-  exe->get_parameters(r.params);
-  exe->get_state(r.state);
+  r.params.resize(static_cast<std::size_t>(exe->internals().size(Held::parameters)));
+  r.state.resize(static_cast<std::size_t>(exe->internals().size(Held::state)));
+  exe->internals().read(Held::parameters, r.params);
+  exe->internals().read(Held::state, r.state);
   return r;
 }
 
@@ -160,28 +161,28 @@ TEST(BatchSlices, ResumeContinuesBitForBit) {
     const Batch b = batch_for(model, 32, 200 + s);
     straight->train_step(b.x.data(), b.y.data());
   }
-  std::vector<float> params(static_cast<std::size_t>(straight->parameter_count())),
-      state(static_cast<std::size_t>(straight->state_count())),
-      opt(static_cast<std::size_t>(straight->optimizer_state_size()));
-  straight->get_parameters(params);
-  straight->get_state(state);
-  straight->get_optimizer_state(opt);
+  std::vector<float> params(static_cast<std::size_t>(straight->internals().size(Held::parameters))),
+      state(static_cast<std::size_t>(straight->internals().size(Held::state))),
+      opt(static_cast<std::size_t>(straight->internals().size(Held::optimizer_state)));
+  straight->internals().read(Held::parameters, params);
+  straight->internals().read(Held::state, state);
+  straight->internals().read(Held::optimizer_state, opt);
   const Metrics saved = straight->peek_metrics();
 
   auto resumed = compile_cpu(model, options("batch_slices", 32), 7);  // the config's seed: dropout's masks derive from it
-  resumed->set_parameters(params);
-  resumed->set_state(state);
-  resumed->set_optimizer_state(opt);
-  resumed->restore_metrics(saved);
-  resumed->set_steps_done(2);
+  resumed->internals().write(Held::parameters, params);
+  resumed->internals().write(Held::state, state);
+  resumed->internals().write(Held::optimizer_state, opt);
+  resumed->internals().restore_metrics(saved);
+  resumed->internals().set_steps_done(2);
   for (int s = 2; s < 4; ++s) {
     const Batch b = batch_for(model, 32, 200 + s);
     straight->train_step(b.x.data(), b.y.data());
     resumed->train_step(b.x.data(), b.y.data());
   }
   std::vector<float> a(params.size()), b(params.size());
-  straight->get_parameters(a);
-  resumed->get_parameters(b);
+  straight->internals().read(Held::parameters, a);
+  resumed->internals().read(Held::parameters, b);
   EXPECT_TRUE(same_bits(a, b));
   const Metrics ma = straight->take_metrics(), mb = resumed->take_metrics();
   EXPECT_EQ(ma.loss_sum, mb.loss_sum);
@@ -212,8 +213,8 @@ TEST(BatchSlices, OuterReducersSeeTheSlicesResultOncePerRendezvous) {
   auto outer = compile_cpu(model, options("batch_slices", 32), 7);
   OneReplica replica;
   int statistics_calls = 0;
-  outer->set_gradient_reducer(&replica);
-  outer->set_batch_norm_reducer([&](std::span<double>) { ++statistics_calls; });
+  outer->internals().set_gradient_reducer(&replica);
+  outer->internals().set_batch_norm_reducer([&](std::span<double>) { ++statistics_calls; });
   for (int s = 0; s < 2; ++s) {
     const Batch b = batch_for(model, 32, 200 + s);
     plain->train_step(b.x.data(), b.y.data());
@@ -221,9 +222,9 @@ TEST(BatchSlices, OuterReducersSeeTheSlicesResultOncePerRendezvous) {
   }
   EXPECT_EQ(replica.finishes, 2);
   EXPECT_EQ(statistics_calls, 2 * 2 * 3);  // 2 steps, 2 batch norms, 2 forward sums and 1 backward each
-  std::vector<float> a(static_cast<std::size_t>(plain->parameter_count())), b(a.size());
-  plain->get_parameters(a);
-  outer->get_parameters(b);
+  std::vector<float> a(static_cast<std::size_t>(plain->internals().size(Held::parameters))), b(a.size());
+  plain->internals().read(Held::parameters, a);
+  outer->internals().read(Held::parameters, b);
   EXPECT_TRUE(same_bits(a, b));
 }
 

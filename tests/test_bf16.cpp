@@ -13,6 +13,7 @@
 
 #include "convoy/backends/devices.h"
 #include "convoy/backends/executable.h"
+#include "convoy/backends/executable_internals.h"
 #include "convoy/nn/model.h"
 #include "convoy/nn/sequential.h"
 #include "test_helpers.h"
@@ -53,13 +54,13 @@ Pass one_pass(const nn::Model& model, Precision precision) {
   const auto x = random_values(static_cast<std::size_t>(kBatch * numel(model.input_shape())), 3);
   const auto y = labels();
   Pass p;
-  p.loss = exe->loss_and_gradients(x.data(), y.data());
+  p.loss = exe->internals().loss_and_gradients(x.data(), y.data());
   p.output.resize(static_cast<std::size_t>(kBatch * exe->output_size()));
   p.grads.resize(static_cast<std::size_t>(model.num_parameters()));
   p.input_grad.resize(x.size());
-  exe->get_output(p.output);
-  exe->get_gradients(p.grads);
-  exe->get_input_gradient(p.input_grad);
+  exe->internals().read(Held::output, p.output);
+  exe->internals().read(Held::gradients, p.grads);
+  exe->internals().read(Held::input_gradient, p.input_grad);
   return p;
 }
 
@@ -119,13 +120,13 @@ TEST(Bf16, TrainingLowersTheLossAndKeepsFp32MasterWeights) {
   auto exe = compile_cpu(model, options(Precision::bf16), 11);
   const auto x = random_values(static_cast<std::size_t>(kBatch * numel(model.input_shape())), 4);
   const auto y = labels();
-  const double first = exe->loss_and_gradients(x.data(), y.data());
+  const double first = exe->internals().loss_and_gradients(x.data(), y.data());
   for (int step = 0; step < 30; ++step) exe->train_step(x.data(), y.data());
-  const double last = exe->loss_and_gradients(x.data(), y.data());
+  const double last = exe->internals().loss_and_gradients(x.data(), y.data());
   EXPECT_LT(last, 0.5 * first) << "30 bf16 steps on one batch should fit it";
   // Updates smaller than bf16's spacing still land: the master weights use all 24 bits.
   std::vector<float> w(static_cast<std::size_t>(model.num_parameters()));
-  exe->get_parameters(w);
+  exe->internals().read(Held::parameters, w);
   int64_t beyond_bf16 = 0;
   for (float v : w) {
     uint32_t bits;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "convoy/backends/executable_internals.h"
 #include "convoy/core/error.h"
 #include "convoy/train/callbacks.h"
 #include "test_helpers.h"
@@ -22,7 +23,7 @@ struct Harness {
   std::vector<float> params_filled(float v) const { return std::vector<float>(model.num_parameters(), v); }
   // Runs one "epoch": weights set to v, the given validation loss recorded.
   void epoch(Callback& cb, float v, double val_loss, double val_acc = 0.5) {
-    exe->set_parameters(params_filled(v));
+    exe->internals().write(Held::parameters, params_filled(v));
     state.epoch++;
     EpochRecord r{.epoch = state.epoch, .train_loss = 1.0, .train_accuracy = 0.5, .test_loss = val_loss,
                   .test_accuracy = val_acc};
@@ -31,7 +32,7 @@ struct Harness {
   }
   std::vector<float> params() const {
     std::vector<float> p(model.num_parameters());
-    exe->get_parameters(p);
+    exe->internals().read(Held::parameters, p);
     return p;
   }
 };

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "convoy/backends/executable_internals.h"
 #include "convoy/data/fashion_mnist.h"
 #include "convoy/io/atomic_file.h"
 #include "convoy/train/checkpoint.h"
@@ -31,11 +32,7 @@ void flip_byte(const std::string& path, std::size_t from_end) {
   write(path, bytes);
 }
 
-std::vector<float> params_of(const Executable& exe) {
-  std::vector<float> p(exe.parameter_count());
-  exe.get_parameters(p);
-  return p;
-}
+std::vector<float> params_of(const Executable& exe) { return exe.internals().copy_of(Held::parameters); }
 
 // A compiled seed CNN with an SGD velocity, as a run would checkpoint it.
 struct Saved {
@@ -206,9 +203,9 @@ TEST(Checkpoint, AFitResumedMidEpochEndsBitIdentical) {
   EXPECT_EQ(c.epoch, 1);
   EXPECT_EQ(c.progress.step, 5);
   auto resumed = compile_cpu(model, options, 77);  // another seed: everything must come from the checkpoint
-  resumed->set_parameters(c.params);
-  resumed->set_state(c.state);
-  resumed->set_optimizer_state(c.optimizer_state);
+  resumed->internals().write(Held::parameters, c.params);
+  resumed->internals().write(Held::state, c.state);
+  resumed->internals().write(Held::optimizer_state, c.optimizer_state);
   resumed->set_learning_rate(c.lr);
   const History after = fit(*resumed, train, test,
                             {.epochs = 2, .seed = 9, .initial_epoch = c.epoch, .initial_progress = c.progress}, c.history);

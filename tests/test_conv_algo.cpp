@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "convoy/backends/executable.h"
+#include "convoy/backends/executable_internals.h"
 #include "convoy/core/error.h"
 #include "convoy/nn/sequential.h"
 #include "test_helpers.h"
@@ -59,11 +60,11 @@ Gradients gradients_with(const char* algo) {
   const std::vector<float> x = random_values(static_cast<std::size_t>(kBatch * numel(model.input_shape())), 5);
   const std::vector<int32_t> y = labels();
   Gradients g;
-  g.loss = exe->loss_and_gradients(x.data(), y.data());
+  g.loss = exe->internals().loss_and_gradients(x.data(), y.data());
   g.params.resize(static_cast<std::size_t>(model.num_parameters()));
   g.input.resize(x.size());
-  exe->get_gradients(g.params);
-  exe->get_input_gradient(g.input);
+  exe->internals().read(Held::gradients, g.params);
+  exe->internals().read(Held::input_gradient, g.input);
   return g;
 }
 
@@ -75,7 +76,7 @@ std::vector<float> weights_after_training(const char* algo) {
   const std::vector<int32_t> y = labels();
   for (int step = 0; step < 3; ++step) exe->train_step(x.data(), y.data());
   std::vector<float> w(static_cast<std::size_t>(model.num_parameters()));
-  exe->get_parameters(w);
+  exe->internals().read(Held::parameters, w);
   return w;
 }
 

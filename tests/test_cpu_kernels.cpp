@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "convoy/backends/executable.h"
+#include "convoy/backends/executable_internals.h"
 #include "convoy/core/cpu_info.h"
 #include "convoy/core/threads.h"
 #include "test_helpers.h"
@@ -74,19 +75,19 @@ void check_conv_gradients(const ConvCase& k, KernelSet set, ConvAlgo algo = Conv
   auto exe = compile_cpu(
       model, {.batch_size = k.batch, .loss = Loss::softmax_cross_entropy, .input_gradient = true, .cpu_kernels = set,
                                           .conv_algo = algo}, 7);
-  exe->set_parameters(uniform(static_cast<std::size_t>(model.num_parameters()), 8));
+  exe->internals().write(Held::parameters, uniform(static_cast<std::size_t>(model.num_parameters()), 8));
   const Images in{k.batch, k.channels, k.height, k.width};
   const std::vector<float> x = uniform(static_cast<std::size_t>(k.batch * numel(model.input_shape())), 3);
   std::vector<int32_t> y(static_cast<std::size_t>(k.batch));
   const int64_t classes = model.output_shape()[0];
   for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<int32_t>((i * 7) % classes);
-  exe->loss_and_gradients(x.data(), y.data());
+  exe->internals().loss_and_gradients(x.data(), y.data());
   std::vector<float> out(static_cast<std::size_t>(k.batch * classes)), grads(model.num_parameters());
   std::vector<float> params(grads.size()), dx(x.size());
-  exe->get_input_gradient(dx);
-  exe->get_output(out);
-  exe->get_gradients(grads);
-  exe->get_parameters(params);
+  exe->internals().read(Held::input_gradient, dx);
+  exe->internals().read(Held::output, out);
+  exe->internals().read(Held::gradients, grads);
+  exe->internals().read(Held::parameters, params);
 
   const Shape& o_shape = model.layers()[0].output_shape;  // [O, Ho, Wo]
   const int64_t filters = o_shape[0], oh = o_shape[1], ow = o_shape[2], kk = k.conv.kernel;
@@ -225,10 +226,10 @@ void check_max_pool(const PoolCase& k, KernelSet set) {
   std::vector<int32_t> y(static_cast<std::size_t>(k.batch));
   const int64_t classes = model.output_shape()[0];
   for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<int32_t>((i * 5) % classes);
-  exe->loss_and_gradients(x.data(), y.data());
+  exe->internals().loss_and_gradients(x.data(), y.data());
   std::vector<float> out(static_cast<std::size_t>(k.batch * classes)), dx(x.size());
-  exe->get_output(out);
-  exe->get_input_gradient(dx);
+  exe->internals().read(Held::output, out);
+  exe->internals().read(Held::input_gradient, dx);
 
   const Shape& o_shape = model.layers()[0].output_shape;  // [C, Ho, Wo]
   const int64_t oh = o_shape[1], ow = o_shape[2], kk = k.pool.kernel, s = k.pool.stride ? k.pool.stride : kk;
@@ -283,16 +284,16 @@ void check_batch_norm(const char* name, int64_t batch, const Shape& shape, Kerne
       model, {.batch_size = batch, .loss = Loss::softmax_cross_entropy, .input_gradient = true, .cpu_kernels = set}, 7);
   const int64_t c = shape[0], per_example = numel(shape), inner = per_example / c, m = batch * inner;
   std::vector<float> params = uniform(static_cast<std::size_t>(2 * c), 9);
-  exe->set_parameters(params);
+  exe->internals().write(Held::parameters, params);
   const std::vector<float> x = uniform(static_cast<std::size_t>(batch * per_example), 4);
   std::vector<int32_t> y(static_cast<std::size_t>(batch));
   for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<int32_t>((i * 3) % per_example);
-  exe->loss_and_gradients(x.data(), y.data());
+  exe->internals().loss_and_gradients(x.data(), y.data());
   std::vector<float> out(x.size()), dx(x.size()), grads(params.size()), state(static_cast<std::size_t>(2 * c));
-  exe->get_output(out);
-  exe->get_input_gradient(dx);
-  exe->get_gradients(grads);
-  exe->get_state(state);
+  exe->internals().read(Held::output, out);
+  exe->internals().read(Held::input_gradient, dx);
+  exe->internals().read(Held::gradients, grads);
+  exe->internals().read(Held::state, state);
   const std::vector<double> dy = softmax_ce_gradient(out, y, batch);
 
   auto at = [&](int64_t n, int64_t ch, int64_t i) { return (n * c + ch) * inner + i; };  // NCHW / NC order
@@ -411,16 +412,16 @@ std::vector<float> seed_conv_bits(KernelSet kernels, ConvAlgo algo) {
                          {.batch_size = batch, .loss = Loss::softmax_cross_entropy, .input_gradient = true,
                           .cpu_kernels = kernels, .conv_algo = algo},
                          7);
-  exe->set_parameters(uniform(static_cast<std::size_t>(model.num_parameters()), 8));
+  exe->internals().write(Held::parameters, uniform(static_cast<std::size_t>(model.num_parameters()), 8));
   const std::vector<float> x = uniform(static_cast<std::size_t>(batch * numel(model.input_shape())), 3);
   std::vector<int32_t> y(static_cast<std::size_t>(batch));
   for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<int32_t>(i * 11 % 1280);
-  exe->loss_and_gradients(x.data(), y.data());
+  exe->internals().loss_and_gradients(x.data(), y.data());
   std::vector<float> out(static_cast<std::size_t>(batch * numel(model.output_shape()))), dx(x.size()),
       grads(static_cast<std::size_t>(model.num_parameters()));
-  exe->get_output(out);
-  exe->get_input_gradient(dx);
-  exe->get_gradients(grads);
+  exe->internals().read(Held::output, out);
+  exe->internals().read(Held::input_gradient, dx);
+  exe->internals().read(Held::gradients, grads);
   out.insert(out.end(), dx.begin(), dx.end());
   out.insert(out.end(), grads.begin(), grads.end());
   return out;

@@ -12,6 +12,7 @@
 // Not a public header: the device formula, which only the backend includes.
 #include "../src/backends/dropout_mask.h"
 #include "convoy/backends/executable.h"
+#include "convoy/backends/executable_internals.h"
 #include "test_helpers.h"
 
 namespace convoy {
@@ -38,7 +39,7 @@ std::vector<float> device_formula(const std::vector<float>& x, uint64_t model_se
 
 std::vector<float> output_of(const Executable& e) {
   std::vector<float> v(e.batch_size() * e.output_size());
-  e.get_output(v);
+  e.internals().read(Held::output, v);
   return v;
 }
 
@@ -68,7 +69,7 @@ TEST(CudaDropoutMask, TheDeviceFormulaGivesTheCpuBackendsMasks) {
     const CompileOptions options{.batch_size = batch, .loss = Loss::softmax_cross_entropy, .optimizer = {.lr = 0}};
     auto cpu = compile_cpu(c.model, options, seed);
     for (int64_t step = 0; step < 3; ++step) {
-      cpu->loss_and_gradients(x.data(), y.data());
+      cpu->internals().loss_and_gradients(x.data(), y.data());
       const auto want = output_of(*cpu);
       const auto got = device_formula(x, seed, c.layer, step, batch, c.channels, c.pixels, c.rate);
       ASSERT_EQ(got.size(), want.size());
@@ -80,8 +81,8 @@ TEST(CudaDropoutMask, TheDeviceFormulaGivesTheCpuBackendsMasks) {
     }
     // A resumed run: the step count comes from outside.
     auto resumed = compile_cpu(c.model, options, seed);
-    resumed->set_steps_done(41);
-    resumed->loss_and_gradients(x.data(), y.data());
+    resumed->internals().set_steps_done(41);
+    resumed->internals().loss_and_gradients(x.data(), y.data());
     EXPECT_EQ(output_of(*resumed), device_formula(x, seed, c.layer, 41, batch, c.channels, c.pixels, c.rate));
   }
 }

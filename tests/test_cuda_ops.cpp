@@ -37,8 +37,8 @@ void check_against_cpu(const OpCase& c) {
   auto [cpu, gpu] = testing::compile_both(c.model, options, 17);
   ASSERT_EQ(testing::parameters(*cpu), testing::parameters(*gpu));  // the same start
   if (!c.state.empty()) {
-    cpu->set_state(c.state);
-    gpu->set_state(c.state);
+    cpu->internals().write(Held::state, c.state);
+    gpu->internals().write(Held::state, c.state);
   }
 
   const int64_t classes = c.model.output_shape()[0];
@@ -48,15 +48,15 @@ void check_against_cpu(const OpCase& c) {
   const Targets y = c.dense_targets ? Targets::rows(rows.data()) : Targets(labels.data());
 
   // Training-mode forward and backward.
-  const double want_loss = cpu->loss_and_gradients(x.data(), y);
-  const double got_loss = gpu->loss_and_gradients(x.data(), y);
+  const double want_loss = cpu->internals().loss_and_gradients(x.data(), y);
+  const double got_loss = gpu->internals().loss_and_gradients(x.data(), y);
   EXPECT_NEAR(got_loss, want_loss, kTolerance * std::abs(want_loss)) << "loss";
   EXPECT_LT(relative_error(testing::output(*gpu), testing::output(*cpu)), kTolerance) << "output";
   testing::expect_per_tensor(c.model, testing::gradients(*gpu), testing::gradients(*cpu), kTolerance, "gradient");
   if (c.input_gradient) {
     std::vector<float> want(x.size()), got(x.size());
-    cpu->get_input_gradient(want);
-    gpu->get_input_gradient(got);
+    cpu->internals().read(Held::input_gradient, want);
+    gpu->internals().read(Held::input_gradient, got);
     EXPECT_LT(relative_error(got, want), kTolerance) << "input gradient";
   }
   if (c.model.num_state() > 0) {
@@ -252,8 +252,8 @@ TEST(CudaOps, FrozenLayersMatchTheCpu) {
 // Bit for bit: x * mask is one float multiply on both sides.
 void expect_same_masks(Executable& cpu, Executable& gpu, const std::vector<float>& x, const std::vector<int32_t>& y,
                        const std::string& when) {
-  cpu.loss_and_gradients(x.data(), y.data());
-  gpu.loss_and_gradients(x.data(), y.data());
+  cpu.internals().loss_and_gradients(x.data(), y.data());
+  gpu.internals().loss_and_gradients(x.data(), y.data());
   const std::vector<float> want = testing::output(cpu), got = testing::output(gpu);
   EXPECT_EQ(got, want) << "dropout output " << when;
   int64_t dropped = 0;
@@ -290,8 +290,8 @@ TEST(CudaOps, DropoutDrawsTheCpusMasks) {
   gpu->train_step(bad.data(), y.data());
   EXPECT_FALSE(gpu->last_step_finite());
   expect_same_masks(*cpu, *gpu, x, y, "after a step that was not finite (no new mask)");
-  cpu->set_steps_done(1000);
-  gpu->set_steps_done(1000);
+  cpu->internals().set_steps_done(1000);
+  gpu->internals().set_steps_done(1000);
   expect_same_masks(*cpu, *gpu, x, y, "after set_steps_done (a resume)");
   cpu->eval_step(x.data(), y.data(), batch);
   gpu->eval_step(x.data(), y.data(), batch);

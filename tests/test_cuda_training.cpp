@@ -12,6 +12,7 @@
 #include <variant>
 
 #include "backends/program.h"
+#include "convoy/backends/executable_internals.h"
 #include "convoy/nn/zoo.h"
 #include "convoy/train/fit.h"
 #include "cuda_test_helpers.h"
@@ -40,8 +41,8 @@ TEST(CudaTraining, SeedCnnLossAndGradientsMatchTheCpu) {
   auto [cpu, gpu] = testing::compile_both(model, {.batch_size = batch, .loss = Loss::nll}, 5);
   const auto x = seed_images(batch, 1);
   const auto y = testing::class_indices(batch, 10, 2);
-  const double want = cpu->loss_and_gradients(x.data(), y.data());
-  const double got = gpu->loss_and_gradients(x.data(), y.data());
+  const double want = cpu->internals().loss_and_gradients(x.data(), y.data());
+  const double got = gpu->internals().loss_and_gradients(x.data(), y.data());
   EXPECT_NEAR(got, want, kTolerance * want);
   EXPECT_LT(relative_error(testing::output(*gpu), testing::output(*cpu)), kTolerance);
   testing::expect_per_tensor(model, testing::gradients(*gpu), testing::gradients(*cpu), kTolerance, "gradient");
@@ -107,8 +108,8 @@ TEST(CudaTraining, ResidualGraphMatchesTheCpu) {
       3);
   const auto x = testing::uniform_values(batch * 3 * 8 * 8, 7);
   const auto y = testing::class_indices(batch, 5, 8);
-  const double want = cpu->loss_and_gradients(x.data(), y.data());
-  EXPECT_NEAR(gpu->loss_and_gradients(x.data(), y.data()), want, kTolerance * want);
+  const double want = cpu->internals().loss_and_gradients(x.data(), y.data());
+  EXPECT_NEAR(gpu->internals().loss_and_gradients(x.data(), y.data()), want, kTolerance * want);
   // conv2d_0's bias feeds batch norm: its true gradient is 0 and both sides
   // hold rounding noise, so it is compared against the whole gradient's scale.
   const auto g_cpu = testing::gradients(*cpu), g_gpu = testing::gradients(*gpu);
@@ -122,8 +123,8 @@ TEST(CudaTraining, ResidualGraphMatchesTheCpu) {
             << slot.name;
       }
   std::vector<float> dx_cpu(x.size()), dx_gpu(x.size());
-  cpu->get_input_gradient(dx_cpu);
-  gpu->get_input_gradient(dx_gpu);
+  cpu->internals().read(Held::input_gradient, dx_cpu);
+  gpu->internals().read(Held::input_gradient, dx_gpu);
   EXPECT_LT(relative_error(dx_gpu, dx_cpu), kTolerance) << "input gradient (summed over the fan-out)";
   for (int step = 0; step < 2; ++step) {
     cpu->train_step(x.data(), y.data());
@@ -206,13 +207,13 @@ TEST(CudaTraining, FitWithStepsPerExecutionMatchesTheCpu) {
 TEST(CudaTraining, ProfileTimesEveryLayer) {
   SKIP_WITHOUT_GPU();
   auto gpu = testing::compile_gpu(seed_cnn(), {.batch_size = 16}, 1);
-  gpu->set_profiling(true);
+  gpu->internals().set_profiling(true);
   const auto x = seed_images(16, 1);
   const auto y = testing::class_indices(16, 10, 2);
   gpu->train_step(x.data(), y.data());
   gpu->train_step(x.data(), y.data());
-  EXPECT_EQ(gpu->profiled_steps(), 2);
-  const auto p = gpu->profile();
+  EXPECT_EQ(gpu->internals().profiled_steps(), 2);
+  const auto p = gpu->internals().profile();
   ASSERT_EQ(p.size(), seed_cnn().layers().size());
   EXPECT_EQ(p[0].name, "conv2d_0");
   EXPECT_GT(p[0].forward_seconds, 0);
@@ -239,7 +240,7 @@ TEST(CudaTraining, ANonFiniteStepInsideAGraphChangesNothingAndEndsTheCall) {
     EXPECT_EQ(want, 3);
     EXPECT_EQ(got, want);
     EXPECT_FALSE(gpu->last_step_finite());
-    EXPECT_NE(gpu->nonfinite_report(), "");
+    EXPECT_NE(gpu->internals().nonfinite_report(), "");
     EXPECT_LT(testing::relative_error(testing::parameters(*gpu), testing::parameters(*cpu)), 1e-3);
     EXPECT_LT(testing::relative_error(testing::state(*gpu), testing::state(*cpu)), 1e-3);
     const Metrics mc = cpu->take_metrics(), mg = gpu->take_metrics();
@@ -272,8 +273,8 @@ TEST(CudaTraining, EfficientNetsTrainAsOnTheCpu) {
     auto [cpu, gpu] = testing::compile_both(model, options, 31);
     const auto x = testing::uniform_values(2 * batch * 3 * 64 * 64, 32);
     const auto y = testing::class_indices(2 * batch, 5, 33);
-    const double want = cpu->loss_and_gradients(x.data(), y.data());
-    EXPECT_NEAR(gpu->loss_and_gradients(x.data(), y.data()), want, kTolerance * want);
+    const double want = cpu->internals().loss_and_gradients(x.data(), y.data());
+    EXPECT_NEAR(gpu->internals().loss_and_gradients(x.data(), y.data()), want, kTolerance * want);
     EXPECT_LT(relative_error(testing::output(*gpu), testing::output(*cpu)), kTolerance) << "logits";
     const auto g_cpu = testing::gradients(*cpu), g_gpu = testing::gradients(*gpu);
     EXPECT_LT(relative_error(g_gpu, g_cpu), kTolerance) << "the whole gradient";
@@ -330,8 +331,8 @@ TEST(CudaTraining, FrozenLayersStayBitIdenticalAndTheRestTrainsAsOnTheCpu) {
     int64_t trainable = 0;
     for (const auto& layer : model.layers())
       for (const auto& slot : layer.params) trainable += layer.trainable ? slot.size() : 0;
-    EXPECT_EQ(gpu->optimizer_state_size(), cpu->optimizer_state_size());
-    EXPECT_EQ(gpu->optimizer_state_size(), optim::state_size(c.optimizer, trainable));
+    EXPECT_EQ(gpu->internals().size(Held::optimizer_state), cpu->internals().size(Held::optimizer_state));
+    EXPECT_EQ(gpu->internals().size(Held::optimizer_state), optim::state_size(c.optimizer, trainable));
 
     const auto x = testing::uniform_values(2 * batch * 3 * 64 * 64, 42);
     const auto y = testing::class_indices(2 * batch, 4, 43);

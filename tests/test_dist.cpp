@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "convoy/backends/executable.h"
+#include "convoy/backends/executable_internals.h"
 #include "convoy/dist/data_parallel.h"
 #include "convoy/dist/watchdog.h"
 #include "convoy/nn/sequential.h"
@@ -161,10 +162,10 @@ TEST(DataParallel, BackwardAnnouncesEveryLayersGradientsLastLayerFirst) {
   auto exe = compile_cpu(small_bn_net(), {.batch_size = 4, .optimizer = {.lr = 0.1f}}, 1);
   const auto d = random_examples(4, 2);
   Recorder rec;
-  exe->set_gradient_reducer(&rec);
+  exe->internals().set_gradient_reducer(&rec);
   exe->train_step(d.images.data<float>().data(), d.labels.data<int32_t>().data());
   ASSERT_EQ(rec.ready_slices.size(), 3u);  // dense, batch norm, conv
-  ASSERT_EQ(rec.finished.size(), static_cast<std::size_t>(exe->parameter_count()));
+  ASSERT_EQ(rec.finished.size(), static_cast<std::size_t>(exe->internals().size(Held::parameters)));
   // Adjacent slices, descending, tiling the whole buffer.
   const float* end = rec.finished.data() + rec.finished.size();
   for (const auto& s : rec.ready_slices) {
@@ -177,17 +178,17 @@ TEST(DataParallel, BackwardAnnouncesEveryLayersGradientsLastLayerFirst) {
 TEST(DataParallel, TheUpdateUsesTheReducedGradients) {
   auto exe = compile_cpu(small_bn_net(), {.batch_size = 4, .optimizer = {.lr = 0.1f}}, 1);
   const auto d = random_examples(4, 2);
-  std::vector<float> before(static_cast<std::size_t>(exe->parameter_count())), after(before.size());
-  exe->get_parameters(before);
+  std::vector<float> before(static_cast<std::size_t>(exe->internals().size(Held::parameters))), after(before.size());
+  exe->internals().read(Held::parameters, before);
   Recorder zero;
   zero.scale = 0;  // a reducer that zeroes the gradients: no step may move a weight
-  exe->set_gradient_reducer(&zero);
+  exe->internals().set_gradient_reducer(&zero);
   exe->train_step(d.images.data<float>().data(), d.labels.data<int32_t>().data());
-  exe->get_parameters(after);
+  exe->internals().read(Held::parameters, after);
   EXPECT_EQ(before, after);
-  exe->set_gradient_reducer(nullptr);
+  exe->internals().set_gradient_reducer(nullptr);
   exe->train_step(d.images.data<float>().data(), d.labels.data<int32_t>().data());
-  exe->get_parameters(after);
+  exe->internals().read(Held::parameters, after);
   EXPECT_NE(before, after);
 }
 
@@ -198,14 +199,15 @@ TEST(DataParallel, SynchronisedBatchNormSumsStatisticsThroughTheHook) {
   auto run = [&](bool synced, int* calls) {
     auto exe = compile_cpu(small_bn_net(), {.batch_size = 4, .optimizer = {.lr = 0.1f, .momentum = 0.5f}}, 1);
     if (synced)
-      exe->set_batch_norm_reducer([calls](std::span<double> sums) {
+      exe->internals().set_batch_norm_reducer([calls](std::span<double> sums) {
         ++*calls;
         for (double& s : sums) s *= 2;
       });
     for (int i = 0; i < 3; ++i) exe->train_step(d.images.data<float>().data(), d.labels.data<int32_t>().data());
-    std::vector<float> p(static_cast<std::size_t>(exe->parameter_count() + exe->state_count()));
-    exe->get_parameters(std::span<float>(p).first(exe->parameter_count()));
-    exe->get_state(std::span<float>(p).subspan(exe->parameter_count()));
+    std::vector<float> p(
+        static_cast<std::size_t>(exe->internals().size(Held::parameters) + exe->internals().size(Held::state)));
+    exe->internals().read(Held::parameters, std::span<float>(p).first(exe->internals().size(Held::parameters)));
+    exe->internals().read(Held::state, std::span<float>(p).subspan(exe->internals().size(Held::parameters)));
     return p;
   };
   int calls = 0;

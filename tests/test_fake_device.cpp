@@ -14,6 +14,7 @@
 
 #include "backends/fake/fake_device.h"
 #include "convoy/backends/executable.h"
+#include "convoy/backends/executable_internals.h"
 #include "convoy/nn/layers.h"
 #include "convoy/nn/model.h"
 #include "cuda_test_helpers.h"
@@ -144,11 +145,12 @@ TEST(FakeDevice, GradientsAndInputGradientsMatchTheCpuDevice) {
     auto cpu = compile_cpu(c.model, o, 5);
     auto fake = compile_fake(c.model, o, 5);
     const Batches b = batches(c.model, 1, 8);
-    EXPECT_EQ(fake->loss_and_gradients(b.x.data(), b.y.data()), cpu->loss_and_gradients(b.x.data(), b.y.data()));
+    EXPECT_EQ(fake->internals().loss_and_gradients(b.x.data(), b.y.data()),
+              cpu->internals().loss_and_gradients(b.x.data(), b.y.data()));
     EXPECT_EQ(testing::gradients(*fake), testing::gradients(*cpu));
     std::vector<float> gf(kBatch * numel(c.model.input_shape())), gc(gf.size());
-    fake->get_input_gradient(gf);
-    cpu->get_input_gradient(gc);
+    fake->internals().read(Held::input_gradient, gf);
+    cpu->internals().read(Held::input_gradient, gc);
     EXPECT_EQ(gf, gc);
   }
 }
@@ -165,7 +167,7 @@ TEST(FakeDevice, AFailedCaptureWithAReducerFallsBackToEagerSteps) {
   const FakeDeviceOptions fail{.fail_capture_at = 2 + layers + 1 + 5};
   auto fake = compile_fake(c.model, options_for(c, 2), 3, fail);
   FakeGroupReducer reducer(/*bucket_floats=*/64);
-  fake->set_gradient_reducer(&reducer);
+  fake->internals().set_gradient_reducer(&reducer);
   auto cpu = compile_cpu(c.model, options_for(c, 1), 3);
   const int64_t n = 8;
   const Batches b = batches(c.model, n, 4);
@@ -178,7 +180,7 @@ TEST(FakeDevice, AFailedCaptureWithAReducerFallsBackToEagerSteps) {
   EXPECT_EQ(counts.replays, 0);
   EXPECT_GT(reducer.collectives_run(), 0);
   // Every gradient went through the reducer once per step that ran.
-  EXPECT_EQ(reducer.floats_run(), n * fake->parameter_count());
+  EXPECT_EQ(reducer.floats_run(), n * fake->internals().size(Held::parameters));
   expect_same_run(*fake, *cpu, "eager after the failed capture");
 }
 
@@ -190,8 +192,8 @@ TEST(FakeDevice, ReplayedStepsRunTheReducersWorkEveryTime) {
   auto eager = compile_fake(c.model, options_for(c, 1), 3);
   auto captured = compile_fake(c.model, options_for(c, 2), 3);
   FakeGroupReducer once(64), every(64);
-  eager->set_gradient_reducer(&once);
-  captured->set_gradient_reducer(&every);
+  eager->internals().set_gradient_reducer(&once);
+  captured->internals().set_gradient_reducer(&every);
   const Batches b = batches(c.model, 12, 6);
   eager->train_steps(b.x.data(), b.y.data(), 1);
   const int64_t per_step = once.collectives_run();
@@ -199,7 +201,7 @@ TEST(FakeDevice, ReplayedStepsRunTheReducersWorkEveryTime) {
   captured->train_steps(b.x.data(), b.y.data(), 12);
   EXPECT_EQ(fake_device_counts(*captured).replays, 4);
   EXPECT_EQ(every.collectives_run(), 12 * per_step);
-  EXPECT_EQ(every.floats_run(), 12 * captured->parameter_count());
+  EXPECT_EQ(every.floats_run(), 12 * captured->internals().size(Held::parameters));
 }
 
 // The check StepsInOneCudaGraphEqualSingleSteps lacked: steps that fall back
@@ -229,8 +231,8 @@ TEST(FakeDevice, TheGuardHaltsACapturedChunkAtTheFaultyStep) {
   EXPECT_EQ(fake->train_steps(b.x.data(), b.y.data(), 8), 6);
   EXPECT_EQ(cpu->train_steps(b.x.data(), b.y.data(), 8), 6);
   EXPECT_FALSE(fake->last_step_finite());
-  EXPECT_EQ(fake->nonfinite_report(), "the input batch (check the data)");
-  EXPECT_EQ(fake->nonfinite_report(), cpu->nonfinite_report());
+  EXPECT_EQ(fake->internals().nonfinite_report(), "the input batch (check the data)");
+  EXPECT_EQ(fake->internals().nonfinite_report(), cpu->internals().nonfinite_report());
   EXPECT_EQ(testing::parameters(*fake), testing::parameters(*cpu));
   EXPECT_EQ(testing::state(*fake), testing::state(*cpu));
   EXPECT_EQ(fake->peek_metrics().count, 5 * kBatch);
@@ -240,13 +242,13 @@ TEST(FakeDevice, ProfilingRunsTheSameStepWithTimestamps) {
   const Case c = cases()[1];
   auto fake = compile_fake(c.model, options_for(c, 2), 3);
   auto cpu = compile_cpu(c.model, options_for(c, 1), 3);
-  fake->set_profiling(true);
+  fake->internals().set_profiling(true);
   const Batches b = batches(c.model, 4, 12);
   fake->train_steps(b.x.data(), b.y.data(), 4);
   cpu->train_steps(b.x.data(), b.y.data(), 4);
-  EXPECT_EQ(fake->profiled_steps(), 4);
+  EXPECT_EQ(fake->internals().profiled_steps(), 4);
   EXPECT_EQ(fake_device_counts(*fake).captures, 0);  // profiled steps are never captured
-  for (const LayerProfile& p : fake->profile()) EXPECT_GE(p.forward_seconds, 0) << p.name;
+  for (const LayerProfile& p : fake->internals().profile()) EXPECT_GE(p.forward_seconds, 0) << p.name;
   EXPECT_EQ(testing::parameters(*fake), testing::parameters(*cpu));
 }
 
@@ -255,12 +257,12 @@ TEST(FakeDevice, ProfilingRunsTheSameStepWithTimestamps) {
 TEST(FakeDevice, CopiesOfTheWrongSizeSayWhatWasExpected) {
   auto fake = compile_fake(seed_cnn(), {.batch_size = 2}, 1);
   auto cpu = compile_cpu(seed_cnn(), {.batch_size = 2}, 1);
-  const std::string count = std::to_string(fake->parameter_count());
+  const std::string count = std::to_string(fake->internals().size(Held::parameters));
   for (Executable* e : {static_cast<Executable*>(fake.get()), cpu.get()}) {
-    std::vector<float> short_by_one(static_cast<std::size_t>(e->parameter_count() - 1));
-    EXPECT_EQ(testing::error_of([&] { e->get_parameters(short_by_one); }),
+    std::vector<float> short_by_one(static_cast<std::size_t>(e->internals().size(Held::parameters) - 1));
+    EXPECT_EQ(testing::error_of([&] { e->internals().read(Held::parameters, short_by_one); }),
               "parameters: expected room for " + count + " values, got " + std::to_string(short_by_one.size()));
-    EXPECT_EQ(testing::error_of([&] { e->set_parameters(short_by_one); }),
+    EXPECT_EQ(testing::error_of([&] { e->internals().write(Held::parameters, short_by_one); }),
               "parameters: expected " + count + " values, got " + std::to_string(short_by_one.size()));
   }
 }

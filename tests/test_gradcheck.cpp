@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "convoy/backends/executable.h"
+#include "convoy/backends/executable_internals.h"
 #include "test_helpers.h"
 
 namespace convoy {
@@ -59,11 +60,11 @@ void check_gradients(const Case& c) {
   const Targets targets = c.dense_targets ? Targets::rows(rows.data()) : Targets(y.data());
 
   std::vector<float> params(c.model.num_parameters());
-  exe->get_parameters(params);
-  exe->loss_and_gradients(x.data(), targets);
+  exe->internals().read(Held::parameters, params);
+  exe->internals().loss_and_gradients(x.data(), targets);
   std::vector<float> grads(params.size()), dx(x.size());
-  exe->get_gradients(grads);
-  exe->get_input_gradient(dx);
+  exe->internals().read(Held::gradients, grads);
+  exe->internals().read(Held::input_gradient, dx);
 
   // Frozen layers' parameters get no gradient; only the others are checked.
   std::vector<int64_t> trainable;
@@ -88,10 +89,10 @@ void check_gradients(const Case& c) {
       const float keep = values[i];
       values[i] = keep + static_cast<float>(eps);
       apply();
-      const double up = exe->loss_and_gradients(x.data(), targets);
+      const double up = exe->internals().loss_and_gradients(x.data(), targets);
       values[i] = keep - static_cast<float>(eps);
       apply();
-      const double down = exe->loss_and_gradients(x.data(), targets);
+      const double down = exe->internals().loss_and_gradients(x.data(), targets);
       values[i] = keep;
       apply();
       const double numeric = (up - down) / (2 * eps);
@@ -101,7 +102,8 @@ void check_gradients(const Case& c) {
     }
     return worst;
   };
-  if (!trainable.empty()) check("param", params, grads, trainable, [&] { exe->set_parameters(params); });
+  if (!trainable.empty())
+    check("param", params, grads, trainable, [&] { exe->internals().write(Held::parameters, params); });
   check("input", x, dx, every_input, [] {});
 }
 

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "convoy/backends/executable.h"
+#include "convoy/backends/executable_internals.h"
 #include "convoy/io/model_weights.h"
 #include "convoy/nn/model.h"
 #include "joins_graph.h"
@@ -27,18 +28,18 @@ TEST(Graph, MatchesPyTorchOnAResidualAddAndAConcat) {
   const int64_t batch = fixture.at("labels").dim(0);
   auto exe = compile_cpu(
       model, {.batch_size = batch, .loss = Loss::softmax_cross_entropy, .optimizer = {.lr = 0.1f, .momentum = 0.9f}}, 0);
-  exe->set_parameters(start.params);
-  exe->set_state(start.state);
+  exe->internals().write(Held::parameters, start.params);
+  exe->internals().write(Held::state, start.state);
   const float* x = fixture.at("input").data<float>().data();
   const int32_t* y = fixture.at("labels").data<int32_t>().data();
   auto f = [&](const std::string& name) { return fixture.at(name).data<float>(); };
 
-  const double loss = exe->loss_and_gradients(x, y);
+  const double loss = exe->internals().loss_and_gradients(x, y);
   EXPECT_NEAR(loss, f("loss")[0], 1e-4 * f("loss")[0]);
   std::vector<float> out(batch * 5), grads(model.num_parameters()), params(model.num_parameters());
-  exe->get_output(out);
+  exe->internals().read(Held::output, out);
   EXPECT_LT(testing::relative_error(out, f("output")), 1e-4);
-  exe->get_gradients(grads);
+  exe->internals().read(Held::gradients, grads);
   for (const auto& plan : model.layers())
     for (const auto& slot : plan.params) {
       // A bias right before batch norm has a zero gradient in exact
@@ -55,11 +56,11 @@ TEST(Graph, MatchesPyTorchOnAResidualAddAndAConcat) {
       }
     }
 
-  exe->set_parameters(start.params);
-  exe->set_state(start.state);
+  exe->internals().write(Held::parameters, start.params);
+  exe->internals().write(Held::state, start.state);
   exe->train_step(x, y);
   exe->train_step(x, y);
-  exe->get_parameters(params);
+  exe->internals().read(Held::parameters, params);
   for (const auto& plan : model.layers())
     for (const auto& slot : plan.params)
       EXPECT_LT(testing::relative_error({params.data() + slot.offset, static_cast<std::size_t>(slot.size())},
@@ -83,10 +84,11 @@ TEST(Graph, AChainBuiltWithTheFunctionalApiIsTheSequentialModel) {
   std::vector<int32_t> labels{1, 2, 3, 4};
   CompileOptions opt{.batch_size = batch};
   auto a = compile_cpu(graph, opt, 3), b = compile_cpu(chain, opt, 3);
-  EXPECT_EQ(a->loss_and_gradients(input.data(), labels.data()), b->loss_and_gradients(input.data(), labels.data()));
+  EXPECT_EQ(a->internals().loss_and_gradients(input.data(), labels.data()),
+            b->internals().loss_and_gradients(input.data(), labels.data()));
   std::vector<float> ga(graph.num_parameters()), gb(chain.num_parameters());
-  a->get_gradients(ga);
-  b->get_gradients(gb);
+  a->internals().read(Held::gradients, ga);
+  b->internals().read(Held::gradients, gb);
   EXPECT_EQ(ga, gb);
 }
 

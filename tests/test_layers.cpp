@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "convoy/backends/executable.h"
+#include "convoy/backends/executable_internals.h"
 #include "convoy/core/error.h"
 #include "convoy/io/model_weights.h"
 #include "convoy/nn/model.h"
@@ -55,18 +56,18 @@ TEST(Layers, MatchPyTorchInTrainingAndInference) {
   const io::FlatWeights start = io::from_named(model, fixture, "layer fixture");
   const int64_t batch = fixture.at("labels").dim(0);
   auto exe = compile_cpu(model, {.batch_size = batch, .loss = Loss::softmax_cross_entropy}, 0);
-  exe->set_parameters(start.params);
-  exe->set_state(start.state);
+  exe->internals().write(Held::parameters, start.params);
+  exe->internals().write(Held::state, start.state);
   const float* x = fixture.at("input").data<float>().data();
   const int32_t* y = fixture.at("labels").data<int32_t>().data();
   auto f = [&](const std::string& name) { return fixture.at(name).data<float>(); };
 
-  const double loss = exe->loss_and_gradients(x, y);
+  const double loss = exe->internals().loss_and_gradients(x, y);
   EXPECT_NEAR(loss, f("loss")[0], 1e-4 * f("loss")[0]);
   std::vector<float> out(batch * 5), grads(model.num_parameters()), state(model.num_state());
-  exe->get_output(out);
+  exe->internals().read(Held::output, out);
   EXPECT_LT(relative_error(out, f("output")), 1e-4);
-  exe->get_gradients(grads);
+  exe->internals().read(Held::gradients, grads);
   for (const auto& plan : model.layers())
     for (const auto& slot : plan.params) {
       if (!plan.trainable) {
@@ -75,13 +76,13 @@ TEST(Layers, MatchPyTorchInTrainingAndInference) {
       }
       EXPECT_LT(relative_error(slice(grads, slot), f("grad." + slot.name)), 1e-4) << slot.name;
     }
-  exe->get_state(state);
+  exe->internals().read(Held::state, state);
   for (const auto& plan : model.layers())
     for (const auto& slot : plan.state)
       EXPECT_LT(relative_error(slice(state, slot), f("after." + slot.name)), 1e-5) << slot.name;
 
   exe->eval_step(x, y, batch);
-  exe->get_output(out);
+  exe->internals().read(Held::output, out);
   EXPECT_LT(relative_error(out, f("inference_output")), 1e-4);
 }
 
@@ -100,14 +101,15 @@ TEST(Layers, ClipAndAffineMatchPyTorchClampAndAProductPlusBias) {
   const io::FlatWeights start = io::from_named(model, fixture, "clip/affine fixture");
   const int64_t batch = fixture.at("labels").dim(0);
   auto exe = compile_cpu(model, {.batch_size = batch, .loss = Loss::softmax_cross_entropy}, 0);
-  exe->set_parameters(start.params);
+  exe->internals().write(Held::parameters, start.params);
   auto f = [&](const std::string& name) { return fixture.at(name).data<float>(); };
-  const double loss = exe->loss_and_gradients(f("input").data(), fixture.at("labels").data<int32_t>().data());
+  const double loss =
+      exe->internals().loss_and_gradients(f("input").data(), fixture.at("labels").data<int32_t>().data());
   EXPECT_NEAR(loss, f("loss")[0], 1e-5 * f("loss")[0]);
   std::vector<float> out(batch * 7), grads(model.num_parameters());
-  exe->get_output(out);
+  exe->internals().read(Held::output, out);
   EXPECT_LT(relative_error(out, f("output")), 1e-5);
-  exe->get_gradients(grads);
+  exe->internals().read(Held::gradients, grads);
   for (const auto& plan : model.layers())
     for (const auto& slot : plan.params)
       EXPECT_LT(relative_error(slice(grads, slot), f("grad." + slot.name)), 1e-4) << slot.name;
@@ -120,11 +122,11 @@ TEST(Layers, ClipPassesTheGradientAtItsBoundsAndKeepsNaN) {
   auto exe = compile_cpu(m, {.batch_size = 1, .loss = Loss::softmax_cross_entropy, .input_gradient = true}, 0);
   const std::vector<float> x{-1.0f, 0.0f, 0.5f, 1.0f, 2.0f, -0.5f};
   const std::vector<int32_t> y{2};
-  exe->loss_and_gradients(x.data(), y.data());
+  exe->internals().loss_and_gradients(x.data(), y.data());
   std::vector<float> out(6), dx(6);
-  exe->get_output(out);
+  exe->internals().read(Held::output, out);
   EXPECT_EQ(out, (std::vector<float>{0.0f, 0.0f, 0.5f, 1.0f, 1.0f, 0.0f}));
-  exe->get_input_gradient(dx);
+  exe->internals().read(Held::input_gradient, dx);
   for (int i : {0, 4, 5}) EXPECT_EQ(dx[i], 0.0f) << "outside the bounds, x = " << x[i];
   for (int i : {1, 2, 3}) EXPECT_NE(dx[i], 0.0f) << "at or inside the bounds, x = " << x[i];
 
@@ -133,7 +135,7 @@ TEST(Layers, ClipPassesTheGradientAtItsBoundsAndKeepsNaN) {
   const std::vector<float> wild{-1e30f, std::nanf(""), 3.0f};
   e2->eval_step(wild.data(), y.data(), 1);
   std::vector<float> got(3);
-  e2->get_output(got);
+  e2->internals().read(Held::output, got);
   EXPECT_EQ(got[0], -1e30f);
   EXPECT_TRUE(std::isnan(got[1]));
   EXPECT_EQ(got[2], 1.0f);
@@ -151,8 +153,8 @@ TEST(Layers, FrozenAffineStartsAsTheIdentityAndHasNoGradient) {
   auto exe = compile_cpu(m, {.batch_size = 2, .loss = Loss::softmax_cross_entropy}, 0);
   std::vector<float> x(36, 0.5f), grads(m.num_parameters());
   const std::vector<int32_t> y{0, 2};
-  exe->loss_and_gradients(x.data(), y.data());
-  exe->get_gradients(grads);
+  exe->internals().loss_and_gradients(x.data(), y.data());
+  exe->internals().read(Held::gradients, grads);
   for (int64_t i = 0; i < 36; ++i) ASSERT_EQ(grads[i], 0.0f);
 }
 
@@ -172,37 +174,37 @@ TEST(Layers, DropoutKeepsAboutOneMinusRateScaledUpAndRedrawsEachStep) {
   auto exe = compile_cpu(m, {.batch_size = 2, .loss = Loss::softmax_cross_entropy, .optimizer = {.lr = 0}}, 5);
   std::vector<float> x(8000, 1.0f), first(8000), again(8000), next(8000);
   std::vector<int32_t> y{0, 1};
-  exe->loss_and_gradients(x.data(), y.data());
-  exe->get_output(first);
+  exe->internals().loss_and_gradients(x.data(), y.data());
+  exe->internals().read(Held::output, first);
   int64_t kept = 0;
   for (float v : first) {
     ASSERT_TRUE(v == 0.0f || std::abs(v - 1.0f / (1.0f - rate)) < 1e-6f) << v;
     kept += v != 0.0f;
   }
   EXPECT_NEAR(static_cast<double>(kept) / 8000, 1 - rate, 0.02);
-  exe->loss_and_gradients(x.data(), y.data());
-  exe->get_output(again);
+  exe->internals().loss_and_gradients(x.data(), y.data());
+  exe->internals().read(Held::output, again);
   EXPECT_EQ(first, again) << "one mask within a step";
   exe->train_step(x.data(), y.data());
-  exe->loss_and_gradients(x.data(), y.data());
-  exe->get_output(next);
+  exe->internals().loss_and_gradients(x.data(), y.data());
+  exe->internals().read(Held::output, next);
   EXPECT_NE(first, next) << "a new mask after a training step";
   exe->eval_step(x.data(), y.data(), 2);
-  exe->get_output(next);
+  exe->internals().read(Held::output, next);
   EXPECT_EQ(next, x) << "inference is the identity";
   // The same seed draws the same masks.
   auto twin = compile_cpu(m, {.batch_size = 2, .loss = Loss::softmax_cross_entropy, .optimizer = {.lr = 0}}, 5);
-  twin->loss_and_gradients(x.data(), y.data());
-  twin->get_output(again);
+  twin->internals().loss_and_gradients(x.data(), y.data());
+  twin->internals().read(Held::output, again);
   EXPECT_EQ(first, again);
   // A resumed run (a fresh executable told one update came before) draws the
   // second step's mask, as the uninterrupted run does: resume stays exact.
-  exe->loss_and_gradients(x.data(), y.data());
-  exe->get_output(next);
+  exe->internals().loss_and_gradients(x.data(), y.data());
+  exe->internals().read(Held::output, next);
   auto resumed = compile_cpu(m, {.batch_size = 2, .loss = Loss::softmax_cross_entropy, .optimizer = {.lr = 0}}, 5);
-  resumed->set_steps_done(1);
-  resumed->loss_and_gradients(x.data(), y.data());
-  resumed->get_output(again);
+  resumed->internals().set_steps_done(1);
+  resumed->internals().loss_and_gradients(x.data(), y.data());
+  resumed->internals().read(Held::output, again);
   EXPECT_EQ(next, again);
 }
 
@@ -217,11 +219,11 @@ TEST(Layers, FrozenLayersKeepTheirWeightsAndStatisticsWhileTheRestTrains) {
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7) % 13) / 6.0f - 1.0f;
   std::vector<int32_t> y{0, 1, 2, 1};
   std::vector<float> before(m.num_parameters()), after(m.num_parameters()), state(m.num_state());
-  exe->get_parameters(before);
+  exe->internals().read(Held::parameters, before);
   exe->train_step(x.data(), y.data());
   exe->train_step(x.data(), y.data());
-  exe->get_parameters(after);
-  exe->get_state(state);
+  exe->internals().read(Held::parameters, after);
+  exe->internals().read(Held::state, state);
   const auto& dense = m.layers()[4].params[0];
   for (const auto& plan : m.layers())
     for (const auto& slot : plan.params) {
@@ -230,7 +232,8 @@ TEST(Layers, FrozenLayersKeepTheirWeightsAndStatisticsWhileTheRestTrains) {
     }
   EXPECT_NE(after[dense.offset], before[dense.offset]) << "the head trains";
   EXPECT_EQ(state, m.initial_state()) << "a frozen batch norm leaves its running statistics alone";
-  EXPECT_EQ(exe->optimizer_state_size(), 2 * 15 + 1) << "adam state for the 15 trainable parameters only";
+  EXPECT_EQ(exe->internals().size(Held::optimizer_state), 2 * 15 + 1)
+      << "adam state for the 15 trainable parameters only";
 }
 
 TEST(Layers, NamesMatchTorchvisionStyleAndMustBeUnique) {

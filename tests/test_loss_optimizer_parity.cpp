@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "convoy/backends/executable.h"
+#include "convoy/backends/executable_internals.h"
 #include "convoy/io/safetensors.h"
 #include "test_helpers.h"
 
@@ -27,10 +28,10 @@ void expect_loss_matches(const std::string& name, Loss loss, bool log_softmax, f
   const int64_t batch = 8, classes = 5;
   nn::Sequential model({classes}, {log_softmax ? nn::Layer{nn::LogSoftmax{}} : nn::Layer{nn::Flatten{}}});
   auto exe = compile_cpu(model, {.batch_size = batch, .loss = loss, .label_smoothing = smoothing, .input_gradient = true}, 0);
-  const double value = exe->loss_and_gradients(f("loss.logits").data(), targets);
+  const double value = exe->internals().loss_and_gradients(f("loss.logits").data(), targets);
   EXPECT_NEAR(value, f("loss." + name + ".value")[0], kTol * std::abs(f("loss." + name + ".value")[0]));
   std::vector<float> grad(batch * classes);
-  exe->get_input_gradient(grad);
+  exe->internals().read(Held::input_gradient, grad);
   EXPECT_LT(testing::relative_error(grad, f("loss." + name + ".grad")), kTol);
 }
 
@@ -52,7 +53,7 @@ TEST(LossParity, BinaryCrossEntropyMultiLabelSmoothed) {
 TEST(LossParity, BinaryCrossEntropyRejectsClassIndices) {
   nn::Sequential model({5}, {nn::Flatten{}});
   auto exe = compile_cpu(model, {.batch_size = 8, .loss = Loss::binary_cross_entropy}, 0);
-  EXPECT_NE(testing::error_of([&] { exe->loss_and_gradients(f("loss.logits").data(), labels()); })
+  EXPECT_NE(testing::error_of([&] { exe->internals().loss_and_gradients(f("loss.logits").data(), labels()); })
                 .find("binary cross-entropy needs one-hot or multi-hot"),
             std::string::npos);
 }

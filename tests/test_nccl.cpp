@@ -11,6 +11,7 @@
 
 #include <memory>
 
+#include "convoy/backends/executable_internals.h"
 #include "convoy/dist/nccl.h"
 #include "convoy/dist/strategy.h"
 #include "convoy/nn/sequential.h"
@@ -115,11 +116,11 @@ TEST(NcclGroup, OneReplicaTrainsAsWithoutTheGroup) {
   for (int64_t bucket_kib : {0, 1}) {
     auto group = one_replica(bucket_kib);
     auto exe = compile_cuda(model, sgd(), 9);
-    exe->set_gradient_reducer(group->gradient_reducer());
+    exe->internals().set_gradient_reducer(group->gradient_reducer());
     const Trained got = train_steps(*exe, 1);
     testing::expect_per_tensor(model, got.params, want.params, 1e-5, bucket_kib ? "bucketed" : "one allreduce");
     EXPECT_GT(group->stats().collectives, 0);
-    exe->set_gradient_reducer(nullptr);  // before the group goes
+    exe->internals().set_gradient_reducer(nullptr);  // before the group goes
   }
 }
 
@@ -132,10 +133,10 @@ TEST(NcclGroup, BucketsRideInsideCudaGraphs) {
   const Trained want = train_steps(*alone, 1);
   auto group = one_replica(1);
   auto exe = compile_cuda(model, sgd(2), 9);
-  exe->set_gradient_reducer(group->gradient_reducer());
+  exe->internals().set_gradient_reducer(group->gradient_reducer());
   const Trained got = train_steps(*exe, 2);
   testing::expect_per_tensor(model, got.params, want.params, 1e-5, "weights after graphs with NCCL");
-  exe->set_gradient_reducer(nullptr);
+  exe->internals().set_gradient_reducer(nullptr);
 }
 
 // Synchronised batch norm runs convoy's own kernels: over one replica they
@@ -149,15 +150,15 @@ TEST(NcclGroup, SynchronisedBatchNormOfOneReplicaIsPlainBatchNorm) {
   const auto y = testing::class_indices(kBatch, 10, 6);
   auto cudnn = compile_cuda(model, sgd(), 9);
   auto cpu = compile_cpu(model, sgd(), 9);
-  cpu->set_batch_norm_reducer([](std::span<double>) {});  // the CPU's synchronised path, one replica
+  cpu->internals().set_batch_norm_reducer([](std::span<double>) {});  // the CPU's synchronised path, one replica
   auto group = one_replica(1);
   auto own = compile_cuda(model, sgd(), 9);
-  own->set_gradient_reducer(group->gradient_reducer());
-  own->set_batch_norm_reducer([](std::span<double>) {});  // a request: the sums travel through the group
+  own->internals().set_gradient_reducer(group->gradient_reducer());
+  own->internals().set_batch_norm_reducer([](std::span<double>) {});  // a request: the sums travel through the group
 
-  const double want = cudnn->loss_and_gradients(x.data(), y.data());
-  const double cpu_loss = cpu->loss_and_gradients(x.data(), y.data());
-  const double got = own->loss_and_gradients(x.data(), y.data());
+  const double want = cudnn->internals().loss_and_gradients(x.data(), y.data());
+  const double cpu_loss = cpu->internals().loss_and_gradients(x.data(), y.data());
+  const double got = own->internals().loss_and_gradients(x.data(), y.data());
   EXPECT_NEAR(got, want, 1e-5 * want);
   EXPECT_NEAR(got, cpu_loss, 1e-5 * cpu_loss);
   testing::expect_per_tensor(model, testing::gradients(*own), testing::gradients(*cudnn), 1e-4, "gradient vs cuDNN");
@@ -167,13 +168,13 @@ TEST(NcclGroup, SynchronisedBatchNormOfOneReplicaIsPlainBatchNorm) {
   auto plain = compile_cuda(model, sgd(), 9);
   const Trained trained_plain = train_steps(*plain, 1);
   auto graphs = compile_cuda(model, sgd(2), 9);
-  graphs->set_gradient_reducer(group->gradient_reducer());
-  graphs->set_batch_norm_reducer([](std::span<double>) {});
+  graphs->internals().set_gradient_reducer(group->gradient_reducer());
+  graphs->internals().set_batch_norm_reducer([](std::span<double>) {});
   const Trained trained_own = train_steps(*graphs, 2);
   testing::expect_per_tensor(model, trained_own.params, trained_plain.params, 1e-4, "weights after steps");
   EXPECT_LT(relative_error(trained_own.state, trained_plain.state), 1e-4) << "running statistics after steps";
-  own->set_gradient_reducer(nullptr);
-  graphs->set_gradient_reducer(nullptr);
+  own->internals().set_gradient_reducer(nullptr);
+  graphs->internals().set_gradient_reducer(nullptr);
 }
 
 // The GPU takes only a reducer that works on the device.
@@ -184,9 +185,9 @@ TEST(NcclGroup, TheGpuRefusesHostReducersAndUnbackedSyncBatchNorm) {
     void finish(std::span<float>) override {}
   } host;
   auto exe = compile_cuda(plain_net(), sgd(), 9);
-  const std::string err = testing::error_of([&] { exe->set_gradient_reducer(&host); });
+  const std::string err = testing::error_of([&] { exe->internals().set_gradient_reducer(&host); });
   EXPECT_NE(err.find("--strategy nccl"), std::string::npos) << err;
-  const std::string bn = testing::error_of([&] { exe->set_batch_norm_reducer([](std::span<double>) {}); });
+  const std::string bn = testing::error_of([&] { exe->internals().set_batch_norm_reducer([](std::span<double>) {}); });
   EXPECT_NE(bn.find("--strategy nccl"), std::string::npos) << bn;
 }
 

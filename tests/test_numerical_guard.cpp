@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "convoy/backends/executable_internals.h"
 #include "convoy/data/fashion_mnist.h"
 #include "convoy/train/fit.h"
 #include "test_helpers.h"
@@ -23,16 +24,8 @@ std::unique_ptr<Executable> seed_cnn(float lr = 0.01f) {
   return compile_cpu(nn::seed_cnn(), {.batch_size = 32, .optimizer = {.lr = lr, .momentum = 0.5f}}, 1);
 }
 
-std::vector<float> params_of(const Executable& exe) {
-  std::vector<float> p(exe.parameter_count());
-  exe.get_parameters(p);
-  return p;
-}
-std::vector<float> state_of(const Executable& exe) {
-  std::vector<float> s(exe.state_count());
-  exe.get_state(s);
-  return s;
-}
+std::vector<float> params_of(const Executable& exe) { return exe.internals().copy_of(Held::parameters); }
+std::vector<float> state_of(const Executable& exe) { return exe.internals().copy_of(Held::state); }
 bool all_finite(const std::vector<float>& v) {
   for (float x : v)
     if (!std::isfinite(x)) return false;
@@ -49,7 +42,7 @@ class PoisonWeights : public Callback {
     for (const auto& plan : model_.layers())
       if (plan.name == layer_)
         for (const auto& slot : plan.params) std::fill_n(p.begin() + slot.offset, slot.size(), kNaN);
-    s.exe.set_parameters(p);
+    s.exe.internals().write(Held::parameters, p);
   }
 
  private:

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "convoy/backends/executable.h"
+#include "convoy/backends/executable_internals.h"
 #include "convoy/core/protobuf_wire.h"
 #include "convoy/core/rng.h"
 #include "convoy/io/onnx.h"
@@ -42,12 +43,12 @@ std::vector<float> random_input(const nn::Model& m, int64_t batch, uint64_t seed
 std::vector<float> infer(const nn::Model& model, std::span<const float> params, std::span<const float> state,
                          const std::vector<float>& x, int64_t batch) {
   auto exe = compile_cpu(model, {.batch_size = batch, .loss = Loss::softmax_cross_entropy}, 0);
-  exe->set_parameters(params);
-  exe->set_state(state);
+  exe->internals().write(Held::parameters, params);
+  exe->internals().write(Held::state, state);
   std::vector<int32_t> labels(static_cast<std::size_t>(batch), 0);
   exe->eval_step(x.data(), labels.data(), batch);
   std::vector<float> out(static_cast<std::size_t>(batch * exe->output_size()));
-  exe->get_output(out);
+  exe->internals().read(Held::output, out);
   return out;
 }
 
@@ -183,13 +184,13 @@ TEST(Onnx, ImportsAPyTorchExport) {
 
   // It trains: a step moves every parameter tensor and keeps the loss finite.
   auto exe = compile_cpu(m.model, {.batch_size = batch, .loss = Loss::softmax_cross_entropy}, 0);
-  exe->set_parameters(m.weights.params);
-  exe->set_state(m.weights.state);
+  exe->internals().write(Held::parameters, m.weights.params);
+  exe->internals().write(Held::state, m.weights.state);
   const std::vector<int32_t> labels{1, 5};
   exe->train_step(x.data(), labels.data());
   EXPECT_TRUE(std::isfinite(exe->take_metrics().mean_loss()));
   std::vector<float> after(m.weights.params.size());
-  exe->get_parameters(after);
+  exe->internals().read(Held::parameters, after);
   for (const auto& plan : m.model.layers())
     for (const auto& slot : plan.params)
       EXPECT_FALSE(std::equal(after.begin() + slot.offset, after.begin() + slot.offset + slot.size(),
@@ -238,13 +239,13 @@ TEST(Onnx, ImportsTensorFlowStyleGraphsWithOnnxRuntimesLogits) {
     }
     // It trains: one step keeps the loss finite and moves the weights.
     auto exe = compile_cpu(m.model, {.batch_size = batch, .loss = Loss::softmax_cross_entropy}, 0);
-    exe->set_parameters(m.weights.params);
-    exe->set_state(m.weights.state);
+    exe->internals().write(Held::parameters, m.weights.params);
+    exe->internals().write(Held::state, m.weights.state);
     const std::vector<int32_t> labels{1, 3};
     exe->train_step(x.data(), labels.data());
     EXPECT_TRUE(std::isfinite(exe->take_metrics().mean_loss()));
     std::vector<float> after(m.weights.params.size());
-    exe->get_parameters(after);
+    exe->internals().read(Held::parameters, after);
     EXPECT_NE(after, m.weights.params);
   }
 }

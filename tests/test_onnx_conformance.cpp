@@ -26,6 +26,7 @@
 #include <sstream>
 
 #include "convoy/backends/executable.h"
+#include "convoy/backends/executable_internals.h"
 #include "convoy/core/error.h"
 #include "convoy/io/onnx.h"
 
@@ -95,12 +96,12 @@ Outcome run_case(const fs::path& dir) {
   }
   auto outputs = [&](const ImportedModel& model) {
     auto exe = compile_cpu(model.model, {.batch_size = batch, .loss = Loss::softmax_cross_entropy}, 0);
-    exe->set_parameters(model.weights.params);
-    exe->set_state(model.weights.state);
+    exe->internals().write(Held::parameters, model.weights.params);
+    exe->internals().write(Held::state, model.weights.state);
     std::vector<int32_t> labels(static_cast<std::size_t>(batch), 0);
     exe->eval_step(input.data(), labels.data(), batch);
     std::vector<float> out(static_cast<std::size_t>(batch * exe->output_size()));
-    exe->get_output(out);
+    exe->internals().read(Held::output, out);
     return out;
   };
   std::vector<float> got;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "convoy/backends/executable.h"
+#include "convoy/backends/executable_internals.h"
 #include "convoy/io/model_weights.h"
 #include "test_helpers.h"
 
@@ -26,8 +27,8 @@ class Parity : public ::testing::TestWithParam<KernelSet> {
                       {.batch_size = batch, .loss = Loss::nll, .optimizer = {.lr = 0.01f, .momentum = 0.5f},
                        .cpu_kernels = GetParam()},
                       0);
-    exe->set_parameters(start.params);
-    exe->set_state(start.state);
+    exe->internals().write(Held::parameters, start.params);
+    exe->internals().write(Held::state, start.state);
   }
   std::span<const float> f(const std::string& name) const { return fixture.at(name).data<float>(); }
   const float* x() const { return fixture.at("input").data<float>().data(); }
@@ -52,14 +53,14 @@ class Parity : public ::testing::TestWithParam<KernelSet> {
 }  // namespace
 
 TEST_P(Parity, ForwardLossGradientsAndRunningStats) {
-  const double loss = exe->loss_and_gradients(x(), y());
+  const double loss = exe->internals().loss_and_gradients(x(), y());
   EXPECT_NEAR(loss, f("loss")[0], kTol * std::abs(f("loss")[0]));
   std::vector<float> out(batch * 10), grads(model.num_parameters()), state(model.num_state());
-  exe->get_output(out);
+  exe->internals().read(Held::output, out);
   EXPECT_LT(testing::relative_error(out, f("output")), kTol);
-  exe->get_gradients(grads);
+  exe->internals().read(Held::gradients, grads);
   expect_named("grad.", grads, false);
-  exe->get_state(state);
+  exe->internals().read(Held::state, state);
   expect_named("after_step1.", state, true);
 }
 
@@ -67,11 +68,11 @@ TEST_P(Parity, TwoSgdMomentumStepsThenInference) {
   exe->train_step(x(), y());
   exe->train_step(x(), y());
   std::vector<float> params(model.num_parameters());
-  exe->get_parameters(params);
+  exe->internals().read(Held::parameters, params);
   expect_named("step2.", params, false);
   exe->eval_step(x(), y(), batch);
   std::vector<float> out(batch * 10);
-  exe->get_output(out);
+  exe->internals().read(Held::output, out);
   EXPECT_LT(testing::relative_error(out, f("eval_output")), kTol);
 }
 

@@ -17,6 +17,7 @@
 #include "backends/pjrt/stablehlo_step.h"
 #include "convoy/backends/devices.h"
 #include "convoy/backends/executable.h"
+#include "convoy/backends/executable_internals.h"
 #include "convoy/core/rng.h"
 #include "convoy/nn/zoo.h"
 #include "cuda_test_helpers.h"
@@ -61,11 +62,11 @@ struct Pair {
 Pair compile_both(const nn::Model& model, const CompileOptions& options, uint64_t seed = 7) {
   Pair p{compile_cpu(model, options, seed), compile_pjrt(model, options, seed)};
   // Identical weights: the CPU's, copied over (the same seed gives them anyway).
-  std::vector<float> params(p.cpu->parameter_count()), state(p.cpu->state_count());
-  p.cpu->get_parameters(params);
-  p.cpu->get_state(state);
-  p.pjrt->set_parameters(params);
-  p.pjrt->set_state(state);
+  std::vector<float> params(p.cpu->internals().size(Held::parameters)), state(p.cpu->internals().size(Held::state));
+  p.cpu->internals().read(Held::parameters, params);
+  p.cpu->internals().read(Held::state, state);
+  p.pjrt->internals().write(Held::parameters, params);
+  p.pjrt->internals().write(Held::state, state);
   return p;
 }
 
@@ -79,25 +80,25 @@ void check_parity(const nn::Model& model, CompileOptions options, double tol, bo
   for (int64_t i = 0; i < n; ++i) rows[i * classes + labels[i]] = 1.0f;
   const Targets y = dense_targets ? Targets::rows(rows.data()) : Targets(labels.data());
 
-  const double loss_cpu = p.cpu->loss_and_gradients(x.data(), y);
-  const double loss_pjrt = p.pjrt->loss_and_gradients(x.data(), y);
+  const double loss_cpu = p.cpu->internals().loss_and_gradients(x.data(), y);
+  const double loss_pjrt = p.pjrt->internals().loss_and_gradients(x.data(), y);
   EXPECT_NEAR(loss_pjrt, loss_cpu, tol * std::abs(loss_cpu)) << "mean loss";
-  const auto count = p.cpu->parameter_count();
+  const auto count = p.cpu->internals().size(Held::parameters);
   std::vector<float> g_cpu(count), g_pjrt(count);
-  p.cpu->get_gradients(g_cpu);
-  p.pjrt->get_gradients(g_pjrt);
+  p.cpu->internals().read(Held::gradients, g_cpu);
+  p.pjrt->internals().read(Held::gradients, g_pjrt);
   expect_close(g_pjrt, g_cpu, model, false, tol, "gradient");
   std::vector<float> out_cpu(n * classes), out_pjrt(n * classes);
-  p.cpu->get_output(out_cpu);
-  p.pjrt->get_output(out_pjrt);
+  p.cpu->internals().read(Held::output, out_cpu);
+  p.pjrt->internals().read(Held::output, out_pjrt);
   for (int64_t i = 0; i < n * classes; ++i) ASSERT_NEAR(out_pjrt[i], out_cpu[i], 1e-4 * (1 + std::abs(out_cpu[i])));
 
   // A training step from the same weights and running statistics.
-  std::vector<float> params(count), state(p.cpu->state_count());
-  p.cpu->get_parameters(params);
-  p.cpu->get_state(state);
-  p.pjrt->set_parameters(params);
-  p.pjrt->set_state(state);
+  std::vector<float> params(count), state(p.cpu->internals().size(Held::state));
+  p.cpu->internals().read(Held::parameters, params);
+  p.cpu->internals().read(Held::state, state);
+  p.pjrt->internals().write(Held::parameters, params);
+  p.pjrt->internals().write(Held::state, state);
   p.cpu->train_step(x.data(), y);
   p.pjrt->train_step(x.data(), y);
   ASSERT_TRUE(p.pjrt->last_step_finite());
@@ -106,18 +107,19 @@ void check_parity(const nn::Model& model, CompileOptions options, double tol, bo
   EXPECT_EQ(m_pjrt.correct, m_cpu.correct);
   EXPECT_EQ(m_pjrt.count, m_cpu.count);
   std::vector<float> p_cpu(count), p_pjrt(count);
-  p.cpu->get_parameters(p_cpu);
-  p.pjrt->get_parameters(p_pjrt);
+  p.cpu->internals().read(Held::parameters, p_cpu);
+  p.pjrt->internals().read(Held::parameters, p_pjrt);
   expect_close(p_pjrt, p_cpu, model, false, tol, "updated weight");
   std::vector<float> s_cpu(state.size()), s_pjrt(state.size());
-  p.cpu->get_state(s_cpu);
-  p.pjrt->get_state(s_pjrt);
+  p.cpu->internals().read(Held::state, s_cpu);
+  p.pjrt->internals().read(Held::state, s_pjrt);
   expect_close(s_pjrt, s_cpu, model, true, tol, "running statistic");
   // The optimizer state: runs of one float per parameter (velocity, moments), then a step count.
-  std::vector<float> o_cpu(p.cpu->optimizer_state_size()), o_pjrt(p.pjrt->optimizer_state_size());
+  std::vector<float> o_cpu(p.cpu->internals().size(Held::optimizer_state)),
+      o_pjrt(p.pjrt->internals().size(Held::optimizer_state));
   ASSERT_EQ(o_cpu.size(), o_pjrt.size());
-  p.cpu->get_optimizer_state(o_cpu);
-  p.pjrt->get_optimizer_state(o_pjrt);
+  p.cpu->internals().read(Held::optimizer_state, o_cpu);
+  p.pjrt->internals().read(Held::optimizer_state, o_pjrt);
   std::size_t at = 0;
   for (; at + count <= o_cpu.size(); at += count)
     expect_close(std::span(o_pjrt).subspan(at, count), std::span(o_cpu).subspan(at, count), model, false, tol,
@@ -275,15 +277,15 @@ TEST(Pjrt, NonFiniteStepChangesNothing) {
   o.batch_size = 4;
   const nn::Model model = nn::seed_cnn();
   auto exe = compile_pjrt(model, o, 3);
-  std::vector<float> before(exe->parameter_count()), after(exe->parameter_count());
-  exe->get_parameters(before);
+  std::vector<float> before(exe->internals().size(Held::parameters)), after(exe->internals().size(Held::parameters));
+  exe->internals().read(Held::parameters, before);
   auto x = testing::uniform_values(4 * 784, 5);
   x[10] = NAN;
   const std::vector<int32_t> y{1, 2, 3, 4};
   exe->train_step(x.data(), y.data());
   EXPECT_FALSE(exe->last_step_finite());
-  EXPECT_NE(exe->nonfinite_report(), "");
-  exe->get_parameters(after);
+  EXPECT_NE(exe->internals().nonfinite_report(), "");
+  exe->internals().read(Held::parameters, after);
   EXPECT_EQ(before, after);
   EXPECT_EQ(exe->take_metrics().count, 0);
 }
@@ -303,13 +305,14 @@ void check_zoo_parity(const nn::Model& model, double gradient_tolerance = 1e-4, 
   Pair p = compile_both(model, o, 31);
   const auto x = testing::uniform_values(batch * numel(model.input_shape()), 32);
   const auto y = testing::class_indices(batch, model.output_shape()[0], 33);
-  const double want = p.cpu->loss_and_gradients(x.data(), y.data());
-  EXPECT_NEAR(p.pjrt->loss_and_gradients(x.data(), y.data()), want, 1e-4 * want);
+  const double want = p.cpu->internals().loss_and_gradients(x.data(), y.data());
+  EXPECT_NEAR(p.pjrt->internals().loss_and_gradients(x.data(), y.data()), want, 1e-4 * want);
   EXPECT_LT(testing::relative_error(testing::output(*p.pjrt), testing::output(*p.cpu)), 1e-4) << "logits";
   const auto g_cpu = testing::gradients(*p.cpu), g_pjrt = testing::gradients(*p.pjrt);
   EXPECT_LT(testing::relative_error(g_pjrt, g_cpu), gradient_tolerance) << "the whole gradient";
   if (gradient_tolerance <= 1e-4) testing::expect_per_tensor(model, g_pjrt, g_cpu, 2e-3, "gradient");
-  p.pjrt->set_state(testing::state(*p.cpu));  // both after one training-mode forward: the same start
+  // Both after one training-mode forward: the same start.
+  p.pjrt->internals().write(Held::state, testing::state(*p.cpu));
   p.cpu->train_step(x.data(), y.data());
   p.pjrt->train_step(x.data(), y.data());
   EXPECT_LT(testing::relative_error(testing::parameters(*p.pjrt), testing::parameters(*p.cpu)), parameter_tolerance)
@@ -346,9 +349,9 @@ TEST(Pjrt, MobileNetV2GradientAgreesAsWellAsTheCpuWithItself) {
   const auto y = testing::class_indices(8, 5, 33);
   auto x_nudged = x;
   for (float& v : x_nudged) v *= 1.0f + 1e-7f;
-  p.cpu->loss_and_gradients(x.data(), y.data());
-  p.pjrt->loss_and_gradients(x.data(), y.data());
-  nudged->loss_and_gradients(x_nudged.data(), y.data());
+  p.cpu->internals().loss_and_gradients(x.data(), y.data());
+  p.pjrt->internals().loss_and_gradients(x.data(), y.data());
+  nudged->internals().loss_and_gradients(x_nudged.data(), y.data());
   const auto g_cpu = testing::gradients(*p.cpu);
   const double cpu_itself = testing::relative_error(testing::gradients(*nudged), g_cpu);
   const double pjrt = testing::relative_error(testing::gradients(*p.pjrt), g_cpu);
@@ -375,8 +378,8 @@ TEST(Pjrt, MobileNetV2PiecesMatchCpu) {
     Pair p = compile_both(model, options(8, Loss::softmax_cross_entropy, {}));
     const auto x = testing::uniform_values(8 * numel(model.input_shape()), 32);
     const auto y = testing::class_indices(8, 5, 33);
-    p.cpu->loss_and_gradients(x.data(), y.data());
-    p.pjrt->loss_and_gradients(x.data(), y.data());
+    p.cpu->internals().loss_and_gradients(x.data(), y.data());
+    p.pjrt->internals().loss_and_gradients(x.data(), y.data());
     EXPECT_LT(testing::relative_error(testing::gradients(*p.pjrt), testing::gradients(*p.cpu)), 1e-5);
   }
 }
@@ -396,9 +399,9 @@ TEST(Pjrt, StepsPerExecutionLoopMatchesCpuSteps) {
   const auto y = testing::class_indices(3 * 4, 4, 22);
   EXPECT_EQ(p.cpu->train_steps(x.data(), y.data(), 3), 3);
   EXPECT_EQ(p.pjrt->train_steps(x.data(), y.data(), 3), 3);
-  std::vector<float> a(p.cpu->parameter_count()), b(a.size());
-  p.cpu->get_parameters(a);
-  p.pjrt->get_parameters(b);
+  std::vector<float> a(p.cpu->internals().size(Held::parameters)), b(a.size());
+  p.cpu->internals().read(Held::parameters, a);
+  p.pjrt->internals().read(Held::parameters, b);
   expect_close(b, a, model, false, 1e-4, "weight after 3 steps");
   const Metrics mc = p.cpu->take_metrics(), mp = p.pjrt->take_metrics();
   EXPECT_EQ(mp.count, 12);

@@ -14,6 +14,7 @@
 #include "backends/pjrt/stablehlo_step.h"
 #include "convoy/backends/devices.h"
 #include "convoy/backends/executable.h"
+#include "convoy/backends/executable_internals.h"
 #include "convoy/nn/zoo.h"
 #include "cuda_test_helpers.h"
 #include "pjrt_test_helpers.h"
@@ -85,14 +86,14 @@ void expect_sync_replicas_are_one_big_batch(const nn::Model& model, int64_t part
   ASSERT_EQ(parameters(*many), parameters(*one));
 
   const Batch b = batch(model, global, 40);
-  const double loss_one = one->loss_and_gradients(b.x.data(), b.y.data());
-  const double loss_many = many->loss_and_gradients(b.x.data(), b.y.data());
+  const double loss_one = one->internals().loss_and_gradients(b.x.data(), b.y.data());
+  const double loss_many = many->internals().loss_and_gradients(b.x.data(), b.y.data());
   EXPECT_NEAR(loss_many, loss_one, 1e-6 * loss_one);
   expect_tensors_close(model, gradients(*many), gradients(*one), false, 1e-5, "gradient");
   EXPECT_LT(relative_error(testing::output(*many), testing::output(*one)), 1e-5) << "outputs, in row order";
   // Back to the same start (the gradient pass moved the running statistics).
-  many->set_state(state(*one));
-  loop->set_state(state(*one));
+  many->internals().write(Held::state, state(*one));
+  loop->internals().write(Held::state, state(*one));
 
   const Batch steps = batch(model, 3 * global, 50);
   for (int k = 0; k < 3; ++k) {
@@ -148,15 +149,17 @@ TEST(PjrtReplicas, PerReplicaBatchNormUsesEachPartsOwnStatistics) {
   const std::vector<float> start = state(*cpu);
   const Batch b = batch(model, global, 60);
 
-  const double loss = many->loss_and_gradients(b.x.data(), b.y.data());
-  std::vector<float> g_mean(cpu->parameter_count(), 0.0f), s_mean(cpu->state_count(), 0.0f);
+  const double loss = many->internals().loss_and_gradients(b.x.data(), b.y.data());
+  std::vector<float> g_mean(cpu->internals().size(Held::parameters), 0.0f),
+      s_mean(cpu->internals().size(Held::state), 0.0f);
   double loss_mean = 0;
   for (int r = 0; r < kReplicas; ++r) {
-    cpu->set_state(start);
+    cpu->internals().write(Held::state, start);
     // The global batch's dropout masks: example r * part + j at step 0 is
     // example j at step r of a batch of `part` (backends/dropout_mask.h).
-    cpu->set_steps_done(r);
-    loss_mean += cpu->loss_and_gradients(b.x.data() + r * part * example, b.y.data() + r * part) / kReplicas;
+    cpu->internals().set_steps_done(r);
+    loss_mean +=
+        cpu->internals().loss_and_gradients(b.x.data() + r * part * example, b.y.data() + r * part) / kReplicas;
     const auto g = gradients(*cpu);
     const auto s = state(*cpu);
     for (std::size_t i = 0; i < g.size(); ++i) g_mean[i] += g[i] / kReplicas;
@@ -167,7 +170,7 @@ TEST(PjrtReplicas, PerReplicaBatchNormUsesEachPartsOwnStatistics) {
   expect_tensors_close(model, state(*many), s_mean, true, 1e-4, "running statistic (mean of the parts')");
 
   // Synchronised statistics are the whole batch's: visibly other numbers.
-  synced->loss_and_gradients(b.x.data(), b.y.data());
+  synced->internals().loss_and_gradients(b.x.data(), b.y.data());
   EXPECT_GT(relative_error(gradients(*synced), gradients(*many)), 1e-2) << "per-replica vs synchronised gradient";
   EXPECT_GT(relative_error(state(*synced), state(*many)), 1e-3) << "per-replica vs synchronised statistics";
 

@@ -13,6 +13,7 @@
 #include <numeric>
 
 #include "convoy/backends/executable.h"
+#include "convoy/backends/executable_internals.h"
 #include "convoy/image/codec.h"
 #include "convoy/io/pretrained.h"
 #include "convoy/nn/zoo.h"
@@ -65,14 +66,14 @@ TEST(PretrainedLite0, SameTop5ImageNetClassesAsPyTorch) {
   io::load_pytorch_weights(model, weights, w);
   const int64_t batch = std::size(kPhotos), classes = 1000;
   auto exe = compile_cpu(model, {.batch_size = batch, .loss = Loss::softmax_cross_entropy}, 0);
-  exe->set_parameters(w.params);
-  exe->set_state(w.state);
+  exe->internals().write(Held::parameters, w.params);
+  exe->internals().write(Held::state, w.state);
   std::vector<float> x(batch * 3 * kSize * kSize), out(batch * classes);
   for (int64_t i = 0; i < batch; ++i)
     preprocess(image::read_image(photos + "/" + kPhotos[i] + ".png", {.channels = 3}), x.data() + i * 3 * kSize * kSize);
   std::vector<int32_t> labels(batch, 0);
   exe->eval_step(x.data(), labels.data(), batch);
-  exe->get_output(out);
+  exe->internals().read(Held::output, out);
 
   const auto oracle = io::read_safetensors(std::string(CONVOY_FIXTURES_DIR) + "/pretrained_lite0_top5.safetensors");
   double worst = 0;

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "convoy/backends/executable.h"
+#include "convoy/backends/executable_internals.h"
 #include "convoy/train/profile_report.h"
 
 namespace convoy {
@@ -11,12 +12,12 @@ TEST(Profile, TimesEveryLayerAndCountsFlopsFromShapes) {
   std::vector<float> x(4 * 28 * 28, 0.5f);
   std::vector<int32_t> y{0, 1, 2, 3};
   exe->train_step(x.data(), y.data());  // not profiled
-  EXPECT_EQ(exe->profiled_steps(), 0);
-  exe->set_profiling(true);
+  EXPECT_EQ(exe->internals().profiled_steps(), 0);
+  exe->internals().set_profiling(true);
   exe->train_step(x.data(), y.data());
   exe->train_step(x.data(), y.data());
-  EXPECT_EQ(exe->profiled_steps(), 2);
-  const auto p = exe->profile();
+  EXPECT_EQ(exe->internals().profiled_steps(), 2);
+  const auto p = exe->internals().profile();
   ASSERT_EQ(p.size(), model.layers().size());
   EXPECT_EQ(p[0].name, "conv2d_0");
   // conv 1->10, k5, 24x24 outputs: 2 * 25 * 10 * 576 flops per example, batch 4.
@@ -27,7 +28,7 @@ TEST(Profile, TimesEveryLayerAndCountsFlopsFromShapes) {
     EXPECT_GT(l.forward_seconds, 0) << l.name;
     EXPECT_GT(l.backward_seconds, 0) << l.name;
   }
-  const std::string table = train::profile_table(p, exe->profiled_steps());
+  const std::string table = train::profile_table(p, exe->internals().profiled_steps());
   EXPECT_NE(table.find("conv2d_1"), std::string::npos);
   EXPECT_NE(table.find("2 steps"), std::string::npos);
 }

@@ -1,6 +1,7 @@
 // End to end: the seed CNN learns Fashion-MNIST, deterministically.
 #include <gtest/gtest.h>
 
+#include "convoy/backends/executable_internals.h"
 #include "convoy/core/error.h"
 #include "convoy/core/threads.h"
 #include "convoy/data/fashion_mnist.h"
@@ -49,8 +50,8 @@ TEST(Train, SameSeedSameThreadsGivesIdenticalWeights) {
     auto exe = compile_cpu(nn::seed_cnn(), seed_options(), seed);
     train::fit(*exe, train, test, {.epochs = 2, .seed = seed});
     std::vector<float> p(nn::seed_cnn().num_parameters()), s(nn::seed_cnn().num_state());
-    exe->get_parameters(p);
-    exe->get_state(s);
+    exe->internals().read(Held::parameters, p);
+    exe->internals().read(Held::state, s);
     p.insert(p.end(), s.begin(), s.end());
     return p;
   };

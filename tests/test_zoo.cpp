@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "convoy/backends/executable.h"
+#include "convoy/backends/executable_internals.h"
 #include "convoy/io/safetensors.h"
 #include "convoy/nn/zoo.h"
 #include "test_helpers.h"
@@ -28,15 +29,15 @@ void check_against_pytorch(const std::string& name) {
   const int64_t batch = 2, classes = 10;
   auto exe = compile_cpu(model, {.batch_size = batch, .loss = Loss::softmax_cross_entropy}, 0);
   const auto w = testing::deterministic_weights(model);
-  exe->set_parameters(w.params);
-  exe->set_state(w.state);
+  exe->internals().write(Held::parameters, w.params);
+  exe->internals().write(Held::state, w.state);
   const float* x = f("input").data();
   const int32_t* y = fixture.at("labels").data<int32_t>().data();
 
-  const double loss = exe->loss_and_gradients(x, y);
+  const double loss = exe->internals().loss_and_gradients(x, y);
   EXPECT_NEAR(loss, f("loss")[0], 1e-4 * f("loss")[0]);
   std::vector<float> out(batch * classes), grads(model.num_parameters()), state(model.num_state());
-  exe->get_output(out);
+  exe->internals().read(Held::output, out);
   EXPECT_LT(relative_error(out, f("output")), 1e-4);
 
   // Gradients against PyTorch's fp64 ones (see the fixture script on why):
@@ -44,7 +45,7 @@ void check_against_pytorch(const std::string& name) {
   // gradient is zero in exact arithmetic (a batch norm's shift right before
   // another training-mode batch norm) holds rounding noise on both sides: its
   // gradient must be noise-sized next to the model's largest.
-  exe->get_gradients(grads);
+  exe->internals().read(Held::gradients, grads);
   double largest = 0;
   for (const auto& [key, t] : fixture)
     if (key.starts_with("gradstats.")) largest = std::max(largest, static_cast<double>(t.data<float>()[1]));
@@ -76,7 +77,7 @@ void check_against_pytorch(const std::string& name) {
             })))
       << "every PyTorch parameter has a convoy twin";
 
-  exe->get_state(state);
+  exe->internals().read(Held::state, state);
   for (const auto& plan : model.layers())
     for (const auto& slot : plan.state)
       EXPECT_LT(relative_error({state.data() + slot.offset, static_cast<std::size_t>(slot.size())}, f("after." + slot.name)),
@@ -84,7 +85,7 @@ void check_against_pytorch(const std::string& name) {
           << slot.name;
 
   exe->eval_step(x, y, batch);
-  exe->get_output(out);
+  exe->internals().read(Held::output, out);
   EXPECT_LT(relative_error(out, f("inference_output")), 1e-4);
 }
 

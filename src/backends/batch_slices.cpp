@@ -12,6 +12,7 @@
 #include "backends/program.h"
 #include "backends/slice_group.h"
 #include "backends/targets.h"
+#include "convoy/backends/executable_internals.h"
 #include "convoy/core/error.h"
 #include "convoy/nn/layers.h"
 
@@ -52,7 +53,7 @@ class ThreadsFor {
   int before_;
 };
 
-class BatchSlices final : public Executable {
+class BatchSlices final : public Executable, public ExecutableInternals {
  public:
   BatchSlices(const nn::Model& model, const CompileOptions& options, uint64_t seed, int64_t slices,
               const std::function<std::unique_ptr<Device>()>& make_device)
@@ -74,10 +75,11 @@ class BatchSlices final : public Executable {
     }
   }
 
+  std::string device() const override { return first().device(); }
   int64_t batch_size() const override { return options_.batch_size; }
   int64_t input_size() const override { return first().input_size(); }
   int64_t output_size() const override { return first().output_size(); }
-  std::string device() const override { return first().device(); }
+  ExecutableInternals& internals() override { return *this; }
   int64_t batch_slices() const override { return slices_; }
 
   void train_step(const float* x, Targets y) override {
@@ -145,38 +147,26 @@ class BatchSlices final : public Executable {
   }
   int64_t profiled_steps() const override { return first().profiled_steps(); }
 
-  // Every slice holds the same weights, state and optimizer state: set all, read one.
-  int64_t parameter_count() const override { return first().parameter_count(); }
-  int64_t state_count() const override { return first().state_count(); }
-  void set_parameters(std::span<const float> v) override {
-    for (auto& p : slices_of_) p->set_parameters(v);
+  // Every slice holds the same weights, state and optimizer state (and
+  // gradients: their mean): set all, read one. Outputs and input gradients
+  // are the slices' rows in order.
+  int64_t size(Held held) const override {
+    const bool rows = held == Held::output || held == Held::input_gradient;
+    return first().size(held) * (rows ? slices_ : 1);
   }
-  void get_parameters(std::span<float> v) const override { first().get_parameters(v); }
-  void get_gradients(std::span<float> v) const override { first().get_gradients(v); }
-  void set_state(std::span<const float> v) override {
-    for (auto& p : slices_of_) p->set_state(v);
+  void write(Held held, std::span<const float> v) override {
+    for (auto& p : slices_of_) p->write(held, v);
   }
-  void get_state(std::span<float> v) const override { first().get_state(v); }
-  int64_t optimizer_state_size() const override { return first().optimizer_state_size(); }
-  void set_optimizer_state(std::span<const float> v) override {
-    for (auto& p : slices_of_) p->set_optimizer_state(v);
-  }
-  void get_optimizer_state(std::span<float> v) const override { first().get_optimizer_state(v); }
-
-  void get_output(std::span<float> out) const override {
-    const int64_t per = rows_ * output_size();
-    require(static_cast<int64_t>(out.size()) == per * slices_,
-            "output: expected room for " + std::to_string(per * slices_) + " values, got " + std::to_string(out.size()));
-    for (int64_t k = 0; k < slices_; ++k) slices_of_[k]->get_output(out.subspan(k * per, per));
-  }
-  // Each slice's is of its own mean loss, K times the whole batch's.
-  void get_input_gradient(std::span<float> g) const override {
-    const int64_t per = rows_ * input_size();
-    require(static_cast<int64_t>(g.size()) == per * slices_,
-            "input gradient: expected room for " + std::to_string(per * slices_) + " values, got " +
-                std::to_string(g.size()));
-    for (int64_t k = 0; k < slices_; ++k) slices_of_[k]->get_input_gradient(g.subspan(k * per, per));
-    for (float& v : g) v /= static_cast<float>(slices_);
+  void read(Held held, std::span<float> v) const override {
+    if (held != Held::output && held != Held::input_gradient) return first().read(held, v);
+    const int64_t per = first().size(held);
+    require(static_cast<int64_t>(v.size()) == per * slices_, std::string(held_name(held)) + ": expected room for " +
+                                                                 std::to_string(per * slices_) + " values, got " +
+                                                                 std::to_string(v.size()));
+    for (int64_t k = 0; k < slices_; ++k) slices_of_[k]->read(held, v.subspan(k * per, per));
+    // Each slice's input gradient is of its own mean loss, K times the whole batch's.
+    if (held == Held::input_gradient)
+      for (float& x : v) x /= static_cast<float>(slices_);
   }
 
   void set_gradient_reducer(GradientReducer* reducer) override { group_.set_outer(reducer); }

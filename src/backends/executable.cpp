@@ -1,5 +1,8 @@
 #include "convoy/backends/executable.h"
 
+#include <stdexcept>
+
+#include "convoy/backends/executable_internals.h"
 #include "convoy/core/error.h"
 #include "convoy/core/untrusted.h"
 
@@ -50,6 +53,43 @@ int64_t Executable::train_steps(const float* x, Targets y, int64_t n) {
     if (!last_step_finite()) return i + 1;
   }
   return n;
+}
+
+const char* held_name(Held held) {
+  switch (held) {
+    case Held::parameters: return "parameters";
+    case Held::state: return "state";
+    case Held::optimizer_state: return "optimizer state";
+    case Held::gradients: return "gradients";
+    case Held::output: return "output";
+    case Held::input_gradient: return "input gradient";
+  }
+  return "?";
+}
+
+void require_writable(Held held) {
+  if (held != Held::parameters && held != Held::state && held != Held::optimizer_state)
+    throw std::invalid_argument(std::string(held_name(held)) + " cannot be written: it is computed by a step");
+}
+
+std::vector<float> ExecutableInternals::copy_of(Held held) const {
+  std::vector<float> v(static_cast<std::size_t>(size(held)));
+  read(held, v);
+  return v;
+}
+
+Weights Executable::weights() const {
+  const ExecutableInternals& in = internals();
+  return {.parameters = in.copy_of(Held::parameters),
+          .state = in.copy_of(Held::state),
+          .optimizer_state = in.copy_of(Held::optimizer_state)};
+}
+
+void Executable::set_weights(const Weights& w) {
+  ExecutableInternals& in = internals();
+  if (!w.parameters.empty()) in.write(Held::parameters, w.parameters);
+  if (!w.state.empty()) in.write(Held::state, w.state);
+  if (!w.optimizer_state.empty()) in.write(Held::optimizer_state, w.optimizer_state);
 }
 
 }  // namespace convoy

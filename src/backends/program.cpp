@@ -37,8 +37,8 @@ Program::Program(const nn::Model& model, const CompileOptions& options, uint64_t
   }
   plan_memory(model);
   // Start values, then the ops (a GPU's convolutions time their algorithms on the real buffers).
-  set_parameters(model.initial_parameters(seed));
-  set_state(model.initial_state());
+  write(Held::parameters, model.initial_parameters(seed));
+  write(Held::state, model.initial_state());
   set_learning_rate(options.optimizer.lr);
   bind_ops(model);
   device_->finish_compile();
@@ -414,38 +414,47 @@ DeviceScalars Program::read_scalars() const {
   return s;
 }
 
-void Program::copy_in(float* dst, std::span<const float> from, int64_t count, const char* what) {
-  require(static_cast<int64_t>(from.size()) == count,
-          std::string(what) + ": expected " + std::to_string(count) + " values, got " + std::to_string(from.size()));
-  device_->to_device(dst, from.data(), sizeof(float) * count);
+int64_t Program::size(Held held) const {
+  switch (held) {
+    case Held::parameters:
+    case Held::gradients: return params_count_;
+    case Held::state: return state_count_;
+    case Held::optimizer_state: return optimizer_state_count_;
+    case Held::output: return batch_ * classes_;
+    case Held::input_gradient: return batch_ * example_size_;
+  }
+  return 0;
 }
 
-void Program::copy_out(std::span<float> to, const float* src, int64_t count, const char* what) const {
+float* Program::flat(Held held) const {
+  switch (held) {
+    case Held::parameters: return params_;
+    case Held::gradients: return grads_;
+    case Held::state: return state_;
+    case Held::optimizer_state: return optimizer_state_;
+    case Held::output: return output_;
+    case Held::input_gradient: return nullptr;  // the device keeps it in its input layout
+  }
+  return nullptr;
+}
+
+void Program::read(Held held, std::span<float> to) const {
+  if (held == Held::input_gradient) require(d_input_ != nullptr, "input gradient: compile with input_gradient = true");
+  const int64_t count = size(held);
   require(static_cast<int64_t>(to.size()) == count,
-          std::string(what) + ": expected room for " + std::to_string(count) + " values, got " +
+          std::string(held_name(held)) + ": expected room for " + std::to_string(count) + " values, got " +
               std::to_string(to.size()));
-  device_->to_host(to.data(), src, sizeof(float) * count);
+  if (held == Held::input_gradient) return device_->read_input_gradient(to);
+  device_->to_host(to.data(), flat(held), sizeof(float) * count);
 }
 
-void Program::set_parameters(std::span<const float> p) { copy_in(params_, p, params_count_, "parameters"); }
-void Program::get_parameters(std::span<float> p) const { copy_out(p, params_, params_count_, "parameters"); }
-void Program::get_gradients(std::span<float> g) const { copy_out(g, grads_, params_count_, "gradients"); }
-void Program::set_state(std::span<const float> s) { copy_in(state_, s, state_count_, "state"); }
-void Program::get_state(std::span<float> s) const { copy_out(s, state_, state_count_, "state"); }
-void Program::set_optimizer_state(std::span<const float> s) {
-  copy_in(optimizer_state_, s, optimizer_state_count_, "optimizer state");
-}
-void Program::get_optimizer_state(std::span<float> s) const {
-  copy_out(s, optimizer_state_, optimizer_state_count_, "optimizer state");
-}
-void Program::get_output(std::span<float> out) const { copy_out(out, output_, batch_ * classes_, "output"); }
-
-void Program::get_input_gradient(std::span<float> g) const {
-  require(d_input_ != nullptr, "input gradient: compile with input_gradient = true");
-  require(static_cast<int64_t>(g.size()) == batch_ * example_size_,
-          "input gradient: expected room for " + std::to_string(batch_ * example_size_) + " values, got " +
-              std::to_string(g.size()));
-  device_->read_input_gradient(g);
+void Program::write(Held held, std::span<const float> from) {
+  require_writable(held);
+  const int64_t count = size(held);
+  require(static_cast<int64_t>(from.size()) == count, std::string(held_name(held)) + ": expected " +
+                                                          std::to_string(count) + " values, got " +
+                                                          std::to_string(from.size()));
+  device_->to_device(flat(held), from.data(), sizeof(float) * count);
 }
 
 // --- replicas

@@ -20,6 +20,7 @@
 #include "backends/device.h"
 #include "backends/graph_plan.h"
 #include "convoy/backends/executable.h"
+#include "convoy/backends/executable_internals.h"
 
 namespace convoy {
 
@@ -30,45 +31,37 @@ struct BatchSlice {
   int64_t first_example = 0, of_batch = 0;
 };
 
-class Program final : public Executable {
+class Program final : public Executable, public ExecutableInternals {
  public:
   Program(const nn::Model& model, const CompileOptions& options, uint64_t seed, std::unique_ptr<Device> device,
           BatchSlice slice = {});
   ~Program() override;
 
+  std::string device() const override { return device_->name(); }
   int64_t batch_size() const override { return batch_; }
   int64_t input_size() const override { return example_size_; }
   int64_t output_size() const override { return classes_; }
-  std::string device() const override { return device_->name(); }
-
   void train_step(const float* x, Targets y) override { train_steps(x, y, 1); }
   int64_t train_steps(const float* x, Targets y, int64_t n) override;
   int64_t steps_per_call() const override { return slots_; }
+  bool last_step_finite() const override { return step_finite_; }
   void eval_step(const float* x, Targets y, int64_t count) override;
-  double loss_and_gradients(const float* x, Targets y) override;
   Metrics take_metrics() override;
   Metrics peek_metrics() const override;
+  float learning_rate() const override { return options_.optimizer.lr; }
+  void set_learning_rate(float lr) override;
+  ExecutableInternals& internals() override { return *this; }
+
+  int64_t size(Held held) const override;
+  void read(Held held, std::span<float> to) const override;
+  void write(Held held, std::span<const float> from) override;
+  double loss_and_gradients(const float* x, Targets y) override;
   void restore_metrics(const Metrics& m) override;
   void set_steps_done(int64_t steps) override;
-  bool last_step_finite() const override { return step_finite_; }
   std::string nonfinite_report() const override;
-  void set_learning_rate(float lr) override;
-  float learning_rate() const override { return options_.optimizer.lr; }
   void set_profiling(bool on) override;
   std::vector<LayerProfile> profile() const override { return profile_; }
   int64_t profiled_steps() const override { return profiled_steps_; }
-  int64_t parameter_count() const override { return params_count_; }
-  int64_t state_count() const override { return state_count_; }
-  void set_parameters(std::span<const float> p) override;
-  void get_parameters(std::span<float> p) const override;
-  void get_gradients(std::span<float> g) const override;
-  void set_state(std::span<const float> s) override;
-  void get_state(std::span<float> s) const override;
-  int64_t optimizer_state_size() const override { return optimizer_state_count_; }
-  void set_optimizer_state(std::span<const float> s) override;
-  void get_optimizer_state(std::span<float> s) const override;
-  void get_output(std::span<float> out) const override;
-  void get_input_gradient(std::span<float> g) const override;
   void set_gradient_reducer(GradientReducer* reducer) override;
   void set_batch_norm_reducer(StatisticsReducer reducer) override;
 
@@ -91,8 +84,7 @@ class Program final : public Executable {
   void forget_captures();
   LossCall loss_call(const Slot& s, bool dense, int64_t rows) const;
   DeviceScalars read_scalars() const;
-  void copy_in(float* dst, std::span<const float> from, int64_t count, const char* what);
-  void copy_out(std::span<float> to, const float* src, int64_t count, const char* what) const;
+  float* flat(Held held) const;  // the device buffer behind `held` (none for the input gradient)
 
   CompileOptions options_;
   BatchSlice slice_;

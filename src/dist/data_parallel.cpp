@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "backends/device_reducer.h"
+#include "convoy/backends/executable_internals.h"
 
 namespace convoy::dist {
 
@@ -15,20 +16,14 @@ void attach(Strategy& s, Executable& exe, bool sync_batch_norm) {
   require(dynamic_cast<DeviceGradientReducer*>(reducer) == nullptr || exe.device().rfind("cuda", 0) == 0,
           "--strategy " + s.name() + " trains one replica per GPU, but this replica is on " + exe.device() +
               "; use --device cuda, or --strategy mpi for replicas on CPUs");
-  std::vector<float> buffer(static_cast<std::size_t>(exe.parameter_count()));
-  exe.get_parameters(buffer);
-  s.broadcast(buffer);
-  exe.set_parameters(buffer);
-  buffer.resize(static_cast<std::size_t>(exe.state_count()));
-  exe.get_state(buffer);
-  s.broadcast(buffer);
-  exe.set_state(buffer);
-  buffer.resize(static_cast<std::size_t>(exe.optimizer_state_size()));
-  exe.get_optimizer_state(buffer);
-  s.broadcast(buffer);
-  exe.set_optimizer_state(buffer);
-  exe.set_gradient_reducer(reducer);
-  if (sync_batch_norm) exe.set_batch_norm_reducer([&s](std::span<double> sums) { s.allreduce_sum(sums); });
+  ExecutableInternals& in = exe.internals();
+  for (const Held held : {Held::parameters, Held::state, Held::optimizer_state}) {  // rank 0's everywhere
+    std::vector<float> values = in.copy_of(held);
+    s.broadcast(values);
+    in.write(held, values);
+  }
+  in.set_gradient_reducer(reducer);
+  if (sync_batch_norm) in.set_batch_norm_reducer([&s](std::span<double> sums) { s.allreduce_sum(sums); });
 }
 
 int64_t shard_size(int64_t examples, const Strategy& s) { return examples / s.world_size(); }
@@ -70,11 +65,10 @@ bool any(Strategy& s, bool flag) {
 }
 
 void average_state(Strategy& s, Executable& exe) {
-  if (s.world_size() == 1 || exe.state_count() == 0) return;
-  std::vector<float> state(static_cast<std::size_t>(exe.state_count()));
-  exe.get_state(state);
+  if (s.world_size() == 1 || exe.internals().size(Held::state) == 0) return;
+  std::vector<float> state = exe.internals().copy_of(Held::state);
   s.allreduce_mean(state);
-  exe.set_state(state);
+  exe.internals().write(Held::state, state);
 }
 
 }  // namespace convoy::dist

@@ -161,7 +161,7 @@ struct NcclGroup::Impl final : DeviceGradientReducer {
 
   // The group's stream waits for everything enqueued on the compute stream so far.
   void fork() {
-    require(compute != nullptr, "NCCL group: no executable is bound (Executable::set_gradient_reducer)");
+    require(compute != nullptr, "NCCL group: no executable is bound (ExecutableInternals::set_gradient_reducer)");
     CUDA_CHECK(cudaEventRecord(to_comm, compute));
     CUDA_CHECK(cudaStreamWaitEvent(comm_stream, to_comm, 0));
     forked = true;

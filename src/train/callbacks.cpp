@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 
+#include "convoy/backends/executable_internals.h"
 #include "convoy/core/error.h"
 #include "convoy/core/untrusted.h"
 #include "convoy/io/atomic_file.h"
@@ -82,10 +83,8 @@ void EarlyStopping::on_epoch_end(FitState& s, const EpochRecord& r) {
     best_epoch_ = r.epoch;
     wait_ = 0;
     if (options_.restore_best_weights) {
-      best_params_.resize(static_cast<std::size_t>(s.exe.parameter_count()));
-      best_state_.resize(static_cast<std::size_t>(s.exe.state_count()));
-      s.exe.get_parameters(best_params_);
-      s.exe.get_state(best_state_);
+      best_params_ = s.exe.internals().copy_of(Held::parameters);
+      best_state_ = s.exe.internals().copy_of(Held::state);
     }
     return;
   }
@@ -102,8 +101,8 @@ void EarlyStopping::on_epoch_end(FitState& s, const EpochRecord& r) {
                    static_cast<long long>(best_epoch_));
       return;
     }
-    s.exe.set_parameters(best_params_);
-    s.exe.set_state(best_state_);
+    s.exe.internals().write(Held::parameters, best_params_);
+    s.exe.internals().write(Held::state, best_state_);
     s.history.weights_epoch = best_epoch_;
     if (log_) *log_ << "Restoring model weights from the end of the best epoch: " << best_epoch_ << ".\n" << std::flush;
   }

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "convoy/backends/executable_internals.h"
 #include "convoy/core/error.h"
 #include "convoy/core/untrusted.h"
 #include "convoy/io/atomic_file.h"
@@ -111,12 +112,10 @@ std::string read_bytes(const std::string& path) {
 
 void save_checkpoint(const std::string& path, const nn::Model& model, const Executable& exe,
                      const RunConfig& config, const History& history, const SaveOptions& options) {
-  std::vector<float> params(exe.parameter_count()), state(exe.state_count());
-  exe.get_parameters(params);
-  exe.get_state(state);
-  io::NamedTensors tensors = io::to_named(model, params, state);
-  Tensor optimizer_state(DType::f32, {exe.optimizer_state_size()});
-  exe.get_optimizer_state(optimizer_state.data<float>());
+  io::NamedTensors tensors =
+      io::to_named(model, exe.internals().copy_of(Held::parameters), exe.internals().copy_of(Held::state));
+  Tensor optimizer_state(DType::f32, {exe.internals().size(Held::optimizer_state)});
+  exe.internals().read(Held::optimizer_state, optimizer_state.data<float>());
   tensors.emplace(kOptimizerTensor, std::move(optimizer_state));
   const int64_t epoch = history.epochs.empty() ? 0 : history.epochs.back().epoch;
   io::Metadata meta{{"format", kFormat},

@@ -7,6 +7,7 @@
 #include <optional>
 #include <thread>
 
+#include "convoy/backends/executable_internals.h"
 #include "convoy/core/error.h"
 #include "convoy/data/dataset.h"
 #include "convoy/data/transforms.h"
@@ -196,7 +197,7 @@ void for_each_output(Executable& exe, const data::Dataset& batches,
   int64_t index = 0;
   for (data::Example& batch : batches.epoch(0)) {
     const int64_t count = feed.run(batch);
-    exe.get_output(out);
+    exe.internals().read(Held::output, out);
     for (int64_t i = 0; i < count; ++i) visit(index++, out.data() + i * classes);
   }
   exe.take_metrics();  // these passes are not evaluation metrics
@@ -237,7 +238,7 @@ History fit(Executable& exe, const TrainingData& data, const FitOptions& options
   auto open_epoch = [&](int64_t epoch, int64_t skip_steps) { return data.open_train(epoch, skip_steps); };
   // Updates applied before this fit (skipped non-finite steps applied none).
   if (options.initial_epoch > 0 || resumed.step > 0)
-    exe.set_steps_done(options.initial_epoch * data.steps_per_epoch + resumed.step - history.skipped_steps);
+    exe.internals().set_steps_done(options.initial_epoch * data.steps_per_epoch + resumed.step - history.skipped_steps);
   std::unique_ptr<data::Iterator> next_epoch = open_epoch(options.initial_epoch + 1, resumed.step);
   FitState state{.exe = exe, .history = history, .epoch = options.initial_epoch, .epochs = options.epochs,
                  .run_epochs = std::max(options.epochs, options.run_epochs),
@@ -261,7 +262,7 @@ History fit(Executable& exe, const TrainingData& data, const FitOptions& options
     state.step = carried.step;
     double input_wait = carried.input_wait_seconds;  // time the step loop spent waiting for a batch
     exe.take_metrics();
-    if (resuming) exe.restore_metrics(carried.metrics);
+    if (resuming) exe.internals().restore_metrics(carried.metrics);
     divergence.restart(exe.peek_metrics());
     // One execution per iteration: up to `together` batches in one
     // train_steps call (on a GPU, one CUDA graph); the CPU takes them one by

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "convoy/backends/devices.h"
+#include "convoy/backends/executable_internals.h"
 #include "convoy/core/error.h"
 #include "convoy/io/model_weights.h"
 #include "convoy/io/safetensors.h"
@@ -30,8 +31,8 @@ void KerasModel::compile(const CompileSettings& settings) {
   if (exe_) {
     weights.resize(static_cast<std::size_t>(model_.num_parameters()));
     state.resize(static_cast<std::size_t>(model_.num_state()));
-    exe_->get_parameters(weights);
-    exe_->get_state(state);
+    exe_->internals().read(Held::parameters, weights);
+    exe_->internals().read(Held::state, state);
   }
   CompileOptions options;
   options.batch_size = settings.batch_size;
@@ -49,8 +50,8 @@ void KerasModel::compile(const CompileSettings& settings) {
     loaded_state_.clear();
   }
   if (!weights.empty()) {
-    exe_->set_parameters(weights);
-    exe_->set_state(state);
+    exe_->internals().write(Held::parameters, weights);
+    exe_->internals().write(Held::state, state);
   }
   settings_ = settings;
 }
@@ -59,8 +60,8 @@ void KerasModel::save_weights(const std::string& path) {
   std::vector<float> params(static_cast<std::size_t>(model_.num_parameters()));
   std::vector<float> state(static_cast<std::size_t>(model_.num_state()));
   if (exe_) {
-    exe_->get_parameters(params);
-    exe_->get_state(state);
+    exe_->internals().read(Held::parameters, params);
+    exe_->internals().read(Held::state, state);
   } else if (!loaded_params_.empty()) {
     params = loaded_params_;
     state = loaded_state_;
@@ -77,8 +78,8 @@ void KerasModel::load_weights(const std::string& path) {
     loaded_state_ = std::move(w.state);
     return;
   }
-  exe_->set_parameters(w.params);
-  exe_->set_state(w.state);
+  exe_->internals().write(Held::parameters, w.params);
+  exe_->internals().write(Held::state, w.state);
 }
 
 Executable& KerasModel::executable() {

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "convoy/backends/executable_internals.h"
 #include "convoy/core/error.h"
 #include "convoy/data/fashion_mnist.h"
 #include "convoy/io/model_weights.h"
@@ -137,13 +138,13 @@ KerasModel KerasModel::load(const std::string& dir) {
   m.compile({.optimizer = optimizer_options(c), .loss = loss_kind(c),
              .label_smoothing = static_cast<float>(c.label_smoothing), .batch_size = c.batch_size,
              .steps_per_execution = c.steps_per_execution, .seed = c.seed, .device = c.device});
-  m.exe_->set_parameters(ck.params);
-  m.exe_->set_state(ck.state);
+  m.exe_->internals().write(Held::parameters, ck.params);
+  m.exe_->internals().write(Held::state, ck.state);
   // A transfer run's last phase keeps its pretrained batch norms frozen, so
   // its optimizer state covers fewer parameters than this model (every layer
   // trains): the optimizer then starts afresh, as Keras's compile() does.
-  if (static_cast<int64_t>(ck.optimizer_state.size()) == m.exe_->optimizer_state_size())
-    m.exe_->set_optimizer_state(ck.optimizer_state);
+  if (static_cast<int64_t>(ck.optimizer_state.size()) == m.exe_->internals().size(Held::optimizer_state))
+    m.exe_->internals().write(Held::optimizer_state, ck.optimizer_state);
   m.exe_->set_learning_rate(ck.lr);
   m.history_ = ck.history;
   return m;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "convoy/backends/executable_internals.h"
 #include "convoy/core/error.h"
 
 namespace convoy::train {
@@ -43,7 +44,7 @@ std::string describe(const NumericalFault& f) {
 }
 
 bool handle_nonfinite_step(const FitState& s, OnNonFinite policy, History& history) {
-  const NumericalFault fault{.epoch = s.epoch, .step = s.step, .where = s.exe.nonfinite_report()};
+  const NumericalFault fault{.epoch = s.epoch, .step = s.step, .where = s.exe.internals().nonfinite_report()};
   if (policy == OnNonFinite::stop) {
     history.fault = fault;
     return false;

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "convoy/backends/devices.h"
+#include "convoy/backends/executable_internals.h"
 #include "convoy/core/error.h"
 #include "convoy/core/threads.h"
 #include "convoy/data/fashion_mnist.h"
@@ -204,8 +205,8 @@ std::vector<std::string> run_outputs() {
 [[noreturn]] void stop_for_fault(const NumericalFault& fault, const RunConfig& c, const nn::Model& model,
                                  const Executable& exe, io::FolderGuard* folder) {
   std::vector<float> params(model.num_parameters()), state(model.num_state());
-  exe.get_parameters(params);
-  exe.get_state(state);
+  exe.internals().read(Held::parameters, params);
+  exe.internals().read(Held::state, state);
   const auto finite = [](const std::vector<float>& v) {
     return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
   };
@@ -254,12 +255,12 @@ void check_model_meets_data(const nn::Model& model, const RunConfig& c, const Sh
 // the head is sized for this data's classes and starts from fresh weights.
 void load_pretrained(Executable& exe, const nn::Model& model, const RunConfig& c, std::ostream& log) {
   io::FlatWeights w{std::vector<float>(model.num_parameters()), std::vector<float>(model.num_state())};
-  exe.get_parameters(w.params);
-  exe.get_state(w.state);
+  exe.internals().read(Held::parameters, w.params);
+  exe.internals().read(Held::state, w.state);
   const std::string head = head_of(model, c);
   const int loaded = io::load_pytorch_weights(model, c.pretrained, w, {.skip_prefixes = {head + "."}});
-  exe.set_parameters(w.params);
-  exe.set_state(w.state);
+  exe.internals().write(Held::parameters, w.params);
+  exe.internals().write(Held::state, w.state);
   if (c.progress != "quiet")
     log << "convoy: " << loaded << " pretrained tensors from " << c.pretrained << "; new head '" << head << "'\n";
 }
@@ -352,9 +353,9 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
   int64_t done = 0;
   EpochProgress progress;
   if (resume) {
-    exe->set_parameters(resume->params);
-    exe->set_state(resume->state);
-    exe->set_optimizer_state(resume->optimizer_state);
+    exe->internals().write(Held::parameters, resume->params);
+    exe->internals().write(Held::state, resume->state);
+    exe->internals().write(Held::optimizer_state, resume->optimizer_state);
     history = resume->history;
     done = resume->epoch;
     progress = resume->progress;
@@ -405,7 +406,7 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
                            .initial_progress = progress, .on_nan = parse_on_nan(c.on_nan, "callbacks.on_nan"),
                            .steps_per_execution = c.steps_per_execution,
                            .callbacks = make_callbacks(pc, config, model, log, primary), .strategy = replicas.get()};
-    exe->set_profiling(c.profile);
+    exe->internals().set_profiling(c.profile);
     {
       const StopSignals stop_signals;  // SIGINT/SIGTERM: finish the step, checkpoint, stop
       out.history = images ? fit(*exe, *images->training, fit_options, std::move(history))
@@ -418,13 +419,13 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
     // The next phase: every layer trains, from the weights so far, with a
     // fresh optimizer state (as Keras's compile before fine-tuning).
     std::vector<float> params(model.num_parameters()), state(model.num_state());
-    exe->get_parameters(params);
-    exe->get_state(state);
+    exe->internals().read(Held::parameters, params);
+    exe->internals().read(Held::state, state);
     pc = phase_config(phases[++phase]);
     set_phase_layers(model, c, phases[phase].frozen);
     exe = compile_for(model, pc);
-    exe->set_parameters(params);
-    exe->set_state(state);
+    exe->internals().write(Held::parameters, params);
+    exe->internals().write(Held::state, state);
     dist::attach(*replicas, *exe, c.sync_batch_norm);
     done = reached;
     progress = {};
@@ -436,8 +437,9 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
   }
   if (out.stopped_by_signal) return out;  // the checkpoint has the position; no reports for an unfinished run
   if (out.history.fault) stop_for_fault(*out.history.fault, c, model, *exe, folder ? &*folder : nullptr);
-  if (c.profile) log << profile_table(exe->profile(), exe->profiled_steps()) << communication_report(*replicas)
-                     << std::flush;
+  if (c.profile)
+    log << profile_table(exe->internals().profile(), exe->internals().profiled_steps())
+        << communication_report(*replicas) << std::flush;
   const auto& h = out.history;
   if (h.epochs.empty() || !primary) return out;
   // The kept weights on the validation (or test) split: the console's final block, summary.json, the report.
@@ -457,7 +459,7 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
     report::RunInfo info{.model = c.model, .dataset = c.data_dir, .device = out.device,
                      .cpu_kernels = out.device == "cpu" ? kernel_set_name(best_kernel_set()) : "",
                      .conv_algo = out.device == "cpu" ? c.conv_algo : "",
-                     .batch_slices = out.device == "cpu" ? exe->batch_slices() : 0,
+                     .batch_slices = out.device == "cpu" ? exe->internals().batch_slices() : 0,
                      .precision = c.precision,
                      .threads = out.threads,
                      .epochs = c.epochs, .batch_size = c.batch_size, .lr = c.lr, .momentum = c.momentum,
@@ -482,8 +484,8 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
       info.data_json = d.dump();
     }
     std::vector<float> params(model.num_parameters()), state(model.num_state());
-    exe->get_parameters(params);
-    exe->get_state(state);
+    exe->internals().read(Held::parameters, params);
+    exe->internals().read(Held::state, state);
     io::write_safetensors((dir / "model.safetensors").string(), io::to_named(model, params, state));
     io::write_file_atomic((dir / "summary.json").string(), report::run_summary_json(info, h));
     write_reports(dir, c, out, ev, test, compared);
@@ -577,8 +579,8 @@ std::unique_ptr<Executable> restore(const Checkpoint& ck) {
   // run, from the same fp32 master weights in fp32 (predictions differ only in rounding).
   if (c.precision == "bf16" && !cpu_bf16_missing().empty()) c.precision = "fp32";
   auto exe = compile_for(build_model(c, model_input_shape(c), model_classes(c)), c);
-  exe->set_parameters(ck.params);
-  exe->set_state(ck.state);
+  exe->internals().write(Held::parameters, ck.params);
+  exe->internals().write(Held::state, ck.state);
   return exe;
 }
 

@@ -12,6 +12,7 @@
 
 #include "../test_helpers.h"
 #include "convoy/backends/executable.h"
+#include "convoy/backends/executable_internals.h"
 #include "convoy/dist/data_parallel.h"
 #include "convoy/nn/sequential.h"
 #include "convoy/train/fit.h"
@@ -57,13 +58,13 @@ inline Trained train_model(const nn::Sequential& net, int64_t batch, dist::Strat
   auto exe = compile(net, {.batch_size = batch, .optimizer = {.lr = 0.05f, .momentum = 0.5f}}, 7);
   if (s) dist::attach(*s, *exe, sync_bn);
   Trained t;
-  t.initial.resize(static_cast<std::size_t>(exe->parameter_count()));
-  exe->get_parameters(t.initial);
+  t.initial.resize(static_cast<std::size_t>(exe->internals().size(Held::parameters)));
+  exe->internals().read(Held::parameters, t.initial);
   t.history = train::fit(*exe, train, test, {.epochs = 2, .seed = 11, .strategy = s});
-  t.params.resize(static_cast<std::size_t>(exe->parameter_count()));
-  t.state.resize(static_cast<std::size_t>(exe->state_count()));
-  exe->get_parameters(t.params);
-  exe->get_state(t.state);
+  t.params.resize(static_cast<std::size_t>(exe->internals().size(Held::parameters)));
+  t.state.resize(static_cast<std::size_t>(exe->internals().size(Held::state)));
+  exe->internals().read(Held::parameters, t.params);
+  exe->internals().read(Held::state, t.state);
   return t;
 }
 

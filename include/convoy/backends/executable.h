@@ -5,6 +5,8 @@
 // allocated inside a step. Host data goes in and out through plain spans in
 // the model's canonical layouts (NCHW, PyTorch's parameter order), so the
 // trainer, checkpoints and tests never see a backend's internal layouts.
+// Executable is what a model's user calls; executable_internals.h is the
+// rest, for the training loop, replicas, checkpoints and tests.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -12,7 +14,6 @@
 #include <vector>
 
 #include "convoy/backends/loss.h"
-#include "convoy/backends/replica_hooks.h"
 #include "convoy/core/cpu_info.h"
 #include "convoy/core/error.h"
 #include "convoy/nn/model.h"
@@ -117,95 +118,67 @@ struct Metrics {
   double accuracy() const { return count ? static_cast<double>(correct) / count : 0.0; }
 };
 
+// A model's learned values in its canonical order and layouts: what a
+// checkpoint keeps and what carries a model from one compile to the next.
+struct Weights {
+  std::vector<float> parameters;       // nn::Model's flat parameter order (PyTorch's)
+  std::vector<float> state;            // batch norm running statistics
+  std::vector<float> optimizer_state;  // optim::state_size floats
+};
+
+class ExecutableInternals;  // the training loop's and dist's side (executable_internals.h)
+
+// What a model's user calls. The plumbing that the training loop, replicas,
+// checkpoints and tests need (flat buffer copies, resume, profiling, replica
+// hooks) is behind internals().
 class Executable {
  public:
   virtual ~Executable() = default;
 
+  // What it was compiled for and on.
+  virtual std::string device() const = 0;
   virtual int64_t batch_size() const = 0;
   virtual int64_t input_size() const = 0;   // per example: floats of [input_shape...]
   virtual int64_t output_size() const = 0;  // per example: the number of classes
-  virtual std::string device() const = 0;
-  // How many slices of each batch run side by side, one per thread, through
-  // whole steps (Parallelism::batch_slices); 1: one step at a time.
-  virtual int64_t batch_slices() const { return 1; }
 
   // x: [batch, input_shape...] floats, y: the batch's targets.
   // Forward in training mode, loss, backward, optimizer update; adds to metrics.
   virtual void train_step(const float* x, Targets y) = 0;
   // Up to n training steps on n consecutive batches: x holds n * batch
   // examples, y their targets in order. The same as train_step calls (this
-  // default) that stop after the first step that was not finite (see the
-  // numerical guard below); returns how many steps ran, so last_step_finite()
-  // is about the last of them. The GPU runs them as one CUDA graph; there n
-  // is at most the compile option steps_per_execution.
+  // default) that stop after the first step that was not finite (see
+  // last_step_finite); returns how many steps ran. The GPU runs them as one
+  // CUDA graph; there n is at most the compile option steps_per_execution.
   virtual int64_t train_steps(const float* x, Targets y, int64_t n);
   // How many batches train_steps takes at once to good effect: 1 on the CPU
   // (fit then hands it batches one at a time), steps_per_execution on a GPU.
   virtual int64_t steps_per_call() const { return 1; }
+  // The numerical guard (docs/reliability.md). Before its optimizer update,
+  // a training step checks the loss and the whole flat gradient buffer for
+  // NaN and Inf in one fused pass. When anything is not finite the step
+  // changes nothing: no update, BN running statistics and metrics as they
+  // were; and last_step_finite() is false until the next training step
+  // (internals().nonfinite_report() then says where it first showed).
+  virtual bool last_step_finite() const = 0;
   // Forward in inference mode on the first `count` (<= batch) examples; adds to
   // metrics. Rows past `count` are ignored (inference is per-example).
   virtual void eval_step(const float* x, Targets y, int64_t count) = 0;
-  // Forward in training mode, loss and backward with no update and no metrics;
-  // returns the mean loss. For gradient checks and parity tests.
-  virtual double loss_and_gradients(const float* x, Targets y) = 0;
+
+  // The sums since the last take_metrics(), which resets them; peek_metrics
+  // leaves them running (progress bars, NaN checks).
   virtual Metrics take_metrics() = 0;
-  // The running sums without resetting them (progress bars, NaN checks).
   virtual Metrics peek_metrics() const = 0;
-  // Puts back the running sums a mid-epoch checkpoint saved, so the epoch's
-  // metrics continue exactly (same additions, same order) after a resume.
-  virtual void restore_metrics(const Metrics& m) = 0;
-  // How many updates were applied before (a resumed run), so that what
-  // depends on the step count (dropout masks) continues as if never stopped.
-  // Backends with nothing step-dependent ignore it.
-  virtual void set_steps_done(int64_t steps) { (void)steps; }
 
-  // The numerical guard (docs/reliability.md). Before its optimizer update,
-  // train_step checks the loss and the whole flat gradient buffer for NaN and
-  // Inf in one fused pass. When anything is not finite the step changes
-  // nothing: no update, BN running statistics and metrics as they were; and
-  // last_step_finite() is false until the next train_step.
-  virtual bool last_step_finite() const = 0;
-  // After such a step: where non-finite values first showed, scanning that
-  // step's buffers in the order they were computed — the input batch, each
-  // layer's output in layer order, the loss, then gradients from the last
-  // layer back — e.g. "the forward output of conv2d_0". Only this scan is
-  // per layer; call it before the next step.
-  virtual std::string nonfinite_report() const = 0;
-
+  virtual float learning_rate() const = 0;
   virtual void set_learning_rate(float lr) = 0;
 
-  // Per-layer timing of training steps; off by default (it adds a clock read
-  // around every op). profile() returns the sums since profiling was turned on.
-  virtual void set_profiling(bool on) = 0;
-  virtual std::vector<LayerProfile> profile() const = 0;
-  virtual int64_t profiled_steps() const = 0;
+  // Copies of the weights out, and in: a part left empty is left as it is
+  // (say, weights without optimizer state from another compile).
+  Weights weights() const;
+  void set_weights(const Weights& weights);
 
-  virtual int64_t parameter_count() const = 0;
-  virtual int64_t state_count() const = 0;
-  // Copies in and out of the flat buffers, in the model's parameter order.
-  virtual void set_parameters(std::span<const float> params) = 0;
-  virtual void get_parameters(std::span<float> params) const = 0;
-  virtual void get_gradients(std::span<float> grads) const = 0;
-  virtual void set_state(std::span<const float> state) = 0;
-  virtual void get_state(std::span<float> state) const = 0;
-  // The optimizer's own state (see optim::state_size), for checkpoints.
-  virtual int64_t optimizer_state_size() const = 0;
-  virtual void set_optimizer_state(std::span<const float> s) = 0;
-  virtual void get_optimizer_state(std::span<float> s) const = 0;
-  virtual float learning_rate() const = 0;
-  // Model outputs [batch, classes] and d loss/d input of the last step.
-  virtual void get_output(std::span<float> out) const = 0;
-  virtual void get_input_gradient(std::span<float> grad) const = 0;
-
-  // Data parallelism (dist/, see replica_hooks.h). Off by default; the
-  // reducer must outlive the executable or be unset. A backend that cannot
-  // take part throws UserError rather than train replicas apart.
-  virtual void set_gradient_reducer(GradientReducer* reducer) {
-    require(reducer == nullptr, device() + ": this backend cannot train as one of several replicas");
-  }
-  virtual void set_batch_norm_reducer(StatisticsReducer reducer) {
-    require(!reducer, device() + ": this backend has no synchronised batch norm");
-  }
+  virtual ExecutableInternals& internals() = 0;
+  const ExecutableInternals& internals() const { return const_cast<Executable*>(this)->internals(); }
 };
 
 // Compiles for the CPU (oneDNN). Parameters start from model.initial_parameters(seed).

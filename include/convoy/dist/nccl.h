@@ -51,7 +51,7 @@ class NcclGroup {
   int rank() const;
   int world_size() const;
   int gpu() const;
-  // For Executable::set_gradient_reducer of a CUDA executable on gpu(); it
+  // For ExecutableInternals::set_gradient_reducer of a CUDA executable on gpu(); it
   // also serves that executable's synchronised batch norm.
   GradientReducer* gradient_reducer();
   // Collectives and bytes as enqueued: the replays of a captured CUDA graph

@@ -13,7 +13,7 @@ struct RunInfo {
   std::string device;
   std::string cpu_kernels;  // on the CPU: the kernel set that ran (core/cpu_info.h); empty: none
   std::string conv_algo;    // on the CPU: training.conv_algo (it changes the bits); empty: none
-  // On the CPU: the slices each batch ran in (Executable::batch_slices; 1:
+  // On the CPU: the slices each batch ran in (ExecutableInternals::batch_slices; 1:
   // per_op, the ops split across the threads); 0: not the CPU.
   int64_t batch_slices = 0;
   std::string precision = "fp32";  // training.precision

@@ -22,6 +22,7 @@
 #include "backends/targets.h"
 #include "convoy/backends/devices.h"
 #include "convoy/backends/executable.h"
+#include "convoy/backends/executable_internals.h"
 #include "convoy/core/error.h"
 
 namespace convoy {
@@ -42,7 +43,7 @@ Shape with_batch(int64_t batch, const Shape& s) {
 // programs keep identical (stablehlo_step.h); whatever is read back comes
 // from replica 0. Dropout masks are drawn for the global batch, as one CPU
 // executable of that batch draws them, and split the same way.
-class PjrtExecutable final : public Executable {
+class PjrtExecutable final : public Executable, public ExecutableInternals {
  public:
   PjrtExecutable(const nn::Model& model, const CompileOptions& options, uint64_t seed, pjrt::Client& client)
       : client_(client), model_(model), options_(options), seed_(seed),
@@ -157,12 +158,47 @@ class PjrtExecutable final : public Executable {
   std::vector<LayerProfile> profile() const override { return {}; }
   int64_t profiled_steps() const override { return 0; }
 
-  int64_t parameter_count() const override { return model_.num_parameters(); }
-  int64_t state_count() const override { return model_.num_state(); }
-  int64_t optimizer_state_size() const override { return opt_floats_; }
-  void set_parameters(std::span<const float> p) override { upload_flat(params_, p, model_.num_parameters(), "parameters"); }
-  void get_parameters(std::span<float> p) const override { download_flat(params_, p, model_.num_parameters(), "parameters"); }
-  void get_gradients(std::span<float> g) const override {
+  ExecutableInternals& internals() override { return *this; }
+  int64_t size(Held held) const override {
+    switch (held) {
+      case Held::parameters:
+      case Held::gradients: return parameter_count();
+      case Held::state: return state_count();
+      case Held::optimizer_state: return optimizer_state_size();
+      case Held::output: return batch_size() * classes_;
+      case Held::input_gradient: return batch_size() * example_size_;
+    }
+    return 0;
+  }
+  void read(Held held, std::span<float> to) const override {
+    switch (held) {
+      case Held::parameters: return get_parameters(to);
+      case Held::gradients: return get_gradients(to);
+      case Held::state: return get_state(to);
+      case Held::optimizer_state: return get_optimizer_state(to);
+      case Held::output: return get_output(to);
+      case Held::input_gradient: return get_input_gradient(to);
+    }
+  }
+  void write(Held held, std::span<const float> from) override {
+    require_writable(held);
+    if (held == Held::parameters) return set_parameters(from);
+    if (held == Held::state) return set_state(from);
+    set_optimizer_state(from);
+  }
+  void set_gradient_reducer(GradientReducer* reducer) override {
+    require(reducer == nullptr, device() + ": this backend cannot train as one of several replicas");
+  }
+  void set_batch_norm_reducer(StatisticsReducer reducer) override {
+    require(!reducer, device() + ": this backend has no synchronised batch norm");
+  }
+
+  int64_t parameter_count() const { return model_.num_parameters(); }
+  int64_t state_count() const { return model_.num_state(); }
+  int64_t optimizer_state_size() const { return opt_floats_; }
+  void set_parameters(std::span<const float> p) { upload_flat(params_, p, model_.num_parameters(), "parameters"); }
+  void get_parameters(std::span<float> p) const { download_flat(params_, p, model_.num_parameters(), "parameters"); }
+  void get_gradients(std::span<float> g) const {
     if (!grads_[0]) {
       require(static_cast<int64_t>(g.size()) == model_.num_parameters(), "gradients: size mismatch");
       std::fill(g.begin(), g.end(), 0.0f);
@@ -170,11 +206,11 @@ class PjrtExecutable final : public Executable {
     }
     download_flat(grads_, g, model_.num_parameters(), "gradients");
   }
-  void set_state(std::span<const float> s) override { upload_flat(state_, s, model_.num_state(), "state"); }
-  void get_state(std::span<float> s) const override { download_flat(state_, s, model_.num_state(), "state"); }
-  void set_optimizer_state(std::span<const float> s) override { upload_flat(opt_, s, opt_floats_, "optimizer state"); }
-  void get_optimizer_state(std::span<float> s) const override { download_flat(opt_, s, opt_floats_, "optimizer state"); }
-  void get_output(std::span<float> out) const override {
+  void set_state(std::span<const float> s) { upload_flat(state_, s, model_.num_state(), "state"); }
+  void get_state(std::span<float> s) const { download_flat(state_, s, model_.num_state(), "state"); }
+  void set_optimizer_state(std::span<const float> s) { upload_flat(opt_, s, opt_floats_, "optimizer state"); }
+  void get_optimizer_state(std::span<float> s) const { download_flat(opt_, s, opt_floats_, "optimizer state"); }
+  void get_output(std::span<float> out) const {
     require(static_cast<int64_t>(out.size()) == batch_size() * classes_,
             "output: expected " + std::to_string(batch_size() * classes_) + " values, got " + std::to_string(out.size()));
     if (!output_[0]) return std::fill(out.begin(), out.end(), 0.0f);
@@ -182,7 +218,7 @@ class PjrtExecutable final : public Executable {
     for (int r = 0; r < replicas_; ++r)  // each replica's rows, in order
       client_.download(output_[r], out.data() + r * part, part * sizeof(float));
   }
-  void get_input_gradient(std::span<float>) const override {
+  void get_input_gradient(std::span<float>) const {
     throw UserError("input gradient: the PJRT backend does not compute it; use the CPU backend");
   }
 

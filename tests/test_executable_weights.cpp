@@ -1,0 +1,105 @@
+// The public Executable's weights as one value (Executable::weights and
+// set_weights): what a library user relies on to carry a model from one
+// compile to another; and the internals' refusal to write what a step computes.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "convoy/backends/executable.h"
+#include "convoy/backends/executable_internals.h"
+#include "convoy/nn/layers.h"
+#include "convoy/nn/sequential.h"
+#include "test_helpers.h"
+
+namespace convoy {
+namespace {
+
+nn::Model small_cnn() {
+  return nn::Sequential({1, 6, 6}, {nn::Conv2d{.filters = 3, .kernel = 3}, nn::BatchNorm{}, nn::ReLU{}, nn::Flatten{},
+                                    nn::Dense{.units = 4}, nn::LogSoftmax{}});
+}
+
+CompileOptions momentum(int64_t batch = 4) {
+  return {.batch_size = batch, .optimizer = {.lr = 0.05f, .momentum = 0.9f}};
+}
+
+struct Batch {
+  std::vector<float> x;
+  std::vector<int32_t> y;
+};
+
+Batch batch(uint64_t seed, int64_t rows = 4) {
+  Rng rng(seed);
+  Batch b{std::vector<float>(static_cast<std::size_t>(rows * 36)),
+          std::vector<int32_t>(static_cast<std::size_t>(rows))};
+  for (float& v : b.x) v = rng.uniform(-1, 1);
+  for (int32_t& v : b.y) v = static_cast<int32_t>(rng.below(4));
+  return b;
+}
+
+void train(Executable& exe, int steps, uint64_t seed) {
+  for (int s = 0; s < steps; ++s) {
+    const Batch b = batch(seed + s);
+    exe.train_step(b.x.data(), b.y.data());
+  }
+}
+
+TEST(ExecutableWeights, HoldEveryPartAtItsSize) {
+  auto exe = compile_cpu(small_cnn(), momentum(), 3);
+  const Weights w = exe->weights();
+  EXPECT_EQ(static_cast<int64_t>(w.parameters.size()), small_cnn().num_parameters());
+  EXPECT_EQ(static_cast<int64_t>(w.state.size()), small_cnn().num_state());
+  EXPECT_EQ(static_cast<int64_t>(w.optimizer_state.size()), exe->internals().size(Held::optimizer_state));
+  EXPECT_GT(w.optimizer_state.size(), 0u) << "momentum keeps a velocity";
+  EXPECT_EQ(w.parameters, exe->internals().copy_of(Held::parameters));
+}
+
+// Weights, state and optimizer state moved to a fresh compile continue the
+// training bit for bit.
+TEST(ExecutableWeights, CarryTrainingToAnotherCompileExactly) {
+  auto straight = compile_cpu(small_cnn(), momentum(), 3);
+  train(*straight, 3, 100);
+  auto moved = compile_cpu(small_cnn(), momentum(), 99);  // other initial weights
+  moved->set_weights(straight->weights());
+  train(*straight, 2, 200);
+  train(*moved, 2, 200);
+  const Weights a = straight->weights(), b = moved->weights();
+  EXPECT_TRUE(a.parameters == b.parameters);
+  EXPECT_TRUE(a.state == b.state);
+  EXPECT_TRUE(a.optimizer_state == b.optimizer_state);
+}
+
+// A part left empty stays as it was: weights without optimizer state (as
+// from a weights file) keep the fresh compile's zero velocity.
+TEST(ExecutableWeights, LeaveEmptyPartsAsTheyWere) {
+  auto trained = compile_cpu(small_cnn(), momentum(), 3);
+  train(*trained, 2, 100);
+  auto fresh = compile_cpu(small_cnn(), momentum(), 99);
+  const Weights before = fresh->weights();
+  Weights w = trained->weights();
+  w.optimizer_state.clear();
+  fresh->set_weights(w);
+  const Weights after = fresh->weights();
+  EXPECT_EQ(after.parameters, w.parameters);
+  EXPECT_EQ(after.state, w.state);
+  EXPECT_EQ(after.optimizer_state, before.optimizer_state);
+}
+
+TEST(ExecutableWeights, OfTheWrongSizeAreRefusedNamingThePart) {
+  auto exe = compile_cpu(small_cnn(), momentum(), 3);
+  Weights w = exe->weights();
+  w.state.push_back(0);
+  EXPECT_EQ(
+      testing::error_of([&] { exe->set_weights(w); }),
+      "state: expected " + std::to_string(small_cnn().num_state()) + " values, got " + std::to_string(w.state.size()));
+}
+
+TEST(ExecutableInternals, ComputedBuffersCannotBeWritten) {
+  auto exe = compile_cpu(small_cnn(), momentum(), 3);
+  const std::vector<float> g = exe->internals().copy_of(Held::gradients);
+  EXPECT_THROW(exe->internals().write(Held::gradients, g), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace convoy
