@@ -1,11 +1,15 @@
 // The public Executable's weights as one value (Executable::weights and
 // set_weights): what a library user relies on to carry a model from one
-// compile to another; and the internals' refusal to write what a step computes.
+// compile to another; the internals' refusal to write what a step computes;
+// and where a compile runs as compile options (DeviceChoice →
+// CompileOptions::gpu.index / pjrt.plugin), not a process-wide switch.
 #include <gtest/gtest.h>
 
 #include <stdexcept>
+#include <string>
 #include <vector>
 
+#include "convoy/backends/devices.h"
 #include "convoy/backends/executable.h"
 #include "convoy/backends/executable_internals.h"
 #include "convoy/nn/layers.h"
@@ -99,6 +103,30 @@ TEST(ExecutableInternals, ComputedBuffersCannotBeWritten) {
   auto exe = compile_cpu(small_cnn(), momentum(), 3);
   const std::vector<float> g = exe->internals().copy_of(Held::gradients);
   EXPECT_THROW(exe->internals().write(Held::gradients, g), std::invalid_argument);
+}
+
+// Where to run travels in the device choice and the compile options, not
+// in a process-wide switch: the GPU asked about is the one checked, and a
+// PJRT compile opens the plugin its choice names.
+TEST(DeviceChoice, AsksAboutTheGpuItIsGiven) {
+  EXPECT_EQ(choose_device("cpu", 3).kind, DeviceKind::cpu);
+  const GpuReport& far = find_gpus(63);  // no machine has 64 GPUs
+  EXPECT_FALSE(far.usable());
+  EXPECT_FALSE(far.why_unusable.empty());
+  EXPECT_THROW(choose_device("cuda", 63), UserError);
+  EXPECT_THROW(find_gpus(-1), UserError);
+}
+
+TEST(DeviceChoice, CompilesWithThePluginItNames) {
+  const DeviceChoice pjrt{.kind = DeviceKind::pjrt, .pjrt_plugin = "/no/such/pjrt_plugin.so"};
+  const std::string error = testing::error_of([&] { compile_on(pjrt, small_cnn(), momentum(), 3); });
+#ifdef CONVOY_PJRT_RUNTIME
+  EXPECT_NE(error.find("/no/such/pjrt_plugin.so"), std::string::npos) << error;
+#else
+  EXPECT_NE(error.find("no PJRT backend"), std::string::npos) << error;
+#endif
+  const DeviceChoice cpu{.kind = DeviceKind::cpu, .gpu = 5, .pjrt_plugin = "/no/such/pjrt_plugin.so"};
+  EXPECT_EQ(compile_on(cpu, small_cnn(), momentum(), 3)->device(), "cpu");  // the CPU ignores both
 }
 
 }  // namespace

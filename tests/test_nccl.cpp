@@ -82,7 +82,7 @@ constexpr int64_t kBatch = 16;
 constexpr int64_t kSteps = 12;  // with 2 per call: 2 eager calls, 2 captures, 2 replays
 
 std::unique_ptr<dist::NcclGroup> one_replica(int64_t bucket_kib) {
-  return std::make_unique<dist::NcclGroup>(dist::nccl_new_id(), 0, 1, selected_gpu(),
+  return std::make_unique<dist::NcclGroup>(dist::nccl_new_id(), 0, 1, /*gpu=*/0,
                                            dist::NcclOptions{.timeout_seconds = 30, .bucket_kib = bucket_kib});
 }
 

@@ -50,8 +50,8 @@ std::string cuda_unsupported(const nn::Model& model) {
   return "";
 }
 
-DeviceChoice choose_device(const std::string& requested, const nn::Model& model) {
-  DeviceChoice choice = choose_device(requested);
+DeviceChoice choose_device(const std::string& requested, const nn::Model& model, int gpu) {
+  DeviceChoice choice = choose_device(requested, gpu);
   if (choice.kind == DeviceKind::pjrt) {
     const std::string why = pjrt_unsupported(model);
     require(why.empty(), "--device " + requested + ": " + why + "; train this model on the CPU (--device cpu)");

@@ -24,12 +24,13 @@ namespace {
 
 class NcclStrategy final : public Strategy {
  public:
-  NcclStrategy(std::unique_ptr<Strategy> host, std::unique_ptr<NcclGroup> group)
-      : host_(std::move(host)), group_(std::move(group)) {}
+  NcclStrategy(std::unique_ptr<Strategy> host, std::unique_ptr<NcclGroup> group, int gpu)
+      : host_(std::move(host)), group_(std::move(group)), gpu_(gpu) {}
 
   std::string name() const override { return "nccl"; }
   int rank() const override { return host_->rank(); }
   int world_size() const override { return host_->world_size(); }
+  int gpu() const override { return gpu_; }
   void allreduce_mean(std::span<float> v) override { host_->allreduce_mean(v); }
   void allreduce_sum(std::span<double> v) override { host_->allreduce_sum(v); }
   void allreduce_sum(std::span<int64_t> v) override { host_->allreduce_sum(v); }
@@ -49,6 +50,7 @@ class NcclStrategy final : public Strategy {
  private:
   std::unique_ptr<Strategy> host_;   // MPI: destroyed last, so MPI_Finalize comes after NCCL's end
   std::unique_ptr<NcclGroup> group_;  // null for one replica
+  int gpu_;                           // this replica's GPU
 };
 
 // This process's place among the processes on its host, as the launcher
@@ -79,8 +81,7 @@ std::unique_ptr<Strategy> make_nccl_strategy(const StrategyOptions& o) {
   // each on GPU 0.
   if (const std::string why = nccl_unavailable(); !why.empty()) throw UserError(why);
   const int guessed_gpu = launcher_local_rank();
-  select_gpu(guessed_gpu);
-  const GpuReport& gpus = find_gpus();
+  const GpuReport& gpus = find_gpus(guessed_gpu);
   require(!gpus.gpus.empty(), "--strategy nccl trains one replica per GPU, but there is no usable GPU (" +
                                   gpus.why_unusable + "); use --strategy mpi to train replicas on CPUs");
 
@@ -88,6 +89,7 @@ std::unique_ptr<Strategy> make_nccl_strategy(const StrategyOptions& o) {
   const int rank = host->rank(), world = host->world_size();
   Watchdog watchdog(o.timeout_seconds, exit_on_timeout(rank, world));
   std::unique_ptr<NcclGroup> group;
+  int gpu = guessed_gpu;
   {
     Watchdog::Guard guard(watchdog, "NCCL's start-up");
     const auto [local_rank, local_size] = local_rank_and_size(rank);
@@ -99,9 +101,8 @@ std::unique_ptr<Strategy> make_nccl_strategy(const StrategyOptions& o) {
             "--strategy nccl: " + std::to_string(local_size) + " replicas on this host but " + std::to_string(visible) +
                 " GPUs visible to them; NCCL takes one replica per GPU: start at most " + std::to_string(visible) +
                 " per host (mpirun --map-by ppr:" + std::to_string(visible) + ":node), or check CUDA_VISIBLE_DEVICES");
-    const int gpu = visible == 1 ? 0 : local_rank;
-    if (gpu != guessed_gpu) select_gpu(gpu);  // a launcher that did not say, or one GPU each
-    const GpuReport& mine = find_gpus();
+    gpu = visible == 1 ? 0 : local_rank;  // differs from the guess: a launcher that did not say, or one GPU each
+    const GpuReport& mine = find_gpus(gpu);
     require(mine.usable(), "--strategy nccl: replica " + std::to_string(rank) + " cannot train on GPU " +
                                std::to_string(gpu) + ": " + mine.why_unusable);
     if (world > 1) {
@@ -112,7 +113,7 @@ std::unique_ptr<Strategy> make_nccl_strategy(const StrategyOptions& o) {
           id, rank, world, gpu, NcclOptions{.timeout_seconds = o.timeout_seconds, .bucket_kib = o.bucket_kib});
     }
   }
-  return std::make_unique<NcclStrategy>(std::move(host), std::move(group));
+  return std::make_unique<NcclStrategy>(std::move(host), std::move(group), gpu);
 }
 
 }  // namespace convoy::dist

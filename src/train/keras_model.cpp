@@ -42,7 +42,7 @@ void KerasModel::compile(const CompileSettings& settings) {
   options.steps_per_execution = settings.steps_per_execution;
   const DeviceChoice device = choose_device(settings.device, model_);
   device_note_ = device.fallback;
-  exe_ = compile_on(device.kind, model_, options, settings.seed);
+  exe_ = compile_on(device, model_, options, settings.seed);
   if (!loaded_params_.empty()) {  // load_weights came before the first compile
     weights = std::move(loaded_params_);
     state = std::move(loaded_state_);

@@ -138,9 +138,10 @@ void require_replica_device(const RunConfig& c, const DeviceChoice& device) {
   }
 }
 
-// On the configured device; `log` (when given) gets the one line that says
-// why "auto" falls back to the CPU, when say_fallback.
-std::unique_ptr<Executable> compile_for(const nn::Model& model, const RunConfig& c, std::ostream* log = nullptr) {
+// On the configured device (a GPU: `gpu`, the strategy's); `log` (when given)
+// gets the one line that says why "auto" falls back to the CPU, when say_fallback.
+std::unique_ptr<Executable> compile_for(const nn::Model& model, const RunConfig& c, int gpu,
+                                        std::ostream* log = nullptr) {
   CompileOptions options;
   options.batch_size = c.batch_size * c.replicas;  // the global batch; a PJRT program splits it over its replicas
   options.pjrt = {.replicas = static_cast<int>(c.replicas), .sync_batch_norm = c.sync_batch_norm};
@@ -151,10 +152,10 @@ std::unique_ptr<Executable> compile_for(const nn::Model& model, const RunConfig&
   options.conv_algo = parse_conv_algo(c.conv_algo);
   options.parallelism = parse_parallelism(c.parallelism);
   options.precision = parse_precision(c.precision);
-  const DeviceChoice device = choose_device(c.device, model);
+  const DeviceChoice device = choose_device(c.device, model, gpu);
   require_replica_device(c, device);
   if (log && say_fallback(device, c.device)) *log << "convoy: " << device.fallback << "\n" << std::flush;
-  return compile_on(device.kind, model, options, c.seed);
+  return compile_on(device, model, options, c.seed);
 }
 
 // `saved` is the config checkpoints record (before scaling for replicas).
@@ -298,7 +299,8 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
     io::remove_stale_temporaries(c.out_dir);  // left by a run killed inside a write
   }
   set_num_threads(c.threads > 0 ? c.threads : dist::default_threads_per_process());
-  require_replica_device(c, choose_device(c.device));  // a missing GPU fails now, not after loading the data
+  // A missing GPU fails now, not after loading the data.
+  require_replica_device(c, choose_device(c.device, replicas->gpu()));
   require(c.pretrained.empty() || fs::is_regular_file(c.pretrained),
           "model.pretrained: " + c.pretrained +
               " is missing; for the EfficientNet-Lite0 weights run bash tools/fetch_pretrained.sh, else fix the path");
@@ -341,7 +343,7 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
   };
   RunConfig pc = phase_config(phases[phase]);
   set_phase_layers(model, c, phases[phase].frozen);
-  auto exe = compile_for(model, pc, c.progress == "quiet" ? nullptr : &log);
+  auto exe = compile_for(model, pc, replicas->gpu(), c.progress == "quiet" ? nullptr : &log);
   // A GPU runs steps_per_execution steps per call, and step callbacks (the
   // periodic checkpoint among them) see only the last of each.
   const int64_t together = std::min<int64_t>(c.steps_per_execution, exe->steps_per_call());
@@ -423,7 +425,7 @@ RunOutcome run(const RunConfig& given, const std::optional<Checkpoint>& resume, 
     exe->internals().read(Held::state, state);
     pc = phase_config(phases[++phase]);
     set_phase_layers(model, c, phases[phase].frozen);
-    exe = compile_for(model, pc);
+    exe = compile_for(model, pc, replicas->gpu());
     exe->internals().write(Held::parameters, params);
     exe->internals().write(Held::state, state);
     dist::attach(*replicas, *exe, c.sync_batch_norm);
@@ -578,7 +580,7 @@ std::unique_ptr<Executable> restore(const Checkpoint& ck) {
   // In the run's precision, so `evaluate` repeats its accuracy; where bf16 cannot
   // run, from the same fp32 master weights in fp32 (predictions differ only in rounding).
   if (c.precision == "bf16" && !cpu_bf16_missing().empty()) c.precision = "fp32";
-  auto exe = compile_for(build_model(c, model_input_shape(c), model_classes(c)), c);
+  auto exe = compile_for(build_model(c, model_input_shape(c), model_classes(c)), c, 0);
   exe->internals().write(Held::parameters, ck.params);
   exe->internals().write(Held::state, ck.state);
   return exe;

@@ -29,6 +29,7 @@ dist::Strategy* g_bucketed = nullptr;  // 1 KiB buckets during backward
 // On this replica's GPU, in plain fp32, so that 1e-5 holds.
 std::unique_ptr<Executable> compile_gpu(const nn::Model& model, const CompileOptions& options, uint64_t seed) {
   CompileOptions o = options;
+  o.gpu.index = g_plain->gpu();
   o.gpu.tf32 = false;
   return compile_cuda(model, o, seed);
 }
@@ -56,8 +57,8 @@ TEST(NcclReplicas, PerReplicaBatchNormDiffersFromTheGlobalBatch) {
 // With every GPU visible to every process, as tests/nccl_replicas.sh runs it.
 TEST(NcclReplicas, EachReplicaTrainsOnItsOwnGpu) {
   auto exe = compile_gpu(plain_net(), {.batch_size = kBatch}, 7);
-  EXPECT_EQ(exe->device().rfind("cuda:" + std::to_string(selected_gpu()), 0), 0u) << exe->device();
-  int64_t gpus_used = int64_t{1} << selected_gpu();
+  EXPECT_EQ(exe->device().rfind("cuda:" + std::to_string(g_plain->gpu()), 0), 0u) << exe->device();
+  int64_t gpus_used = int64_t{1} << g_plain->gpu();
   g_plain->allreduce_sum(std::span<int64_t>(&gpus_used, 1));  // distinct GPUs: distinct bits (one host)
   EXPECT_EQ(__builtin_popcountll(static_cast<unsigned long long>(gpus_used)), g_plain->world_size());
 }

@@ -22,23 +22,18 @@ struct GpuInfo {
 };
 
 struct GpuReport {
-  std::vector<GpuInfo> gpus;  // every CUDA GPU found; convoy trains on the selected one (select_gpu, 0 by default)
+  std::vector<GpuInfo> gpus;  // every CUDA GPU found; convoy trains on the one asked for (0 by default)
   std::string why_unusable;   // empty when convoy can train on that GPU; else why not (not built, no driver, ...)
   std::string versions;       // driver, runtime, cuDNN and cuBLAS versions, when a driver answered
   bool usable() const { return !gpus.empty() && why_unusable.empty(); }
 };
 
-// Looks for CUDA GPUs and checks that the selected GPU is usable (a driver,
-// kernels for its architecture in this build, cuDNN and cuBLAS start on it).
-// Never throws; the answer is computed once per process and selected GPU.
-const GpuReport& find_gpus();
-
-// The GPU this process trains on, by CUDA's index (after CUDA_VISIBLE_DEVICES):
-// 0 unless selected. The nccl strategy, one replica per GPU, selects its
-// replica's GPU on the host before anything is compiled; compile_cuda and
-// find_gpus then use that one.
-void select_gpu(int index);
-int selected_gpu();
+// Looks for CUDA GPUs and checks that GPU `gpu` (CUDA's index, after
+// CUDA_VISIBLE_DEVICES) is usable (a driver, kernels for its architecture in
+// this build, cuDNN and cuBLAS start on it). Never throws; the answer is
+// computed once per process and GPU. The nccl strategy asks for its
+// replica's own GPU (dist::Strategy::gpu), everything else for GPU 0.
+const GpuReport& find_gpus(int gpu = 0);
 
 // A PJRT plugin and its client's devices (backends/pjrt/).
 struct PjrtReport {
@@ -55,9 +50,6 @@ bool is_pjrt_device(const std::string& name);
 // Finds the plugin a PJRT device name means and starts a client on it.
 // Never throws; computed once per name and process.
 const PjrtReport& find_pjrt(const std::string& name);
-// The plugin compile_pjrt uses: choose_device selects it, as select_gpu does the GPU.
-void select_pjrt_plugin(const std::string& plugin_path);
-const std::string& selected_pjrt_plugin();
 // Destroys every PJRT client this process opened; their executables and
 // buffers must be gone. Call it before main returns (convoy's CLI does): XLA's
 // CPU plugin can abort the process ("recursive_mutex lock failed") when its
@@ -72,14 +64,16 @@ enum class DeviceKind { cpu, cuda, pjrt };
 
 struct DeviceChoice {
   DeviceKind kind = DeviceKind::cpu;
-  std::string fallback;  // for "auto" without a usable GPU: one line saying why the CPU is used
+  std::string fallback;     // for "auto" without a usable GPU: one line saying why the CPU is used
+  int gpu = 0;              // cuda: which GPU (CompileOptions::Gpu::index)
+  std::string pjrt_plugin;  // pjrt: the plugin file (CompileOptions::Pjrt::plugin)
 };
 
-// requested: "auto", "cpu", "cuda" or a PJRT name. Throws UserError for an
-// unknown name, and for "cuda" when no GPU is usable (naming why). A PJRT
-// name whose plugin or device is missing falls back to the CPU, saying why
-// in `fallback`, as "auto" does.
-DeviceChoice choose_device(const std::string& requested);
+// requested: "auto", "cpu", "cuda" or a PJRT name; gpu: the GPU "auto" and
+// "cuda" look at. Throws UserError for an unknown name, and for "cuda" when
+// that GPU is not usable (naming why). A PJRT name whose plugin or device is
+// missing falls back to the CPU, saying why in `fallback`, as "auto" does.
+DeviceChoice choose_device(const std::string& requested, int gpu = 0);
 
 // Empty when the CUDA backend can train `model`; else one line naming the
 // first layer (or setting) it has no kernels for. Needs no GPU.
@@ -88,7 +82,7 @@ std::string cuda_unsupported(const nn::Model& model);
 // As above, for this model: a GPU that cannot run it is no choice. "cuda"
 // then throws UserError naming the layer; "auto" falls back to the CPU. A
 // PJRT name throws UserError naming the layer the PJRT backend lacks.
-DeviceChoice choose_device(const std::string& requested, const nn::Model& model);
+DeviceChoice choose_device(const std::string& requested, const nn::Model& model, int gpu = 0);
 
 // Empty when this CPU can train in bf16 (CompileOptions::precision): it has
 // AVX512-BF16 and oneDNN's instruction-set limit (DNNL_MAX_CPU_ISA) admits
@@ -96,7 +90,8 @@ DeviceChoice choose_device(const std::string& requested, const nn::Model& model)
 // with that line for a bf16 run, rather than train slowly in emulation.
 std::string cpu_bf16_missing();
 
-std::unique_ptr<Executable> compile_on(DeviceKind kind, const nn::Model& model, const CompileOptions& options,
-                                        uint64_t seed);
+// Compiles on the chosen device: its GPU or plugin go into `options`.
+std::unique_ptr<Executable> compile_on(const DeviceChoice& device, const nn::Model& model, CompileOptions options,
+                                       uint64_t seed);
 
 }  // namespace convoy

@@ -86,6 +86,9 @@ struct CompileOptions {
   Precision precision = Precision::fp32;
   // GPU only (the CPU ignores them).
   struct Gpu {
+    // Which GPU, by CUDA's index (after CUDA_VISIBLE_DEVICES): choose_device's
+    // (the strategy's: under nccl each replica's own GPU, dist::Strategy::gpu).
+    int index = 0;
     bool tf32 = true;    // TF32 tensor cores for convolutions and dense layers; off: plain fp32
     bool graphs = true;  // run training steps as captured CUDA graphs
   } gpu;
@@ -94,6 +97,9 @@ struct CompileOptions {
   // program (backends/pjrt/stablehlo_step.h). batch_size is the global batch,
   // split into `replicas` equal contiguous parts, one per device.
   struct Pjrt {
+    // The plugin file (choose_device finds it for a device name); empty: the
+    // one --device pjrt finds.
+    std::string plugin;
     int replicas = 1;
     bool sync_batch_norm = false;  // batch statistics over all replicas' parts
   } pjrt;
@@ -184,13 +190,13 @@ class Executable {
 // Compiles for the CPU (oneDNN). Parameters start from model.initial_parameters(seed).
 std::unique_ptr<Executable> compile_cpu(const nn::Model& model, const CompileOptions& options,
                                         uint64_t seed);
-// Compiles for the first CUDA GPU (cuDNN, cuBLAS, own kernels). Throws
+// Compiles for CUDA GPU options.gpu.index (cuDNN, cuBLAS, own kernels). Throws
 // UserError saying why when no GPU is usable (see backends/devices.h).
 std::unique_ptr<Executable> compile_cuda(const nn::Model& model, const CompileOptions& options,
                                          uint64_t seed);
 // Compiles whole training and evaluation steps as StableHLO for the PJRT
-// plugin selected by choose_device (backends/devices.h) and runs them on its
-// first device. Throws UserError naming what it lacks.
+// plugin options.pjrt.plugin (see choose_device, backends/devices.h) and runs
+// them on its first device. Throws UserError naming what it lacks.
 std::unique_ptr<Executable> compile_pjrt(const nn::Model& model, const CompileOptions& options,
                                          uint64_t seed);
 

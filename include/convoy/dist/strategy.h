@@ -45,6 +45,9 @@ class Strategy {
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
   bool is_primary() const { return rank() == 0; }  // the replica that prints and writes files
+  // The CUDA GPU this replica trains on (CompileOptions::Gpu::index): its
+  // own under nccl, one replica per GPU; 0 for the others.
+  virtual int gpu() const { return 0; }
 
   // In place: every replica ends with the element-wise mean (sum) over replicas.
   virtual void allreduce_mean(std::span<float> values) = 0;

@@ -96,10 +96,9 @@ struct CudaGraph final : CapturedSteps {
 
 class CudaDevice final : public Device {
  public:
-  explicit CudaDevice(const CompileOptions& options) : tf32_(options.gpu.tf32) {
-    const GpuReport& gpus = find_gpus();
+  explicit CudaDevice(const CompileOptions& options) : tf32_(options.gpu.tf32), gpu_(options.gpu.index) {
+    const GpuReport& gpus = find_gpus(gpu_);  // gpu_: 0, or the replica's own GPU under the nccl strategy
     require(gpus.usable(), "no usable GPU: " + gpus.why_unusable + "; train on the CPU (--device cpu)");
-    gpu_ = selected_gpu();  // 0, or the replica's own GPU under the nccl strategy
     for (const GpuInfo& g : gpus.gpus)
       if (g.index == gpu_) name_ = "cuda:" + std::to_string(gpu_) + " (" + g.name + ")";
     CUDA_CHECK(cudaSetDevice(gpu_));

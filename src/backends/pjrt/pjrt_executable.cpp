@@ -392,8 +392,7 @@ class PjrtExecutable final : public Executable, public ExecutableInternals {
 
 std::unique_ptr<Executable> compile_pjrt(const nn::Model& model, const CompileOptions& options, uint64_t seed) {
   require_fp32(options.precision, "PJRT");
-  const std::string& plugin = selected_pjrt_plugin();
-  std::string path = plugin;
+  std::string path = options.pjrt.plugin;
   if (path.empty()) {  // compiled without choose_device (tests, the library): the default plugin
     const PjrtReport& r = find_pjrt("pjrt");
     require(r.usable(), "--device pjrt: " + r.why_unusable);
