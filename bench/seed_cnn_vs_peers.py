@@ -19,6 +19,12 @@ many threads), the process's peak resident memory, and test accuracy after
 the last epoch. Sides whose interpreter or packages are missing are skipped.
 
   python3 bench/seed_cnn_vs_peers.py [--epochs 3] [--threads 2 1] [--sides convoy convoy-bf16 torch-pip ...]
+                                     [--convoy build/convoy] [--baseline OLD_CONVOY] [--repeats 1]
+
+--convoy times another convoy binary; --baseline adds the side convoy-baseline,
+that binary's fp32 training, timed in turn with the others (a before/after
+pair in one window); --repeats runs every side that many times, in turn, and
+takes the median of the runs' median epochs (a shared machine's noise).
 
 The GFLOP/s and % of peak of convoy-bf16 count the same multiply-adds against
 the fp32 peak.
@@ -54,10 +60,15 @@ def run_measured(cmd, env=None):
     return os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024.0
 
 
+CONVOY = os.path.join(ROOT, "build", "convoy")
+BASELINE = None  # --baseline
+
+
 def side_command(side, epochs, threads, out_json):
     if side.startswith("convoy"):
         precision = "bf16" if side == "convoy-bf16" else "fp32"
-        return [os.path.join(ROOT, "build", "convoy"), "train", "--epochs", str(epochs), "--threads", str(threads),
+        binary = BASELINE if side == "convoy-baseline" else CONVOY
+        return [binary, "train", "--epochs", str(epochs), "--threads", str(threads),
                 "--progress", "quiet", "--precision", precision, "--out", out_json], None
     script = {"torch-pip": "pytorch_seed_cnn.py", "torch-debian": "pytorch_seed_cnn.py",
               "keras": "keras_seed_cnn.py"}[side]
@@ -101,22 +112,36 @@ def main():
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--threads", type=int, nargs="+", default=[2, 1])
     ap.add_argument("--sides", nargs="+", default=["convoy", "torch-pip", "torch-debian", "keras"])
+    ap.add_argument("--convoy", default=CONVOY, help="the convoy binary to time")
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--baseline", help="an older convoy binary, timed as the side convoy-baseline")
     a = ap.parse_args()
+    globals()["CONVOY"] = os.path.abspath(a.convoy)
+    if a.baseline:
+        globals()["BASELINE"] = os.path.abspath(a.baseline)
+        a.sides.insert(a.sides.index("convoy") + 1 if "convoy" in a.sides else 0, "convoy-baseline")
     peaks = peak_gflops()
     rows, skipped = [], []
-    for t in a.threads:
-        for side in a.sides:
-            r, why = measure(side, a.epochs, t)
-            if r is None:
-                skipped.append(f"{side} ({t} threads): {why}")
-                continue
-            s = statistics.median(r["epoch_seconds"])
-            version = r.get("torch") or (r.get("keras") and f"keras {r['keras']} / tf {r['tensorflow']}") or "convoy"
-            gflops = 60_000 // 128 * 128 * TRAIN_FLOPS_PER_IMAGE / s / 1e9
-            rows.append(dict(side=side, version=version, threads=t, seconds=s, ips=60_000 // 128 * 128 / s,
-                             gflops=gflops, peak=100 * gflops / peaks[t] if t in peaks else float("nan"),
-                             mb=r["peak_mb"], acc=r["test_accuracy"]))
-            print(f"  {side} {t} threads: {s:.2f} s/epoch", file=sys.stderr)
+    runs = {}
+    for _ in range(a.repeats):
+        for t in a.threads:
+            for side in a.sides:
+                r, why = measure(side, a.epochs, t)
+                if r is None:
+                    skipped.append(f"{side} ({t} threads): {why}")
+                    continue
+                runs.setdefault((side, t), []).append(r)
+                print(f"  {side} {t} threads: {statistics.median(r['epoch_seconds']):.2f} s/epoch", file=sys.stderr)
+    for (side, t), rs in runs.items():
+        medians = [statistics.median(r["epoch_seconds"]) for r in rs]
+        s = statistics.median(medians)
+        r = rs[medians.index(sorted(medians)[len(medians) // 2])]
+        version = r.get("torch") or (r.get("keras") and f"keras {r['keras']} / tf {r['tensorflow']}") or "convoy"
+        gflops = 60_000 // 128 * 128 * TRAIN_FLOPS_PER_IMAGE / s / 1e9
+        rows.append(dict(side=side, version=version, threads=t, seconds=s, ips=60_000 // 128 * 128 / s,
+                         gflops=gflops, peak=100 * gflops / peaks[t] if t in peaks else float("nan"),
+                         mb=r["peak_mb"], acc=r["test_accuracy"], runs=medians,
+                         wait=r.get("input_wait_fraction")))
     print(f"seed CNN, Fashion-MNIST, batch 128, {a.epochs} epochs; median epoch's training pass; "
           f"peak fp32 GFLOP/s (oneDNN sgemm): {peaks}")
     print(f"{'side':<14} {'version':<26} {'thr':>3} {'s/epoch':>8} {'img/s':>8} {'GFLOP/s':>8} {'% peak':>7} "
@@ -124,6 +149,12 @@ def main():
     for r in rows:
         print(f"{r['side']:<14} {r['version'][:26]:<26} {r['threads']:>3} {r['seconds']:>8.2f} {r['ips']:>8.0f} "
               f"{r['gflops']:>8.1f} {r['peak']:>6.1f}% {r['mb']:>8.0f} {100 * r['acc']:>8.2f}%")
+    for r in rows:
+        if r["wait"] is not None:
+            print(f"input wait, {r['side']} {r['threads']} threads: {100 * r['wait']:.1f}% of the training pass")
+    if a.repeats > 1:
+        for r in rows:
+            print(f"runs, {r['side']} {r['threads']} threads: " + ", ".join(f"{m:.2f}" for m in r["runs"]))
     for s in skipped:
         print(f"skipped: {s}")
     by = {(r["side"], r["threads"]): r for r in rows}

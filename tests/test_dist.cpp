@@ -104,6 +104,25 @@ TEST(DataParallel, StepKOfTheReplicasIsStepKOfOneReplicaWithTheGlobalBatch) {
   }
 }
 
+// The trainer's batch-at-a-time positions (data/index_batches.h) keep the
+// order of the per-element chain they replaced, replica by replica: the same
+// seed trains on the same batches, and old checkpoints resume into them.
+TEST(DataParallel, EpochOrderIsThePerElementShuffleShardedAndBatched) {
+  const auto d = testing::indexed_examples(101);
+  for (int world : {1, 3})
+    for (int r = 0; r < world; ++r) {
+      const auto seen = seen_per_epoch(d, 4, r, world, 2);
+      const data::Dataset chain =
+          dist::shard(data::Dataset::range(101).shuffle(101, 3), 101, PretendReplica(r, world)).batch(4, true);
+      for (int64_t e = 1; e <= 2; ++e) {
+        std::vector<int32_t> expected;
+        for (data::Example& b : chain.epoch(e))
+          for (int32_t i : b.tensor("index").data<int32_t>()) expected.push_back(i);
+        EXPECT_EQ(seen.at(static_cast<std::size_t>(e - 1)), expected) << "replica " << r << " of " << world << ", epoch " << e;
+      }
+    }
+}
+
 TEST(DataParallel, EvaluationShardsCoverTheTestSetOnceInOrder) {
   const auto d = testing::indexed_examples(10);
   std::vector<int32_t> joined;

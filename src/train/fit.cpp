@@ -10,6 +10,7 @@
 #include "convoy/backends/executable_internals.h"
 #include "convoy/core/error.h"
 #include "convoy/data/dataset.h"
+#include "convoy/data/index_batches.h"
 #include "convoy/data/transforms.h"
 #include "convoy/dist/data_parallel.h"
 
@@ -149,13 +150,22 @@ TrainingData in_memory(const data::LabeledImages& train, const data::LabeledImag
   // Each epoch a fresh full shuffle fixed by (seed, epoch), full batches only
   // (the seed's drop_last=True), gathered on prefetch's background thread
   // while the step runs. Positions are shuffled and batched before the images
-  // are looked up: a small shuffle buffer, one copy per batch — and resuming
-  // mid-epoch skips batches of positions, never gathering their images.
-  // With several replicas each takes its shard of the same shuffled order
-  // and its slice of the validation set (dist/data_parallel.h).
-  const data::Dataset position_batches =
-      dist::shard(data::Dataset::range(train.size()).shuffle(train.size(), seed), train.size(), replicas)
-          .batch(batch_size, /*drop_remainder=*/true);
+  // are looked up, a batch at a time (data/index_batches.h): one small vector
+  // per epoch, one copy per batch, and resuming mid-epoch skips batches of
+  // positions, never gathering their images. With several replicas each
+  // takes its shard of the same shuffled order (dist::shard's: the first
+  // shard x world positions, every world-th from its rank) and its slice of
+  // the validation set (dist/data_parallel.h).
+  const int64_t world = replicas.world_size(), rank = replicas.rank();
+  const data::Dataset position_batches = data::index_batches(
+      [n = train.size(), seed, world, rank, shard](int64_t epoch) {
+        std::vector<int32_t> all = data::shuffled_positions(n, seed, epoch);
+        if (world == 1) return all;
+        std::vector<int32_t> mine(static_cast<std::size_t>(shard));
+        for (int64_t i = 0; i < shard; ++i) mine[static_cast<std::size_t>(i)] = all[static_cast<std::size_t>(i * world + rank)];
+        return mine;
+      },
+      batch_size, /*drop_remainder=*/true);
   return {.open_train =
               [position_batches, rows = data::rows_of(train)](int64_t epoch, int64_t skip_steps) {
                 const data::Dataset positions = skip_steps > 0 ? position_batches.skip(skip_steps) : position_batches;
