@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "convoy/backends/executable.h"
+#include "convoy/backends/executable_internals.h"
 #include "convoy/core/error.h"
 #include "convoy/data/fashion_mnist.h"
 #include "convoy/data/index_batches.h"
@@ -95,7 +96,7 @@ int main(int argc, char** argv) try {
     time_it("chain-only", [&] { drain(chain, epoch); });
     time_it("batches-only", [&] { drain(batches, epoch); });
   }
-  std::printf("{\"batch_slices\": %lld, \"rounds\": %lld", static_cast<long long>(exe->batch_slices()),
+  std::printf("{\"batch_slices\": %lld, \"rounds\": %lld", static_cast<long long>(exe->internals().batch_slices()),
               static_cast<long long>(rounds));
   for (const auto& [name, w] : wall)
     std::printf(", \"%s\": {\"seconds\": %.4f, \"cpu_seconds\": %.4f}", name.c_str(), median(w), median(cpu[name]));
