@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/buffer_sizes.h"
 #include "backends/program.h"
 #include "backends/slice_group.h"
 #include "backends/targets.h"
@@ -93,8 +94,7 @@ class BatchSlices final : public Executable {
   }
 
   void eval_step(const float* x, Targets y, int64_t count) override {
-    require(count >= 0 && count <= batch_size(),
-            "eval_step: count " + std::to_string(count) + " exceeds the batch size");
+    require_eval_count(count, batch_size());
     check_targets(options_.loss, y, count, output_size());
     on_slices([&](int64_t k, Program& p) {
       const int64_t rows = std::clamp<int64_t>(count - k * rows_, 0, rows_);
@@ -165,16 +165,13 @@ class BatchSlices final : public Executable {
 
   void get_output(std::span<float> out) const override {
     const int64_t per = rows_ * output_size();
-    require(static_cast<int64_t>(out.size()) == per * slices_,
-            "output: expected room for " + std::to_string(per * slices_) + " values, got " + std::to_string(out.size()));
+    require_room(out.size(), per * slices_, "output");
     for (int64_t k = 0; k < slices_; ++k) slices_of_[k]->get_output(out.subspan(k * per, per));
   }
   // Each slice's is of its own mean loss, K times the whole batch's.
   void get_input_gradient(std::span<float> g) const override {
     const int64_t per = rows_ * input_size();
-    require(static_cast<int64_t>(g.size()) == per * slices_,
-            "input gradient: expected room for " + std::to_string(per * slices_) + " values, got " +
-                std::to_string(g.size()));
+    require_room(g.size(), per * slices_, "input gradient");
     for (int64_t k = 0; k < slices_; ++k) slices_of_[k]->get_input_gradient(g.subspan(k * per, per));
     for (float& v : g) v /= static_cast<float>(slices_);
   }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "backends/buffer_sizes.h"
 #include "backends/dropout_mask.h"
 #include "backends/targets.h"
 #include "convoy/core/error.h"
@@ -328,7 +329,7 @@ double Program::loss_and_gradients(const float* x, Targets y) {
 }
 
 void Program::eval_step(const float* x, Targets y, int64_t count) {
-  require(count >= 0 && count <= batch_, "eval_step: count " + std::to_string(count) + " exceeds the batch size");
+  require_eval_count(count, batch_);
   check_targets(options_.loss, y, count, classes_);
   const int bank = device_->stage(x, y, 1, count);
   const Slot s = device_->slot(bank, 0);
@@ -415,15 +416,12 @@ DeviceScalars Program::read_scalars() const {
 }
 
 void Program::copy_in(float* dst, std::span<const float> from, int64_t count, const char* what) {
-  require(static_cast<int64_t>(from.size()) == count,
-          std::string(what) + ": expected " + std::to_string(count) + " values, got " + std::to_string(from.size()));
+  require_values(from.size(), count, what);
   device_->to_device(dst, from.data(), sizeof(float) * count);
 }
 
 void Program::copy_out(std::span<float> to, const float* src, int64_t count, const char* what) const {
-  require(static_cast<int64_t>(to.size()) == count,
-          std::string(what) + ": expected room for " + std::to_string(count) + " values, got " +
-              std::to_string(to.size()));
+  require_room(to.size(), count, what);
   device_->to_host(to.data(), src, sizeof(float) * count);
 }
 
@@ -442,9 +440,7 @@ void Program::get_output(std::span<float> out) const { copy_out(out, output_, ba
 
 void Program::get_input_gradient(std::span<float> g) const {
   require(d_input_ != nullptr, "input gradient: compile with input_gradient = true");
-  require(static_cast<int64_t>(g.size()) == batch_ * example_size_,
-          "input gradient: expected room for " + std::to_string(batch_ * example_size_) + " values, got " +
-              std::to_string(g.size()));
+  require_room(g.size(), batch_ * example_size_, "input gradient");
   device_->read_input_gradient(g);
 }
 
