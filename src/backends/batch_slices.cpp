@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/buffer_sizes.h"
 #include "backends/program.h"
 #include "backends/slice_group.h"
 #include "backends/targets.h"
@@ -95,8 +96,7 @@ class BatchSlices final : public Executable, public ExecutableInternals {
   }
 
   void eval_step(const float* x, Targets y, int64_t count) override {
-    require(count >= 0 && count <= batch_size(),
-            "eval_step: count " + std::to_string(count) + " exceeds the batch size");
+    require_eval_count(count, batch_size());
     check_targets(options_.loss, y, count, output_size());
     on_slices([&](int64_t k, Program& p) {
       const int64_t rows = std::clamp<int64_t>(count - k * rows_, 0, rows_);
@@ -160,9 +160,7 @@ class BatchSlices final : public Executable, public ExecutableInternals {
   void read(Held held, std::span<float> v) const override {
     if (held != Held::output && held != Held::input_gradient) return first().read(held, v);
     const int64_t per = first().size(held);
-    require(static_cast<int64_t>(v.size()) == per * slices_, std::string(held_name(held)) + ": expected room for " +
-                                                                 std::to_string(per * slices_) + " values, got " +
-                                                                 std::to_string(v.size()));
+    require_room(v.size(), per * slices_, held_name(held));
     for (int64_t k = 0; k < slices_; ++k) slices_of_[k]->read(held, v.subspan(k * per, per));
     // Each slice's input gradient is of its own mean loss, K times the whole batch's.
     if (held == Held::input_gradient)

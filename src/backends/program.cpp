@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "backends/buffer_sizes.h"
 #include "backends/dropout_mask.h"
 #include "backends/targets.h"
 #include "convoy/core/error.h"
@@ -328,7 +329,7 @@ double Program::loss_and_gradients(const float* x, Targets y) {
 }
 
 void Program::eval_step(const float* x, Targets y, int64_t count) {
-  require(count >= 0 && count <= batch_, "eval_step: count " + std::to_string(count) + " exceeds the batch size");
+  require_eval_count(count, batch_);
   check_targets(options_.loss, y, count, classes_);
   const int bank = device_->stage(x, y, 1, count);
   const Slot s = device_->slot(bank, 0);
@@ -441,9 +442,7 @@ float* Program::flat(Held held) const {
 void Program::read(Held held, std::span<float> to) const {
   if (held == Held::input_gradient) require(d_input_ != nullptr, "input gradient: compile with input_gradient = true");
   const int64_t count = size(held);
-  require(static_cast<int64_t>(to.size()) == count,
-          std::string(held_name(held)) + ": expected room for " + std::to_string(count) + " values, got " +
-              std::to_string(to.size()));
+  require_room(to.size(), count, held_name(held));
   if (held == Held::input_gradient) return device_->read_input_gradient(to);
   device_->to_host(to.data(), flat(held), sizeof(float) * count);
 }
@@ -451,9 +450,7 @@ void Program::read(Held held, std::span<float> to) const {
 void Program::write(Held held, std::span<const float> from) {
   require_writable(held);
   const int64_t count = size(held);
-  require(static_cast<int64_t>(from.size()) == count, std::string(held_name(held)) + ": expected " +
-                                                          std::to_string(count) + " values, got " +
-                                                          std::to_string(from.size()));
+  require_values(from.size(), count, held_name(held));
   device_->to_device(flat(held), from.data(), sizeof(float) * count);
 }
 

@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "backends/buffer_sizes.h"
 #include "backends/dropout_mask.h"
 #include "backends/pjrt/plugin.h"
 #include "backends/pjrt/stablehlo_step.h"
@@ -126,7 +127,7 @@ class PjrtExecutable final : public Executable, public ExecutableInternals {
 
   void eval_step(const float* x, Targets y, int64_t count) override {
     const int64_t n = batch_size();
-    require(count >= 0 && count <= n, "eval_step: count " + std::to_string(count) + " exceeds the batch size");
+    require_eval_count(count, n);
     Inputs in = batch_inputs(x, y, count);
     for (int r = 0; r < replicas_; ++r) {  // each replica's rows before `count`
       const auto rows = static_cast<int32_t>(std::clamp<int64_t>(count - r * part_, 0, part_));
@@ -200,7 +201,7 @@ class PjrtExecutable final : public Executable, public ExecutableInternals {
   void get_parameters(std::span<float> p) const { download_flat(params_, p, model_.num_parameters(), "parameters"); }
   void get_gradients(std::span<float> g) const {
     if (!grads_[0]) {
-      require(static_cast<int64_t>(g.size()) == model_.num_parameters(), "gradients: size mismatch");
+      require_room(g.size(), model_.num_parameters(), "gradients");
       std::fill(g.begin(), g.end(), 0.0f);
       return;
     }
@@ -211,8 +212,7 @@ class PjrtExecutable final : public Executable, public ExecutableInternals {
   void set_optimizer_state(std::span<const float> s) { upload_flat(opt_, s, opt_floats_, "optimizer state"); }
   void get_optimizer_state(std::span<float> s) const { download_flat(opt_, s, opt_floats_, "optimizer state"); }
   void get_output(std::span<float> out) const {
-    require(static_cast<int64_t>(out.size()) == batch_size() * classes_,
-            "output: expected " + std::to_string(batch_size() * classes_) + " values, got " + std::to_string(out.size()));
+    require_room(out.size(), batch_size() * classes_, "output");
     if (!output_[0]) return std::fill(out.begin(), out.end(), 0.0f);
     const int64_t part = part_ * classes_;
     for (int r = 0; r < replicas_; ++r)  // each replica's rows, in order
@@ -351,8 +351,7 @@ class PjrtExecutable final : public Executable, public ExecutableInternals {
 
   // A flat buffer to every replica's device.
   void upload_flat(Copies& to, std::span<const float> v, int64_t floats, const char* what) {
-    require(static_cast<int64_t>(v.size()) == floats, std::string(what) + ": expected " + std::to_string(floats) +
-                                                          " values, got " + std::to_string(v.size()));
+    require_values(v.size(), floats, what);
     std::vector<float> padded(v.begin(), v.end());
     padded.resize(pjrt::device_length(floats), 0.0f);
     const std::vector<int64_t> dims{pjrt::device_length(floats)};
@@ -361,8 +360,7 @@ class PjrtExecutable final : public Executable, public ExecutableInternals {
 
   // Replica 0's copy (the programs keep them identical).
   void download_flat(const Copies& from, std::span<float> out, int64_t floats, const char* what) const {
-    require(static_cast<int64_t>(out.size()) == floats, std::string(what) + ": expected " + std::to_string(floats) +
-                                                            " values, got " + std::to_string(out.size()));
+    require_room(out.size(), floats, what);
     std::vector<float> all(pjrt::device_length(floats));
     client_.download(from[0], all.data(), all.size() * sizeof(float));
     std::copy_n(all.begin(), floats, out.begin());
