@@ -270,6 +270,13 @@ const PoolCase kPoolCases[] = {
     {"overlapping 3x3/2 padded, 16 channels", 3, 16, 9, 8, {.kernel = 3, .stride = 2, .padding = 1}},
     {"overlapping, scalar channels", 2, 5, 9, 9, {.kernel = 3, .stride = 2, .padding = 1}},
     {"same padding", 2, 11, 7, 6, {.kernel = 3, .stride = 2, .padding = kSame}},
+    // Rows of whole disjoint windows take the wide kernels (channels rounded
+    // up to a power of two, the lanes past them spilling into the next
+    // position); the last window of a row, and partial windows, the exact path.
+    {"wide rows, 12 channels, same padding: a partial last row and column", 3, 12, 7, 9,
+     {.kernel = 2, .padding = kSame}},
+    {"wide rows, 3x3 stride 3, 5 channels", 2, 5, 9, 12, {.kernel = 3}},
+    {"wide rows, 33 channels (3 vectors of 16)", 2, 33, 4, 6, {.kernel = 2}},
 };
 
 // A BatchNorm (random gamma and beta) followed by Flatten in training: its
