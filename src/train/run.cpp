@@ -23,6 +23,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Where a damaged checkpoint's fallback is told: the events' warnings, else nowhere.
+std::ostream& warnings_of(RunEvents* events) {
+  static std::ostream nowhere(nullptr);
+  return events && events->warnings() ? *events->warnings() : nowhere;
+}
+
 RunOutcome run(const RunConfig& c, const std::optional<Checkpoint>& resume, RunEvents* events,
                const std::optional<History>& scratch = std::nullopt) {
   return Workflow(c, events).run(resume, scratch);
@@ -43,12 +49,12 @@ RunOutcome run_scratch(const RunConfig& c, RunEvents* events, bool resuming) {
   const bool reusable = resuming && !s.out_dir.empty();
   if (reusable && fs::exists(fs::path(s.out_dir) / "summary.json")) {
     RunOutcome done;
-    done.history = load_latest_checkpoint(s.out_dir, std::cerr).history;
+    done.history = load_latest_checkpoint(s.out_dir, warnings_of(events)).history;
     return done;
   }
   if (events) events->scratch_begins(c, s.out_dir);
   RunOutcome o = reusable && fs::exists(fs::path(s.out_dir) / kCheckpointFile)
-                     ? run(s, load_latest_checkpoint(s.out_dir, std::cerr), events)
+                     ? run(s, load_latest_checkpoint(s.out_dir, warnings_of(events)), events)
                      : run(s, std::nullopt, events);
   if (!o.history.interrupted && events) events->scratch_done(c);
   return o;
@@ -78,7 +84,7 @@ RunOutcome resume_training(const std::string& dir, RunEvents* events, const std:
   const auto say = [&](const std::string& line) {
     if (events) events->notice(line);
   };
-  Checkpoint ck = load_latest_checkpoint(dir, std::cerr);
+  Checkpoint ck = load_latest_checkpoint(dir, warnings_of(events));
   ck.config.out_dir = dir;
   if (adjust) adjust(ck.config);
   const bool unfinished_epoch = ck.progress.step > 0;
