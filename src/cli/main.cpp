@@ -23,6 +23,7 @@
 #include "convoy/records/shards.h"
 #include "convoy/train/config_schema.h"
 #include "convoy/train/config_warnings.h"
+#include "convoy/train/console_reporter.h"
 #include "convoy/train/data_defaults.h"
 #include "convoy/train/export.h"
 #include "convoy/train/graceful_stop.h"
@@ -155,7 +156,9 @@ int run_train(const TrainFlags& f) {
   std::string chosen;
   const RunConfig c = resolve(f, &chosen);
   if (!chosen.empty() && c.progress != "quiet") std::cout << chosen << std::endl;
-  const auto outcome = convoy::train::run_training(c, std::cout);
+  // The library itself prints nothing: the console is this reporter.
+  convoy::train::ConsoleReporter console(std::cout, c.progress, &std::cerr);
+  const auto outcome = convoy::train::run_training(c, &console);
   if (outcome.stopped_by_signal) {
     if (c.out_dir.empty()) {
       std::cerr << "convoy: stopped by " << convoy::train::signal_name(outcome.stopped_by_signal)

@@ -95,10 +95,8 @@ void EarlyStopping::on_epoch_end(FitState& s, const EpochRecord& r) {
   if (log_) *log_ << "Epoch " << r.epoch << ": early stopping\n" << std::flush;
   if (options_.restore_best_weights && best_epoch_ > 0 && best_epoch_ != r.epoch) {
     if (best_params_.empty()) {
-      std::fprintf(stderr,
-                   "convoy: early stopping: the best epoch (%lld) came before the run was resumed, so its weights "
-                   "are not in memory; keeping the last epoch's\n",
-                   static_cast<long long>(best_epoch_));
+      warn(s, "convoy: early stopping: the best epoch (" + std::to_string(best_epoch_) +
+                  ") came before the run was resumed, so its weights are not in memory; keeping the last epoch's");
       return;
     }
     s.exe.internals().write(Held::parameters, best_params_);
@@ -108,13 +106,16 @@ void EarlyStopping::on_epoch_end(FitState& s, const EpochRecord& r) {
   }
 }
 
+void warn(const FitState& s, const std::string& line) {
+  if (s.warnings) *s.warnings << line << "\n" << std::flush;
+}
+
 void TerminateOnNaN::on_batch_end(FitState& s, int64_t step, const Metrics& running) {
   if (std::isfinite(running.loss_sum)) return;
   triggered_ = true;
   s.stop_training = true;
-  std::fprintf(stderr, "convoy: loss became %s at epoch %lld step %lld; stopping (TerminateOnNaN)\n",
-               std::isnan(running.loss_sum) ? "NaN" : "infinite", static_cast<long long>(s.epoch),
-               static_cast<long long>(step));
+  warn(s, std::string("convoy: loss became ") + (std::isnan(running.loss_sum) ? "NaN" : "infinite") + " at epoch " +
+              std::to_string(s.epoch) + " step " + std::to_string(step) + "; stopping (TerminateOnNaN)");
 }
 
 void CsvLogger::on_epoch_end(FitState& s, const EpochRecord&) {

@@ -253,6 +253,7 @@ History fit(Executable& exe, const TrainingData& data, const FitOptions& options
   FitState state{.exe = exe, .history = history, .epoch = options.initial_epoch, .epochs = options.epochs,
                  .run_epochs = std::max(options.epochs, options.run_epochs),
                  .steps_per_epoch = data.steps_per_epoch, .batch_size = batch};
+  state.warnings = options.warnings;
   // Batches per train_steps call: what the backend takes at once (a GPU
   // replays a CUDA graph of that many steps; the CPU takes one).
   const int64_t together = std::max<int64_t>(1, std::min(options.steps_per_execution, exe.steps_per_call()));

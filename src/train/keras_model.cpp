@@ -101,6 +101,7 @@ History KerasModel::fit(const TrainingData& data, const FitSettings& settings) {
   options.seed = settings_.seed;
   options.on_nan = settings.on_nan;
   options.steps_per_execution = settings_.steps_per_execution;
+  options.warnings = settings.warnings ? settings.warnings : settings.verbose > 0 ? &std::cerr : nullptr;
   if (settings.verbose > 0) {
     std::ostream& out = settings.out ? *settings.out : std::cout;
     const bool live_bar = settings.verbose == 1 && &out == &std::cout && isatty(STDOUT_FILENO);

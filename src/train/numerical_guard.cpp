@@ -50,8 +50,8 @@ bool handle_nonfinite_step(const FitState& s, OnNonFinite policy, History& histo
     return false;
   }
   if (++history.skipped_steps <= kSkipsPrinted)
-    std::fprintf(stderr, "convoy: %s; update skipped (on_nan: skip_step)%s\n", describe(fault).c_str(),
-                 history.skipped_steps == kSkipsPrinted ? "; further skips are only counted" : "");
+    warn(s, "convoy: " + describe(fault) + "; update skipped (on_nan: skip_step)" +
+                (history.skipped_steps == kSkipsPrinted ? "; further skips are only counted" : ""));
   return true;
 }
 

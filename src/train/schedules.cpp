@@ -70,8 +70,10 @@ void ReduceLrOnPlateau::on_epoch_end(FitState& st, const EpochRecord& r) {
   const double lr = std::max(o_.min_lr, st.exe.learning_rate() * o_.factor);
   if (lr < st.exe.learning_rate()) {
     st.exe.set_learning_rate(static_cast<float>(lr));
-    std::fprintf(stderr, "convoy: %s has not improved for %lld epochs; learning rate now %g\n", o_.monitor.c_str(),
-                 static_cast<long long>(o_.patience), lr);
+    char line[160];
+    std::snprintf(line, sizeof line, "has not improved for %lld epochs; learning rate now %g",
+                  static_cast<long long>(o_.patience), lr);
+    warn(st, "convoy: " + o_.monitor + " " + line);
   }
 }
 

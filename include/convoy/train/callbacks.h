@@ -79,6 +79,9 @@ struct FitState {
   // Stop now, mid-epoch: no evaluation and no epoch end for the unfinished
   // epoch (a signal asked to stop; a checkpoint keeps the position).
   bool interrupted = false;
+  // Where the loop and callbacks send warnings (a skipped non-finite step, a
+  // reduced learning rate), one line each: FitOptions::warnings; nullptr: nowhere.
+  std::ostream* warnings = nullptr;
   EpochProgress progress() const {
     return {.step = step, .metrics = exe.peek_metrics(), .train_seconds = epoch_train_seconds,
             .input_wait_seconds = epoch_input_wait_seconds};
@@ -102,6 +105,9 @@ class Callback {
 };
 
 using Callbacks = std::vector<std::shared_ptr<Callback>>;
+
+// One line to s.warnings, when there is one.
+void warn(const FitState& s, const std::string& line);
 
 // Stops when `monitor` has not improved by more than min_delta for `patience`
 // epochs; mode "min", "max" or "auto" (max for accuracies). With

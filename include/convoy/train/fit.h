@@ -35,6 +35,9 @@ struct FitOptions {
   // and after an epoch's last step.
   int64_t steps_per_execution = 1;
   Callbacks callbacks;
+  // Warnings from the loop and the callbacks, one line each (FitState::warnings);
+  // nullptr: nowhere. The library prints nothing of its own.
+  std::ostream* warnings = nullptr;
   // Data parallelism (dist/data_parallel.h): this replica trains on its shard
   // of every epoch and evaluates its slice of `test`; metrics are summed over
   // replicas before callbacks see them, and replicas stop together. The

@@ -47,6 +47,9 @@ struct FitSettings {
   // epoch; 2: one line per epoch (Keras's verbose).
   int verbose = 1;
   std::ostream* out = nullptr;  // where progress goes; nullptr: std::cout
+  // Training's warnings (a skipped non-finite step, a reduced learning
+  // rate); nullptr: std::cerr when verbose > 0, else nowhere.
+  std::ostream* warnings = nullptr;
   OnNonFinite on_nan = OnNonFinite::stop;
 };
 

@@ -1,6 +1,7 @@
 #pragma once
 // A whole run from a RunConfig: data, model, compile, callbacks, fit, outputs.
-// The CLI is a thin layer over these.
+// The CLI is a thin layer over these, and these over train::Workflow
+// (workflow.h), which a program can also drive step by step.
 #include <functional>
 #include <ostream>
 #include <string>
@@ -9,22 +10,29 @@
 
 namespace convoy::train {
 
+class RunEvents;  // workflow.h
+
 struct RunOutcome {
   History history;
   std::string device;
   int threads = 0;
   // SIGINT or SIGTERM stopped the run after a step; its checkpoint has the
   // position (`convoy train --resume DIR` continues it). 0: it was not stopped.
+  // (A callback's stop, FitState::interrupted, is history.interrupted with 0 here.)
   int stopped_by_signal = 0;
   int replicas = 1;      // data-parallel replicas that trained together
   bool primary = true;   // this process is the replica that prints and writes
 };
 
-// Trains as configured, printing progress on `log`. With config.out_dir set:
+// Trains as configured, telling `events` (nullptr: nobody) what happens;
+// with transfer.compare_with_scratch, first the same model from random
+// weights (in OUT/scratch). The `log` overload prints what `convoy train`
+// prints (ConsoleReporter, console_reporter.h) on `log`. With config.out_dir set:
 // checkpoint.safetensors and history.csv after every epoch (and every
 // checkpoint_every_steps steps), and at the end summary.json and
 // model.safetensors. A NaN/Inf with on_nan: stop writes the last good weights
 // to model.safetensors and throws UserError saying where it appeared.
+RunOutcome run_training(const RunConfig& config, RunEvents* events);
 RunOutcome run_training(const RunConfig& config, std::ostream& log);
 
 // Continues the run whose checkpoint is in `dir` (its own config; outputs go
@@ -35,8 +43,10 @@ RunOutcome run_training(const RunConfig& config, std::ostream& log);
 // (Keras's initial_epoch): with a constant learning rate or a step schedule
 // the weights are those of a run that asked for `epochs` from the start; a
 // cosine or one-cycle schedule is re-planned (it says so). A finished run
-// (all its epochs, or ended by early stopping) says so on `log` and returns
+// (all its epochs, or ended by early stopping) says so (RunEvents::notice) and returns
 // an empty outcome.
+RunOutcome resume_training(const std::string& dir, RunEvents* events,
+                           const std::function<void(RunConfig&)>& adjust = nullptr, int64_t epochs = 0);
 RunOutcome resume_training(const std::string& dir, std::ostream& log,
                            const std::function<void(RunConfig&)>& adjust = nullptr, int64_t epochs = 0);
 
