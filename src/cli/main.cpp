@@ -2,8 +2,10 @@
 // user can cause prints one line and exits 2.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <new>
@@ -130,6 +132,18 @@ int stopped(const convoy::train::RunOutcome& outcome, const std::string& dir) {
   return 128 + outcome.stopped_by_signal;
 }
 
+// The crash tests' pacing (FaultInjection, train/run.h; tests/kill_resume.sh),
+// read from the environment here, at the application's edge: the library
+// never reads it.
+convoy::train::FaultInjection fault_injection_from_environment() {
+  const auto milliseconds = [](const char* variable) {
+    const char* v = std::getenv(variable);
+    return v ? std::max(0, std::atoi(v)) : 0;
+  };
+  return {.step_delay_ms = milliseconds("CONVOY_TEST_STEP_DELAY_MS"),
+          .checkpoint_pause_ms = milliseconds("CONVOY_TEST_CHECKPOINT_DELAY_MS")};
+}
+
 int run_train(const TrainFlags& f) {
   if (!f.resume.empty()) {
     bool what_to_train = !f.config.empty() || f.image_size || !f.sets.empty();
@@ -150,7 +164,7 @@ int run_train(const TrainFlags& f) {
                           "--precision " + precision.text.value_or("") + ": the run in " + f.resume + " trained in " +
                               c.precision + " and a resume keeps it; resume without --precision, or start a new run");
           apply_how_to_run_flags(f, c);
-        }, resume_epochs(f));
+        }, resume_epochs(f), fault_injection_from_environment());
     return outcome.stopped_by_signal ? stopped(outcome, f.resume) : 0;
   }
   std::string chosen;
@@ -158,7 +172,7 @@ int run_train(const TrainFlags& f) {
   if (!chosen.empty() && c.progress != "quiet") std::cout << chosen << std::endl;
   // The library itself prints nothing: the console is this reporter.
   convoy::train::ConsoleReporter console(std::cout, c.progress, &std::cerr);
-  const auto outcome = convoy::train::run_training(c, &console);
+  const auto outcome = convoy::train::run_training(c, &console, fault_injection_from_environment());
   if (outcome.stopped_by_signal) {
     if (c.out_dir.empty()) {
       std::cerr << "convoy: stopped by " << convoy::train::signal_name(outcome.stopped_by_signal)

@@ -2,16 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <thread>
 
 namespace convoy::train {
 namespace {
-
-int milliseconds_from(const char* variable) {
-  const char* v = std::getenv(variable);
-  return v ? std::max(0, std::atoi(v)) : 0;
-}
 
 class StepPacer final : public Callback {
  public:
@@ -29,11 +23,6 @@ class StepPacer final : public Callback {
 };
 
 }  // namespace
-
-FaultInjection FaultInjection::from_environment() {
-  return {.step_delay_ms = milliseconds_from("CONVOY_TEST_STEP_DELAY_MS"),
-          .checkpoint_pause_ms = milliseconds_from("CONVOY_TEST_CHECKPOINT_DELAY_MS")};
-}
 
 std::shared_ptr<Callback> step_pacer(int step_delay_ms) {
   return step_delay_ms > 0 ? std::make_shared<StepPacer>(step_delay_ms) : nullptr;

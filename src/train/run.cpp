@@ -31,8 +31,8 @@ std::ostream& warnings_of(RunEvents* events) {
 }
 
 RunOutcome run(const RunConfig& c, const std::optional<Checkpoint>& resume, RunEvents* events,
-               const std::optional<History>& scratch = std::nullopt) {
-  return Workflow(c, events).run(resume, scratch);
+               const FaultInjection& faults, const std::optional<History>& scratch = std::nullopt) {
+  return Workflow(c, events, {}, faults).run(resume, scratch);
 }
 
 // transfer.compare_with_scratch: the same model, data, epochs and rate from
@@ -40,7 +40,7 @@ RunOutcome run(const RunConfig& c, const std::optional<Checkpoint>& resume, RunE
 // first). A resumed comparison reuses it when it finished and resumes it when
 // it had started; a stop inside it leaves only its checkpoint, so the
 // comparison then starts again from the beginning.
-RunOutcome run_scratch(const RunConfig& c, RunEvents* events, bool resuming) {
+RunOutcome run_scratch(const RunConfig& c, RunEvents* events, bool resuming, const FaultInjection& faults) {
   RunConfig s = c;
   s.pretrained.clear();
   s.freeze_epochs = 0;
@@ -55,33 +55,34 @@ RunOutcome run_scratch(const RunConfig& c, RunEvents* events, bool resuming) {
   }
   if (events) events->scratch_begins(c, s.out_dir);
   RunOutcome o = reusable && fs::exists(fs::path(s.out_dir) / kCheckpointFile)
-                     ? run(s, load_latest_checkpoint(s.out_dir, warnings_of(events)), events)
-                     : run(s, std::nullopt, events);
+                     ? run(s, load_latest_checkpoint(s.out_dir, warnings_of(events)), events, faults)
+                     : run(s, std::nullopt, events, faults);
   if (!o.history.interrupted && events) events->scratch_done(c);
   return o;
 }
 
-RunOutcome run_compared(const RunConfig& c, const std::optional<Checkpoint>& resume, RunEvents* events) {
+RunOutcome run_compared(const RunConfig& c, const std::optional<Checkpoint>& resume, RunEvents* events,
+                        const FaultInjection& faults) {
   check_before_training(c);  // before the scratch comparison trains
-  if (!c.compare_with_scratch) return run(c, resume, events);
-  RunOutcome scratch = run_scratch(c, events, resume.has_value());
+  if (!c.compare_with_scratch) return run(c, resume, events, faults);
+  RunOutcome scratch = run_scratch(c, events, resume.has_value(), faults);
   if (scratch.history.interrupted) return scratch;
-  return run(c, resume, events, std::move(scratch.history));
+  return run(c, resume, events, faults, std::move(scratch.history));
 }
 
 }  // namespace
 
-RunOutcome run_training(const RunConfig& config, RunEvents* events) {
-  return run_compared(config, std::nullopt, events);
+RunOutcome run_training(const RunConfig& config, RunEvents* events, const FaultInjection& faults) {
+  return run_compared(config, std::nullopt, events, faults);
 }
 
-RunOutcome run_training(const RunConfig& config, std::ostream& log) {
+RunOutcome run_training(const RunConfig& config, std::ostream& log, const FaultInjection& faults) {
   ConsoleReporter console(log, config.progress, &std::cerr);
-  return run_training(config, &console);
+  return run_training(config, &console, faults);
 }
 
 RunOutcome resume_training(const std::string& dir, RunEvents* events, const std::function<void(RunConfig&)>& adjust,
-                           int64_t epochs) {
+                           int64_t epochs, const FaultInjection& faults) {
   const auto say = [&](const std::string& line) {
     if (events) events->notice(line);
   };
@@ -114,17 +115,17 @@ RunOutcome resume_training(const std::string& dir, RunEvents* events, const std:
         " epochs; nothing to resume (add --epochs N to train on to epoch N)");
     return {};
   }
-  return run_compared(ck.config, ck, events);
+  return run_compared(ck.config, ck, events, faults);
 }
 
 RunOutcome resume_training(const std::string& dir, std::ostream& log, const std::function<void(RunConfig&)>& adjust,
-                           int64_t epochs) {
+                           int64_t epochs, const FaultInjection& faults) {
   // The console follows the resumed run's own progress setting (after `adjust`).
   ConsoleReporter console(log, "auto", &std::cerr);
   return resume_training(dir, &console, [&](RunConfig& c) {
     if (adjust) adjust(c);
     console.set_progress(c.progress);
-  }, epochs);
+  }, epochs, faults);
 }
 
 // A checkpoint's model compiled with its weights, ready for inference.

@@ -45,9 +45,8 @@ RunEvents& nobody() {
 // (fit makes them agree on stopping); what shows progress and the files are
 // the primary's.
 Callbacks make_callbacks(const RunConfig& c, const RunConfig& saved, const nn::Model& model, RunEvents& events,
-                         const Callbacks& given, bool primary) {
+                         const Callbacks& given, const FaultInjection& faults, bool primary) {
   Callbacks cbs;
-  const FaultInjection faults = FaultInjection::from_environment();
   if (auto pacer = step_pacer(faults.step_delay_ms)) cbs.push_back(pacer);
   cbs.push_back(std::make_shared<StopOnSignal>());  // before the checkpoint saver: it sees the interruption
   if (primary) {
@@ -158,6 +157,7 @@ struct Workflow::State {
   RunEvents* events = nullptr;  // the primary's, else nobody()
   std::ostream* warnings = nullptr;  // every replica's
   Callbacks given;
+  FaultInjection faults;
   std::unique_ptr<dist::Strategy> replicas;
   bool primary = true;
   std::optional<io::FolderGuard> folder;
@@ -177,11 +177,13 @@ struct Workflow::State {
   bool fitted = false, ended = false;
 };
 
-Workflow::Workflow(const RunConfig& given, RunEvents* events, Callbacks callbacks) : s_(std::make_unique<State>()) {
+Workflow::Workflow(const RunConfig& given, RunEvents* events, Callbacks callbacks, const FaultInjection& faults)
+    : s_(std::make_unique<State>()) {
   State& s = *s_;
   validate(given);
   s.config = given;
   s.given = std::move(callbacks);
+  s.faults = faults;
   s.replicas = dist::make_strategy(strategy_options(s.config));
   s.primary = s.replicas->is_primary();
   s.events = s.primary && events ? events : &nobody();
@@ -286,7 +288,7 @@ bool Workflow::fit_phase() {
                          .run_epochs = c.epochs,
                          .initial_progress = s.progress, .on_nan = parse_on_nan(c.on_nan, "callbacks.on_nan"),
                          .steps_per_execution = c.steps_per_execution,
-                         .callbacks = make_callbacks(s.pc, s.config, model, *s.events, s.given, s.primary),
+                         .callbacks = make_callbacks(s.pc, s.config, model, *s.events, s.given, s.faults, s.primary),
                          .warnings = s.warnings, .strategy = s.replicas.get()};
   s.exe->internals().set_profiling(c.profile);
   {

@@ -12,6 +12,18 @@ namespace convoy::train {
 
 class RunEvents;  // workflow.h
 
+// Pacing for the CLI's crash tests (tests/kill_resume.sh, resume.sh,
+// graceful_stop.sh): each training step sleeps step_delay_ms after it runs,
+// so runs killed at random instants last as long on an idle machine as on a
+// loaded one; each checkpoint write pauses checkpoint_pause_ms between its
+// flushed temporary file and the rename, so kills land inside writes. The
+// CLI reads them from CONVOY_TEST_STEP_DELAY_MS and
+// CONVOY_TEST_CHECKPOINT_DELAY_MS; the library never reads the environment.
+struct FaultInjection {
+  int step_delay_ms = 0;
+  int checkpoint_pause_ms = 0;
+};
+
 struct RunOutcome {
   History history;
   std::string device;
@@ -32,8 +44,8 @@ struct RunOutcome {
 // checkpoint_every_steps steps), and at the end summary.json and
 // model.safetensors. A NaN/Inf with on_nan: stop writes the last good weights
 // to model.safetensors and throws UserError saying where it appeared.
-RunOutcome run_training(const RunConfig& config, RunEvents* events);
-RunOutcome run_training(const RunConfig& config, std::ostream& log);
+RunOutcome run_training(const RunConfig& config, RunEvents* events, const FaultInjection& faults = {});
+RunOutcome run_training(const RunConfig& config, std::ostream& log, const FaultInjection& faults = {});
 
 // Continues the run whose checkpoint is in `dir` (its own config; outputs go
 // back to `dir`). Same seed and thread count: the same weights as a run that
@@ -46,9 +58,11 @@ RunOutcome run_training(const RunConfig& config, std::ostream& log);
 // (all its epochs, or ended by early stopping) says so (RunEvents::notice) and returns
 // an empty outcome.
 RunOutcome resume_training(const std::string& dir, RunEvents* events,
-                           const std::function<void(RunConfig&)>& adjust = nullptr, int64_t epochs = 0);
+                           const std::function<void(RunConfig&)>& adjust = nullptr, int64_t epochs = 0,
+                           const FaultInjection& faults = {});
 RunOutcome resume_training(const std::string& dir, std::ostream& log,
-                           const std::function<void(RunConfig&)>& adjust = nullptr, int64_t epochs = 0);
+                           const std::function<void(RunConfig&)>& adjust = nullptr, int64_t epochs = 0,
+                           const FaultInjection& faults = {});
 
 // Inference-mode loss and accuracy of the checkpoint in `dir` on its test data.
 Metrics evaluate_checkpoint(const std::string& dir);

@@ -100,8 +100,10 @@ class Workflow {
   // found it), sets the thread count, loads the data and builds the model.
   // `callbacks` join every phase's fit, before the checkpoint savers (one
   // that sets FitState::interrupted stops the run with a checkpoint, as a
-  // signal does). Each a UserError naming the setting on a mistake.
-  explicit Workflow(const RunConfig& config, RunEvents* events = nullptr, Callbacks callbacks = {});
+  // signal does). `faults`: the crash tests' pacing (run.h). Each a UserError
+  // naming the setting on a mistake.
+  explicit Workflow(const RunConfig& config, RunEvents* events = nullptr, Callbacks callbacks = {},
+                    const FaultInjection& faults = {});
   ~Workflow();
   Workflow(const Workflow&) = delete;
   Workflow& operator=(const Workflow&) = delete;
