@@ -34,6 +34,17 @@ fail() { echo "FAIL: $*"; exit 1; }
 start() { "$@" >"$tmp/job.log" 2>&1 & job=$!; }
 ranks() { pgrep -P "$job" -f "convoy train" || true; }
 seconds() { date +%s.%N; }
+# Waits (up to 5 minutes, while the job runs) until the command succeeds: a
+# sanitizer build on a loaded machine can take well over 30 s to its first
+# epoch, and a fixed short wait failed there.
+wait_for() {
+  for _ in $(seq 6000); do
+    "$@" && return 0
+    kill -0 "$job" 2>/dev/null || return 1
+    sleep 0.05
+  done
+  return 1
+}
 
 SECONDS=0
 echo "== 1. equivalence with one replica of the global batch (at ${SECONDS} s)"
@@ -57,8 +68,7 @@ echo "== 2. a killed worker stops the job; --resume continues with 2 replicas (a
 "${mpi[@]}" "$convoy" "${small[@]}" --epochs 2 --batch-size 32 --out "$tmp/full" >"$tmp/full.log" 2>&1 || { cat "$tmp/full.log"; fail "uninterrupted run"; }
 grep -q "2 replicas (mpi)" "$tmp/full.log" || fail "the run did not say it has 2 replicas"
 start "${mpi[@]}" "$convoy" "${small[@]}" --epochs 2 --batch-size 32 --out "$tmp/cut" --dist-timeout 20
-for _ in $(seq 600); do [[ -e "$tmp/cut/checkpoint.safetensors" ]] && break; sleep 0.05; done
-[[ -e "$tmp/cut/checkpoint.safetensors" ]] || { cat "$tmp/job.log"; fail "no checkpoint was written"; }
+wait_for test -e "$tmp/cut/checkpoint.safetensors" || { cat "$tmp/job.log"; fail "no checkpoint was written"; }
 victim=$(ranks | tail -1)
 [[ -n "$victim" ]] || fail "no worker process found"
 t0=$(seconds)
@@ -77,7 +87,7 @@ echo "resumed with 2 replicas: the same weights as the uninterrupted run"
 
 echo "== 3. a hung worker: the other stops within --dist-timeout (at ${SECONDS} s)"
 start "${mpi[@]}" "$convoy" "${small[@]}" --epochs 20 --batch-size 32 --dist-timeout 3
-for _ in $(seq 600); do grep -q "epoch   1/" "$tmp/job.log" && break; sleep 0.05; done
+wait_for grep -q "epoch   1/" "$tmp/job.log" || { cat "$tmp/job.log"; fail "the job never finished an epoch"; }
 victim=$(ranks | tail -1)
 [[ -n "$victim" ]] || { cat "$tmp/job.log"; fail "no worker process found"; }
 t0=$(seconds)
