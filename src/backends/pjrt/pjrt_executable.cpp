@@ -63,9 +63,9 @@ class PjrtExecutable final : public Executable, public ExecutableInternals {
     train_ = compile(pjrt::emit_train_module(model, step_options_));
     eval_ = compile(pjrt::emit_eval_module(model, step_options_));
     opt_floats_ = optim::state_size(options.optimizer, model.num_parameters());
-    set_parameters(model.initial_parameters(seed));
-    set_state(model.initial_state());
-    set_optimizer_state(std::vector<float>(opt_floats_, 0.0f));
+    write(Held::parameters, model.initial_parameters(seed));
+    write(Held::state, model.initial_state());
+    write(Held::optimizer_state, std::vector<float>(opt_floats_, 0.0f));
     for (std::size_t i = 0; i < model.layers().size(); ++i)
       if (auto* d = std::get_if<nn::Dropout>(&model.layers()[i].layer))
         dropouts_.push_back({i, d->rate, dropout_layer_seed(seed, i),
@@ -172,20 +172,18 @@ class PjrtExecutable final : public Executable, public ExecutableInternals {
     return 0;
   }
   void read(Held held, std::span<float> to) const override {
-    switch (held) {
-      case Held::parameters: return get_parameters(to);
-      case Held::gradients: return get_gradients(to);
-      case Held::state: return get_state(to);
-      case Held::optimizer_state: return get_optimizer_state(to);
-      case Held::output: return get_output(to);
-      case Held::input_gradient: return get_input_gradient(to);
+    if (held == Held::input_gradient)
+      throw UserError("input gradient: the PJRT backend does not compute it; use the CPU backend");
+    if (held == Held::output) return read_output(to);
+    if (held == Held::gradients && !grads_[0]) {  // no step has run yet
+      require_room(to.size(), size(held), held_name(held));
+      return std::fill(to.begin(), to.end(), 0.0f);
     }
+    download_flat(this->*kept(held), to, size(held), held_name(held));
   }
   void write(Held held, std::span<const float> from) override {
     require_writable(held);
-    if (held == Held::parameters) return set_parameters(from);
-    if (held == Held::state) return set_state(from);
-    set_optimizer_state(from);
+    upload_flat(this->*kept(held), from, size(held), held_name(held));
   }
   void set_gradient_reducer(GradientReducer* reducer) override {
     require(reducer == nullptr, device() + ": this backend cannot train as one of several replicas");
@@ -197,30 +195,6 @@ class PjrtExecutable final : public Executable, public ExecutableInternals {
   int64_t parameter_count() const { return model_.num_parameters(); }
   int64_t state_count() const { return model_.num_state(); }
   int64_t optimizer_state_size() const { return opt_floats_; }
-  void set_parameters(std::span<const float> p) { upload_flat(params_, p, model_.num_parameters(), "parameters"); }
-  void get_parameters(std::span<float> p) const { download_flat(params_, p, model_.num_parameters(), "parameters"); }
-  void get_gradients(std::span<float> g) const {
-    if (!grads_[0]) {
-      require_room(g.size(), model_.num_parameters(), "gradients");
-      std::fill(g.begin(), g.end(), 0.0f);
-      return;
-    }
-    download_flat(grads_, g, model_.num_parameters(), "gradients");
-  }
-  void set_state(std::span<const float> s) { upload_flat(state_, s, model_.num_state(), "state"); }
-  void get_state(std::span<float> s) const { download_flat(state_, s, model_.num_state(), "state"); }
-  void set_optimizer_state(std::span<const float> s) { upload_flat(opt_, s, opt_floats_, "optimizer state"); }
-  void get_optimizer_state(std::span<float> s) const { download_flat(opt_, s, opt_floats_, "optimizer state"); }
-  void get_output(std::span<float> out) const {
-    require_room(out.size(), batch_size() * classes_, "output");
-    if (!output_[0]) return std::fill(out.begin(), out.end(), 0.0f);
-    const int64_t part = part_ * classes_;
-    for (int r = 0; r < replicas_; ++r)  // each replica's rows, in order
-      client_.download(output_[r], out.data() + r * part, part * sizeof(float));
-  }
-  void get_input_gradient(std::span<float>) const {
-    throw UserError("input gradient: the PJRT backend does not compute it; use the CPU backend");
-  }
 
  private:
   struct DropoutLayer {
@@ -231,6 +205,24 @@ class PjrtExecutable final : public Executable, public ExecutableInternals {
   };
   using Copies = std::vector<Buffer>;        // one buffer per replica
   using Inputs = std::vector<std::vector<Buffer>>;  // per replica: the arguments after the kept buffers
+
+  // The buffers kept on the device for a flat part (Program::flat's
+  // counterpart): one copy per replica.
+  static Copies PjrtExecutable::*kept(Held held) {
+    switch (held) {
+      case Held::parameters: return &PjrtExecutable::params_;
+      case Held::gradients: return &PjrtExecutable::grads_;
+      case Held::state: return &PjrtExecutable::state_;
+      default: return &PjrtExecutable::opt_;  // optimizer_state; output and input_gradient are read apart
+    }
+  }
+  void read_output(std::span<float> out) const {
+    require_room(out.size(), batch_size() * classes_, "output");
+    if (!output_[0]) return std::fill(out.begin(), out.end(), 0.0f);
+    const int64_t part = part_ * classes_;
+    for (int r = 0; r < replicas_; ++r)  // each replica's rows, in order
+      client_.download(output_[r], out.data() + r * part, part * sizeof(float));
+  }
 
   // A program for this executable's replicas; all of them place replica r
   // on the same device (the buffers kept between calls live there).
