@@ -14,21 +14,20 @@ namespace convoy::testing {
 
 class RecordingExecutable final : public Executable, public ExecutableInternals {
  public:
-  explicit RecordingExecutable(int64_t batch) : batch_(batch) {}
+  explicit RecordingExecutable(int64_t batch)
+      : batch_(batch), compiled_for_{.device = "recorder", .batch_size = batch, .input_size = 1, .output_size = 1} {}
   std::vector<int32_t> seen;  // labels of every trained example, in order
 
-  std::string device() const override { return "recorder"; }
-  int64_t batch_size() const override { return batch_; }
-  int64_t input_size() const override { return 1; }
-  int64_t output_size() const override { return 1; }
+  const CompiledFor& compiled_for() const override { return compiled_for_; }
   void train_step(const float*, Targets y) override {
     seen.insert(seen.end(), y.labels, y.labels + batch_);
     metrics_.count += batch_;
   }
   bool last_step_finite() const override { return true; }
   void eval_step(const float*, Targets, int64_t count) override { metrics_.count += count; }
-  Metrics take_metrics() override { return std::exchange(metrics_, {}); }
-  Metrics peek_metrics() const override { return metrics_; }
+  Metrics metrics(Metrics::Then then) override {
+    return then == Metrics::reset ? std::exchange(metrics_, {}) : metrics_;
+  }
   float learning_rate() const override { return lr_; }
   void set_learning_rate(float lr) override { lr_ = lr; }
   ExecutableInternals& internals() override { return *this; }
@@ -52,6 +51,7 @@ class RecordingExecutable final : public Executable, public ExecutableInternals 
 
  private:
   int64_t batch_;
+  CompiledFor compiled_for_;
   float lr_ = 0.01f;
   Metrics metrics_;
 };

@@ -86,7 +86,7 @@ Result run(const nn::Model& model, const char* parallelism, int64_t batch, int s
   }
   const Batch e = batch_for(model, batch, 300);
   exe->eval_step(e.x.data(), e.y.data(), eval_rows);
-  r.metrics = exe->take_metrics();
+  r.metrics = exe->metrics(Metrics::reset);
   r.params.resize(static_cast<std::size_t>(exe->internals().size(Held::parameters)));
   r.state.resize(static_cast<std::size_t>(exe->internals().size(Held::state)));
   exe->internals().read(Held::parameters, r.params);
@@ -167,7 +167,7 @@ TEST(BatchSlices, ResumeContinuesBitForBit) {
   straight->internals().read(Held::parameters, params);
   straight->internals().read(Held::state, state);
   straight->internals().read(Held::optimizer_state, opt);
-  const Metrics saved = straight->peek_metrics();
+  const Metrics saved = straight->metrics(Metrics::keep_running);
 
   auto resumed = compile_cpu(model, options("batch_slices", 32), 7);  // the config's seed: dropout's masks derive from it
   resumed->internals().write(Held::parameters, params);
@@ -184,7 +184,7 @@ TEST(BatchSlices, ResumeContinuesBitForBit) {
   straight->internals().read(Held::parameters, a);
   resumed->internals().read(Held::parameters, b);
   EXPECT_TRUE(same_bits(a, b));
-  const Metrics ma = straight->take_metrics(), mb = resumed->take_metrics();
+  const Metrics ma = straight->metrics(Metrics::reset), mb = resumed->metrics(Metrics::reset);
   EXPECT_EQ(ma.loss_sum, mb.loss_sum);
   EXPECT_EQ(ma.correct, mb.correct);
   EXPECT_EQ(ma.count, mb.count);

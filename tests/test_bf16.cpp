@@ -55,7 +55,7 @@ Pass one_pass(const nn::Model& model, Precision precision) {
   const auto y = labels();
   Pass p;
   p.loss = exe->internals().loss_and_gradients(x.data(), y.data());
-  p.output.resize(static_cast<std::size_t>(kBatch * exe->output_size()));
+  p.output.resize(static_cast<std::size_t>(kBatch * exe->compiled_for().output_size));
   p.grads.resize(static_cast<std::size_t>(model.num_parameters()));
   p.input_grad.resize(x.size());
   exe->internals().read(Held::output, p.output);

@@ -38,7 +38,7 @@ std::vector<float> device_formula(const std::vector<float>& x, uint64_t model_se
 }
 
 std::vector<float> output_of(const Executable& e) {
-  std::vector<float> v(e.batch_size() * e.output_size());
+  std::vector<float> v(e.compiled_for().batch_size * e.compiled_for().output_size);
   e.internals().read(Held::output, v);
   return v;
 }

@@ -70,7 +70,7 @@ void check_against_cpu(const OpCase& c) {
   const auto rows_that_count = static_cast<std::size_t>((batch - 1) * classes);
   EXPECT_LT(relative_error({got_out.data(), rows_that_count}, {want_out.data(), rows_that_count}), kTolerance)
       << "inference output";
-  const Metrics want = cpu->take_metrics(), got = gpu->take_metrics();
+  const Metrics want = cpu->metrics(Metrics::reset), got = gpu->metrics(Metrics::reset);
   EXPECT_EQ(got.count, want.count);
   EXPECT_EQ(got.correct, want.correct);
   EXPECT_NEAR(got.loss_sum, want.loss_sum, kTolerance * std::abs(want.loss_sum)) << "inference loss";

@@ -80,7 +80,7 @@ TEST(CudaTraining, OptimizerStepsMatchTheCpu) {
     EXPECT_LT(relative_error(testing::state(*gpu), testing::state(*cpu)), kTolerance);
     // The clipped gradients are left in the gradient buffer on both.
     testing::expect_per_tensor(model, testing::gradients(*gpu), testing::gradients(*cpu), kTolerance, "gradient");
-    const Metrics want = cpu->take_metrics(), got = gpu->take_metrics();
+    const Metrics want = cpu->metrics(Metrics::reset), got = gpu->metrics(Metrics::reset);
     EXPECT_EQ(got.count, 3 * batch);
     EXPECT_EQ(got.correct, want.correct);
     EXPECT_NEAR(got.loss_sum, want.loss_sum, kTolerance * want.loss_sum);
@@ -162,7 +162,7 @@ TEST(CudaTraining, StepsInOneCudaGraphEqualSingleSteps) {
   }
   EXPECT_LT(relative_error(testing::parameters(*graphed), testing::parameters(*single)), 1e-5);
   EXPECT_LT(relative_error(testing::state(*graphed), testing::state(*single)), 1e-5);
-  const Metrics a = graphed->take_metrics(), b = single->take_metrics();
+  const Metrics a = graphed->metrics(Metrics::reset), b = single->metrics(Metrics::reset);
   EXPECT_EQ(a.count, 2 * n * batch);
   EXPECT_EQ(a.count, b.count);
   EXPECT_EQ(a.correct, b.correct);
@@ -243,7 +243,7 @@ TEST(CudaTraining, ANonFiniteStepInsideAGraphChangesNothingAndEndsTheCall) {
     EXPECT_NE(gpu->internals().nonfinite_report(), "");
     EXPECT_LT(testing::relative_error(testing::parameters(*gpu), testing::parameters(*cpu)), 1e-3);
     EXPECT_LT(testing::relative_error(testing::state(*gpu), testing::state(*cpu)), 1e-3);
-    const Metrics mc = cpu->take_metrics(), mg = gpu->take_metrics();
+    const Metrics mc = cpu->metrics(Metrics::reset), mg = gpu->metrics(Metrics::reset);
     EXPECT_EQ(mg.count, mc.count);
     EXPECT_EQ(mg.count, 2 * batch);
     EXPECT_NEAR(mg.loss_sum, mc.loss_sum, 1e-3 * std::abs(mc.loss_sum));
@@ -289,7 +289,7 @@ TEST(CudaTraining, EfficientNetsTrainAsOnTheCpu) {
     testing::expect_per_tensor(model, testing::parameters(*gpu), testing::parameters(*cpu), 2e-3, "parameter");
     EXPECT_LT(relative_error(testing::state(*gpu), testing::state(*cpu)), kTolerance) << "running statistics";
     EXPECT_LT(relative_error(testing::optimizer_state(*gpu), testing::optimizer_state(*cpu)), 2e-3) << "momentum";
-    const Metrics m_cpu = cpu->take_metrics(), m_gpu = gpu->take_metrics();
+    const Metrics m_cpu = cpu->metrics(Metrics::reset), m_gpu = gpu->metrics(Metrics::reset);
     EXPECT_EQ(m_gpu.count, 6 * batch);
     EXPECT_NEAR(m_gpu.loss_sum, m_cpu.loss_sum, kTolerance * m_cpu.loss_sum);
   }

@@ -126,7 +126,7 @@ TEST(DeviceChoice, CompilesWithThePluginItNames) {
   EXPECT_NE(error.find("no PJRT backend"), std::string::npos) << error;
 #endif
   const DeviceChoice cpu{.kind = DeviceKind::cpu, .gpu = 5, .pjrt_plugin = "/no/such/pjrt_plugin.so"};
-  EXPECT_EQ(compile_on(cpu, small_cnn(), momentum(), 3)->device(), "cpu");  // the CPU ignores both
+  EXPECT_EQ(compile_on(cpu, small_cnn(), momentum(), 3)->compiled_for().device, "cpu");  // the CPU ignores both
 }
 
 }  // namespace

@@ -106,7 +106,7 @@ TEST(FakeDevice, CapturedStepsMatchTheCpuDeviceBitForBit) {
     EXPECT_EQ(counts.captures, 2);  // one per bank
     EXPECT_EQ(counts.replays, 4);
     expect_same_run(*fake, *cpu, "after training");
-    const Metrics a = fake->take_metrics(), e = cpu->take_metrics();
+    const Metrics a = fake->metrics(Metrics::reset), e = cpu->metrics(Metrics::reset);
     EXPECT_EQ(a.count, n * kBatch);
     EXPECT_EQ(a.count, e.count);
     EXPECT_EQ(a.correct, e.correct);
@@ -115,7 +115,7 @@ TEST(FakeDevice, CapturedStepsMatchTheCpuDeviceBitForBit) {
     fake->eval_step(b.x.data(), b.y.data(), kBatch - 3);
     cpu->eval_step(b.x.data(), b.y.data(), kBatch - 3);
     EXPECT_EQ(testing::output(*fake), testing::output(*cpu));
-    EXPECT_EQ(fake->take_metrics().loss_sum, cpu->take_metrics().loss_sum);
+    EXPECT_EQ(fake->metrics(Metrics::reset).loss_sum, cpu->metrics(Metrics::reset).loss_sum);
   }
 }
 
@@ -235,7 +235,7 @@ TEST(FakeDevice, TheGuardHaltsACapturedChunkAtTheFaultyStep) {
   EXPECT_EQ(fake->internals().nonfinite_report(), cpu->internals().nonfinite_report());
   EXPECT_EQ(testing::parameters(*fake), testing::parameters(*cpu));
   EXPECT_EQ(testing::state(*fake), testing::state(*cpu));
-  EXPECT_EQ(fake->peek_metrics().count, 5 * kBatch);
+  EXPECT_EQ(fake->metrics(Metrics::keep_running).count, 5 * kBatch);
 }
 
 TEST(FakeDevice, ProfilingRunsTheSameStepWithTimestamps) {

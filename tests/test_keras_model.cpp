@@ -106,7 +106,7 @@ TEST(KerasModel, RecompilingKeepsTheWeightsAndNoValidationGivesNoValidationFigur
   const Metrics after = model.evaluate(test);
   EXPECT_EQ(after.correct, before.correct);
   EXPECT_NEAR(after.mean_loss(), before.mean_loss(), 1e-6);
-  EXPECT_EQ(model.executable().batch_size(), 50);
+  EXPECT_EQ(model.executable().compiled_for().batch_size, 50);
 }
 
 TEST(KerasModel, UsingItBeforeCompileIsAUserError) {
@@ -122,7 +122,7 @@ TEST(KerasModel, UsingItBeforeCompileIsAUserError) {
 TEST(KerasModel, AMissingPjrtPluginFallsBackToTheCpu) {
   KerasModel model(nn::seed_cnn());
   model.compile({.device = "pjrt:/no/such/libpjrt.so"});
-  EXPECT_EQ(model.executable().device(), "cpu");
+  EXPECT_EQ(model.executable().compiled_for().device, "cpu");
   EXPECT_NE(model.device_note().find("/no/such/libpjrt.so"), std::string::npos) << model.device_note();
 }
 

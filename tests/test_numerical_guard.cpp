@@ -67,7 +67,7 @@ TEST(NumericalGuard, ANaNInputStopsAtStepOneNamesTheInputAndChangesNothing) {
   EXPECT_FALSE(h.interrupted);
   EXPECT_EQ(params_of(*exe), params);  // no update
   EXPECT_EQ(state_of(*exe), state);    // BN statistics put back
-  EXPECT_EQ(exe->peek_metrics().count, 0);
+  EXPECT_EQ(exe->metrics(Metrics::keep_running).count, 0);
 }
 
 TEST(NumericalGuard, NamesTheFirstLayerWhoseOutputTurnsNonFiniteAtThatStep) {

@@ -47,7 +47,7 @@ std::vector<float> infer(const nn::Model& model, std::span<const float> params, 
   exe->internals().write(Held::state, state);
   std::vector<int32_t> labels(static_cast<std::size_t>(batch), 0);
   exe->eval_step(x.data(), labels.data(), batch);
-  std::vector<float> out(static_cast<std::size_t>(batch * exe->output_size()));
+  std::vector<float> out(static_cast<std::size_t>(batch * exe->compiled_for().output_size));
   exe->internals().read(Held::output, out);
   return out;
 }
@@ -188,7 +188,7 @@ TEST(Onnx, ImportsAPyTorchExport) {
   exe->internals().write(Held::state, m.weights.state);
   const std::vector<int32_t> labels{1, 5};
   exe->train_step(x.data(), labels.data());
-  EXPECT_TRUE(std::isfinite(exe->take_metrics().mean_loss()));
+  EXPECT_TRUE(std::isfinite(exe->metrics(Metrics::reset).mean_loss()));
   std::vector<float> after(m.weights.params.size());
   exe->internals().read(Held::parameters, after);
   for (const auto& plan : m.model.layers())
@@ -243,7 +243,7 @@ TEST(Onnx, ImportsTensorFlowStyleGraphsWithOnnxRuntimesLogits) {
     exe->internals().write(Held::state, m.weights.state);
     const std::vector<int32_t> labels{1, 3};
     exe->train_step(x.data(), labels.data());
-    EXPECT_TRUE(std::isfinite(exe->take_metrics().mean_loss()));
+    EXPECT_TRUE(std::isfinite(exe->metrics(Metrics::reset).mean_loss()));
     std::vector<float> after(m.weights.params.size());
     exe->internals().read(Held::parameters, after);
     EXPECT_NE(after, m.weights.params);

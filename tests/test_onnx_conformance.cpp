@@ -100,7 +100,7 @@ Outcome run_case(const fs::path& dir) {
     exe->internals().write(Held::state, model.weights.state);
     std::vector<int32_t> labels(static_cast<std::size_t>(batch), 0);
     exe->eval_step(input.data(), labels.data(), batch);
-    std::vector<float> out(static_cast<std::size_t>(batch * exe->output_size()));
+    std::vector<float> out(static_cast<std::size_t>(batch * exe->compiled_for().output_size));
     exe->internals().read(Held::output, out);
     return out;
   };

@@ -90,7 +90,7 @@ void check_parity(const nn::Model& model, CompileOptions options, double tol, bo
   p.cpu->train_step(x.data(), y);
   p.pjrt->train_step(x.data(), y);
   ASSERT_TRUE(p.pjrt->last_step_finite());
-  const Metrics m_cpu = p.cpu->take_metrics(), m_pjrt = p.pjrt->take_metrics();
+  const Metrics m_cpu = p.cpu->metrics(Metrics::reset), m_pjrt = p.pjrt->metrics(Metrics::reset);
   EXPECT_NEAR(m_pjrt.loss_sum, m_cpu.loss_sum, tol * std::abs(m_cpu.loss_sum));
   EXPECT_EQ(m_pjrt.correct, m_cpu.correct);
   EXPECT_EQ(m_pjrt.count, m_cpu.count);
@@ -118,7 +118,7 @@ void check_parity(const nn::Model& model, CompileOptions options, double tol, bo
   const int64_t rows_used = n - 1;
   p.cpu->eval_step(x.data(), y, rows_used);
   p.pjrt->eval_step(x.data(), y, rows_used);
-  const Metrics e_cpu = p.cpu->take_metrics(), e_pjrt = p.pjrt->take_metrics();
+  const Metrics e_cpu = p.cpu->metrics(Metrics::reset), e_pjrt = p.pjrt->metrics(Metrics::reset);
   EXPECT_NEAR(e_pjrt.loss_sum, e_cpu.loss_sum, tol * std::abs(e_cpu.loss_sum)) << "evaluation loss";
   EXPECT_EQ(e_pjrt.correct, e_cpu.correct);
   EXPECT_EQ(e_pjrt.count, rows_used);
@@ -275,7 +275,7 @@ TEST(Pjrt, NonFiniteStepChangesNothing) {
   EXPECT_NE(exe->internals().nonfinite_report(), "");
   exe->internals().read(Held::parameters, after);
   EXPECT_EQ(before, after);
-  EXPECT_EQ(exe->take_metrics().count, 0);
+  EXPECT_EQ(exe->metrics(Metrics::reset).count, 0);
 }
 
 // The zoo's ResNet blocks (projection shortcuts, residual adds).
@@ -318,7 +318,7 @@ TEST(Pjrt, StepsPerExecutionLoopMatchesCpuSteps) {
   CompileOptions o = options(4, Loss::softmax_cross_entropy, {.kind = optim::Kind::sgd, .lr = 0.05f, .momentum = 0.9f});
   o.steps_per_execution = 3;
   Pair p = compile_cpu_and_pjrt(model, o);
-  ASSERT_EQ(p.pjrt->steps_per_call(), 3);
+  ASSERT_EQ(p.pjrt->compiled_for().steps_per_call, 3);
   const int64_t per = 4 * numel(model.input_shape());
   auto x = testing::uniform_values(3 * per, 21);
   const auto y = testing::class_indices(3 * 4, 4, 22);
@@ -328,14 +328,14 @@ TEST(Pjrt, StepsPerExecutionLoopMatchesCpuSteps) {
   p.cpu->internals().read(Held::parameters, a);
   p.pjrt->internals().read(Held::parameters, b);
   expect_close(b, a, model, false, 1e-4, "weight after 3 steps");
-  const Metrics mc = p.cpu->take_metrics(), mp = p.pjrt->take_metrics();
+  const Metrics mc = p.cpu->metrics(Metrics::reset), mp = p.pjrt->metrics(Metrics::reset);
   EXPECT_EQ(mp.count, 12);
   EXPECT_NEAR(mp.loss_sum, mc.loss_sum, 1e-4 * mc.loss_sum);
 
   x[per + 5] = INFINITY;  // the second step's batch
   EXPECT_EQ(p.pjrt->train_steps(x.data(), y.data(), 3), 2);
   EXPECT_FALSE(p.pjrt->last_step_finite());
-  EXPECT_EQ(p.pjrt->take_metrics().count, 4);
+  EXPECT_EQ(p.pjrt->metrics(Metrics::reset).count, 4);
 }
 
 }  // namespace

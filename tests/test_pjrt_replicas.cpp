@@ -82,7 +82,7 @@ void expect_sync_replicas_are_one_big_batch(const nn::Model& model, int64_t part
   CompileOptions looped = sgd(global, kReplicas, true);
   looped.steps_per_execution = 3;
   auto loop = compile_pjrt(model, looped, 5);
-  ASSERT_EQ(many->batch_size(), global);
+  ASSERT_EQ(many->compiled_for().batch_size, global);
   ASSERT_EQ(parameters(*many), parameters(*one));
 
   const Batch b = batch(model, global, 40);
@@ -108,7 +108,8 @@ void expect_sync_replicas_are_one_big_batch(const nn::Model& model, int64_t part
     expect_tensors_close(model, state(*e), state(*one), true, 1e-5, "running statistic");
     EXPECT_LT(relative_error(testing::optimizer_state(*e), testing::optimizer_state(*one)), 1e-5) << "velocity";
   }
-  const Metrics m_one = one->take_metrics(), m_many = many->take_metrics(), m_loop = loop->take_metrics();
+  const Metrics m_one = one->metrics(Metrics::reset), m_many = many->metrics(Metrics::reset),
+                m_loop = loop->metrics(Metrics::reset);
   EXPECT_EQ(m_many.count, 3 * global);
   EXPECT_EQ(m_loop.count, 3 * global);
   EXPECT_EQ(m_many.correct, m_one.correct);
@@ -119,7 +120,7 @@ void expect_sync_replicas_are_one_big_batch(const nn::Model& model, int64_t part
   const int64_t rows = global - part - 3;
   one->eval_step(b.x.data(), b.y.data(), rows);
   many->eval_step(b.x.data(), b.y.data(), rows);
-  const Metrics e_one = one->take_metrics(), e_many = many->take_metrics();
+  const Metrics e_one = one->metrics(Metrics::reset), e_many = many->metrics(Metrics::reset);
   EXPECT_EQ(e_many.count, rows);
   EXPECT_EQ(e_many.correct, e_one.correct);
   EXPECT_NEAR(e_many.loss_sum, e_one.loss_sum, 1e-5 * e_one.loss_sum);
@@ -179,7 +180,7 @@ TEST(PjrtReplicas, PerReplicaBatchNormUsesEachPartsOwnStatistics) {
   std::vector<double> losses;
   for (int k = 0; k < 20; ++k) {
     many->train_step(b.x.data(), b.y.data());
-    losses.push_back(many->take_metrics().mean_loss());
+    losses.push_back(many->metrics(Metrics::reset).mean_loss());
   }
   EXPECT_LT(losses.back(), 0.7 * losses.front()) << "first step " << losses.front() << ", last " << losses.back();
 }

@@ -22,7 +22,7 @@ TEST(StepsPerExecution, TrainStepsIsNTrainStepCalls) {
   a->train_steps(x.data(), y.data(), n);
   for (int64_t i = 0; i < n; ++i) b->train_step(x.data() + i * batch * example, y.data() + i * batch);
   EXPECT_EQ(testing::parameters(*a), testing::parameters(*b));
-  const Metrics ma = a->take_metrics(), mb = b->take_metrics();
+  const Metrics ma = a->metrics(Metrics::reset), mb = b->metrics(Metrics::reset);
   EXPECT_EQ(ma.count, n * batch);
   EXPECT_EQ(ma.loss_sum, mb.loss_sum);
   EXPECT_EQ(ma.correct, mb.correct);

@@ -74,17 +74,17 @@ class BatchSlices final : public Executable, public ExecutableInternals {
       slices_of_[k]->set_gradient_reducer(group_.gradient_reducer(static_cast<int>(k)));
       slices_of_[k]->set_batch_norm_reducer(group_.statistics_reducer(static_cast<int>(k)));
     }
+    compiled_for_ = first().compiled_for();
+    compiled_for_.batch_size = options.batch_size;
   }
 
-  std::string device() const override { return first().device(); }
-  int64_t batch_size() const override { return options_.batch_size; }
-  int64_t input_size() const override { return first().input_size(); }
-  int64_t output_size() const override { return first().output_size(); }
+  const CompiledFor& compiled_for() const override { return compiled_for_; }
   ExecutableInternals& internals() override { return *this; }
   int64_t batch_slices() const override { return slices_; }
 
   void train_step(const float* x, Targets y) override {
-    check_targets(options_.loss, y, batch_size(), output_size());  // user errors here, not on the slices' threads
+    // User errors here, not on the slices' threads.
+    check_targets(options_.loss, y, compiled_for_.batch_size, compiled_for_.output_size);
     on_slices([&](int64_t k, Program& p) { p.train_step(slice_x(x, k), slice_y(y, k)); });
     // Every slice's guard saw the same averaged gradients; one that decided
     // otherwise (a non-finite loss with finite gradients) trained its weights apart.
@@ -96,8 +96,8 @@ class BatchSlices final : public Executable, public ExecutableInternals {
   }
 
   void eval_step(const float* x, Targets y, int64_t count) override {
-    require_eval_count(count, batch_size());
-    check_targets(options_.loss, y, count, output_size());
+    require_eval_count(count, compiled_for_.batch_size);
+    check_targets(options_.loss, y, count, compiled_for_.output_size);
     on_slices([&](int64_t k, Program& p) {
       const int64_t rows = std::clamp<int64_t>(count - k * rows_, 0, rows_);
       if (rows > 0) p.eval_step(slice_x(x, k), slice_y(y, k), rows);
@@ -107,7 +107,7 @@ class BatchSlices final : public Executable, public ExecutableInternals {
 
   // The mean of the slices' mean losses: the whole batch's (equal slices).
   double loss_and_gradients(const float* x, Targets y) override {
-    check_targets(options_.loss, y, batch_size(), output_size());
+    check_targets(options_.loss, y, compiled_for_.batch_size, compiled_for_.output_size);
     std::vector<double> loss(static_cast<std::size_t>(slices_));
     on_slices([&](int64_t k, Program& p) { loss[static_cast<std::size_t>(k)] = p.loss_and_gradients(slice_x(x, k), slice_y(y, k)); });
     double sum = 0;
@@ -115,8 +115,9 @@ class BatchSlices final : public Executable, public ExecutableInternals {
     return sum / static_cast<double>(slices_);
   }
 
-  Metrics take_metrics() override { return std::exchange(metrics_, Metrics{}); }
-  Metrics peek_metrics() const override { return metrics_; }
+  Metrics metrics(Metrics::Then then) override {
+    return then == Metrics::reset ? std::exchange(metrics_, Metrics{}) : metrics_;
+  }
   void restore_metrics(const Metrics& m) override { metrics_ = m; }
   void set_steps_done(int64_t steps) override {
     for (auto& p : slices_of_) p->set_steps_done(steps);
@@ -172,9 +173,9 @@ class BatchSlices final : public Executable, public ExecutableInternals {
 
  private:
   const Program& first() const { return *slices_of_.front(); }
-  const float* slice_x(const float* x, int64_t k) const { return x + k * rows_ * input_size(); }
+  const float* slice_x(const float* x, int64_t k) const { return x + k * rows_ * compiled_for_.input_size; }
   Targets slice_y(Targets y, int64_t k) const {
-    if (y.dense) return Targets::rows(y.dense + k * rows_ * output_size());
+    if (y.dense) return Targets::rows(y.dense + k * rows_ * compiled_for_.output_size);
     return Targets(y.labels + k * rows_);
   }
 
@@ -216,7 +217,7 @@ class BatchSlices final : public Executable, public ExecutableInternals {
   void collect_metrics() {
     Metrics step;
     for (auto& p : slices_of_) {
-      const Metrics m = p->take_metrics();
+      const Metrics m = p->metrics(Metrics::reset);
       step.loss_sum += m.loss_sum;
       step.correct += m.correct;
       step.count += m.count;
@@ -230,6 +231,7 @@ class BatchSlices final : public Executable, public ExecutableInternals {
   int64_t slices_, rows_;
   SliceGroup group_;
   std::vector<std::unique_ptr<Program>> slices_of_;
+  CompiledFor compiled_for_;
   Metrics metrics_;
 };
 

@@ -26,6 +26,8 @@ Program::Program(const nn::Model& model, const CompileOptions& options, uint64_t
           "model: the last layer must output [classes] for a classification loss, got " +
               to_string(model.output_shape()));
   slots_ = std::max<int64_t>(device_->steps_per_call(options), 1);
+  compiled_for_ = {.device = device_->name(), .batch_size = batch_, .input_size = example_size_,
+                   .output_size = classes_, .steps_per_call = slots_};
   const auto& layers = model.layers();
   layers_ = layers.size();
   std::vector<uint64_t> seeds;
@@ -346,21 +348,19 @@ void Program::eval_step(const float* x, Targets y, int64_t count) {
 
 // --- metrics, guard, profiling
 
-Metrics Program::take_metrics() {
-  const Metrics m = peek_metrics();
-  device_->zero(&scalars_->loss_sum, sizeof(double));
-  device_->zero(&scalars_->correct, sizeof(unsigned long long));
-  device_->zero(&scalars_->train_examples, sizeof(unsigned long long));
-  count_ = 0;
-  return m;
-}
-
 // Training steps count their examples on the device (a faulty step adds
 // none); evaluation counts on the host.
-Metrics Program::peek_metrics() const {
+Metrics Program::metrics(Metrics::Then then) {
   const DeviceScalars s = read_scalars();
-  return {.loss_sum = s.loss_sum, .correct = static_cast<int64_t>(s.correct),
-          .count = count_ + static_cast<int64_t>(s.train_examples)};
+  const Metrics m{.loss_sum = s.loss_sum, .correct = static_cast<int64_t>(s.correct),
+                  .count = count_ + static_cast<int64_t>(s.train_examples)};
+  if (then == Metrics::reset) {
+    device_->zero(&scalars_->loss_sum, sizeof(double));
+    device_->zero(&scalars_->correct, sizeof(unsigned long long));
+    device_->zero(&scalars_->train_examples, sizeof(unsigned long long));
+    count_ = 0;
+  }
+  return m;
 }
 
 void Program::restore_metrics(const Metrics& m) {

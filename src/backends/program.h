@@ -37,17 +37,12 @@ class Program final : public Executable, public ExecutableInternals {
           BatchSlice slice = {});
   ~Program() override;
 
-  std::string device() const override { return device_->name(); }
-  int64_t batch_size() const override { return batch_; }
-  int64_t input_size() const override { return example_size_; }
-  int64_t output_size() const override { return classes_; }
+  const CompiledFor& compiled_for() const override { return compiled_for_; }
   void train_step(const float* x, Targets y) override { train_steps(x, y, 1); }
   int64_t train_steps(const float* x, Targets y, int64_t n) override;
-  int64_t steps_per_call() const override { return slots_; }
   bool last_step_finite() const override { return step_finite_; }
   void eval_step(const float* x, Targets y, int64_t count) override;
-  Metrics take_metrics() override;
-  Metrics peek_metrics() const override;
+  Metrics metrics(Metrics::Then then) override;
   float learning_rate() const override { return options_.optimizer.lr; }
   void set_learning_rate(float lr) override;
   ExecutableInternals& internals() override { return *this; }
@@ -90,6 +85,7 @@ class Program final : public Executable, public ExecutableInternals {
   BatchSlice slice_;
   int64_t batch_, example_size_, classes_;
   int64_t slots_;  // batches per bank: what one chunk of train_steps runs
+  CompiledFor compiled_for_;
   std::unique_ptr<Device> device_;
   std::size_t layers_ = 0;
 

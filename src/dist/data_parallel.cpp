@@ -13,8 +13,9 @@ void attach(Strategy& s, Executable& exe, bool sync_batch_norm) {
   // A GPU strategy's reducer works on device memory: a CPU executable's host
   // buffers would reach it as if they were the GPU's.
   GradientReducer* reducer = s.gradient_reducer();
-  require(dynamic_cast<DeviceGradientReducer*>(reducer) == nullptr || exe.device().rfind("cuda", 0) == 0,
-          "--strategy " + s.name() + " trains one replica per GPU, but this replica is on " + exe.device() +
+  const std::string& device = exe.compiled_for().device;
+  require(dynamic_cast<DeviceGradientReducer*>(reducer) == nullptr || device.rfind("cuda", 0) == 0,
+          "--strategy " + s.name() + " trains one replica per GPU, but this replica is on " + device +
               "; use --device cuda, or --strategy mpi for replicas on CPUs");
   ExecutableInternals& in = exe.internals();
   for (const Held held : {Held::parameters, Held::state, Held::optimizer_state}) {  // rank 0's everywhere

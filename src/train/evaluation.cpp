@@ -24,7 +24,7 @@ void output_probabilities(Loss loss, const float* row, int64_t classes, float* p
 EvaluationReport evaluate_report(Executable& exe, const data::LabeledImages& data, Loss loss) {
   EvaluationReport r;
   r.examples = data.size();
-  r.classes = exe.output_size();
+  r.classes = exe.compiled_for().output_size;
   const int64_t k = r.classes;
   std::vector<float> probabilities(static_cast<std::size_t>(r.examples * k));
   const Metrics m = evaluate(exe, data);  // loss and accuracy as the trainer computes them

@@ -29,7 +29,7 @@ class EvalFeeder {
   int64_t run(const data::Example& batch) {
     const Tensor& x = batch.tensor("image");
     const Tensor& y = batch.tensor("label");
-    const int64_t count = x.dim(0), full = exe_.batch_size();
+    const int64_t count = x.dim(0), full = exe_.compiled_for().batch_size;
     require(count <= full, "evaluation batch of " + std::to_string(count) + " exceeds the batch size");
     if (count == full) {
       exe_.eval_step(x.data<float>().data(), targets_of(y), count);
@@ -86,10 +86,11 @@ struct Execution {
       exe.train_step(first->tensor("image").data<float>().data(), targets_of(first->tensor("label")));
       return 1;
     }
-    const int64_t batch = exe.batch_size();
-    const Targets y = labels.empty() ? Targets::rows(rows.data() + from * batch * exe.output_size())
+    const CompiledFor& c = exe.compiled_for();
+    const int64_t batch = c.batch_size;
+    const Targets y = labels.empty() ? Targets::rows(rows.data() + from * batch * c.output_size)
                                      : Targets(labels.data() + from * batch);
-    return exe.train_steps(x.data() + from * batch * exe.input_size(), y, n - from);
+    return exe.train_steps(x.data() + from * batch * c.input_size, y, n - from);
   }
 
  private:
@@ -185,24 +186,24 @@ TrainingData TrainingData::from_batches(data::Dataset train, int64_t steps_per_e
 }
 
 Metrics evaluate(Executable& exe, const data::Dataset& batches, const std::function<void(int64_t)>& after_batch) {
-  exe.take_metrics();  // start from zero
+  exe.metrics(Metrics::reset);  // start from zero
   EvalFeeder feed(exe);
   int64_t done = 0;
   for (data::Example& batch : batches.epoch(0)) {
     feed.run(batch);
     if (after_batch) after_batch(++done);
   }
-  return exe.take_metrics();
+  return exe.metrics(Metrics::reset);
 }
 
 Metrics evaluate(Executable& exe, const data::LabeledImages& data) {
-  return evaluate(exe, in_order(data, exe.batch_size()));
+  return evaluate(exe, in_order(data, exe.compiled_for().batch_size));
 }
 
 void for_each_output(Executable& exe, const data::Dataset& batches,
                      const std::function<void(int64_t, const float*)>& visit) {
-  const int64_t classes = exe.output_size();
-  std::vector<float> out(static_cast<std::size_t>(exe.batch_size() * classes));
+  const int64_t classes = exe.compiled_for().output_size;
+  std::vector<float> out(static_cast<std::size_t>(exe.compiled_for().batch_size * classes));
   EvalFeeder feed(exe);
   int64_t index = 0;
   for (data::Example& batch : batches.epoch(0)) {
@@ -210,16 +211,16 @@ void for_each_output(Executable& exe, const data::Dataset& batches,
     exe.internals().read(Held::output, out);
     for (int64_t i = 0; i < count; ++i) visit(index++, out.data() + i * classes);
   }
-  exe.take_metrics();  // these passes are not evaluation metrics
+  exe.metrics(Metrics::reset);  // these passes are not evaluation metrics
 }
 
 void for_each_output(Executable& exe, const data::LabeledImages& data,
                      const std::function<void(int64_t, const float*)>& visit) {
-  for_each_output(exe, in_order(data, exe.batch_size()), visit);
+  for_each_output(exe, in_order(data, exe.compiled_for().batch_size), visit);
 }
 
 std::vector<int32_t> predict_classes(Executable& exe, const data::LabeledImages& data) {
-  const int64_t classes = exe.output_size();
+  const int64_t classes = exe.compiled_for().output_size;
   std::vector<int32_t> predicted;
   predicted.reserve(static_cast<std::size_t>(data.size()));
   for_each_output(exe, data, [&](int64_t, const float* row) {
@@ -230,12 +231,12 @@ std::vector<int32_t> predict_classes(Executable& exe, const data::LabeledImages&
 
 History fit(Executable& exe, const data::LabeledImages& train, const data::LabeledImages& test,
             const FitOptions& options, History history) {
-  return fit(exe, in_memory(train, test, exe.batch_size(), options.seed, options.strategy), options,
+  return fit(exe, in_memory(train, test, exe.compiled_for().batch_size, options.seed, options.strategy), options,
              std::move(history));
 }
 
 History fit(Executable& exe, const TrainingData& data, const FitOptions& options, History history) {
-  const int64_t batch = exe.batch_size();
+  const int64_t batch = exe.compiled_for().batch_size;
   require(options.epochs >= 1, "epochs must be at least 1, got " + std::to_string(options.epochs));
   require(options.steps_per_execution >= 1, "steps_per_execution must be at least 1");
   require(data.steps_per_epoch >= 1, "no full batch of " + std::to_string(batch) +
@@ -256,7 +257,8 @@ History fit(Executable& exe, const TrainingData& data, const FitOptions& options
   state.warnings = options.warnings;
   // Batches per train_steps call: what the backend takes at once (a GPU
   // replays a CUDA graph of that many steps; the CPU takes one).
-  const int64_t together = std::max<int64_t>(1, std::min(options.steps_per_execution, exe.steps_per_call()));
+  const int64_t together =
+      std::max<int64_t>(1, std::min(options.steps_per_execution, exe.compiled_for().steps_per_call));
   Execution execution;
   DivergenceWatch divergence;
   const auto fit_start = Clock::now();
@@ -272,9 +274,9 @@ History fit(Executable& exe, const TrainingData& data, const FitOptions& options
     const EpochProgress carried = resuming ? resumed : EpochProgress{};
     state.step = carried.step;
     double input_wait = carried.input_wait_seconds;  // time the step loop spent waiting for a batch
-    exe.take_metrics();
+    exe.metrics(Metrics::reset);
     if (resuming) exe.internals().restore_metrics(carried.metrics);
-    divergence.restart(exe.peek_metrics());
+    divergence.restart(exe.metrics(Metrics::keep_running));
     // One execution per iteration: up to `together` batches in one
     // train_steps call (on a GPU, one CUDA graph); the CPU takes them one by
     // one. Step callbacks and the numerical guard run after each call, batch
@@ -302,7 +304,7 @@ History fit(Executable& exe, const TrainingData& data, const FitOptions& options
           state.interrupted = true;  // the weights stay those of the last good step
           break;
         }
-        if (divergence.diverged(exe.peek_metrics())) {
+        if (divergence.diverged(exe.metrics(Metrics::keep_running))) {
           record_divergence(state, divergence, history);
           state.interrupted = true;
           break;
@@ -314,7 +316,7 @@ History fit(Executable& exe, const TrainingData& data, const FitOptions& options
         // Replicas (whose callbacks differ: only rank 0's write) see the same
         // sums and stop at the same step.
         if (boundary && (!options.callbacks.empty() || replicas.world_size() > 1)) {
-          const Metrics running = dist::sum(replicas, exe.peek_metrics());
+          const Metrics running = dist::sum(replicas, exe.metrics(Metrics::keep_running));
           for (auto& cb : options.callbacks) cb->on_batch_end(state, state.step, running);
           state.stop_training = dist::any(replicas, state.stop_training);
         }
@@ -329,7 +331,7 @@ History fit(Executable& exe, const TrainingData& data, const FitOptions& options
     }
     // The next epoch's shuffle buffer fills during this epoch's evaluation.
     if (epoch < options.epochs && !state.stop_training) next_epoch = open_epoch(epoch + 1, 0);
-    const Metrics train_metrics = dist::sum(replicas, exe.take_metrics());
+    const Metrics train_metrics = dist::sum(replicas, exe.metrics(Metrics::reset));
     EpochRecord rec;
     rec.epoch = epoch;
     rec.lr = exe.learning_rate();

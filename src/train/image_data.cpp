@@ -308,9 +308,9 @@ ImagePredictions predict_manifest(Executable& exe, const RunConfig& c, const rec
   const data::Dataset batches = records::manifest_dataset(m, {.read_bytes = false, .log = no_log()})
                                     .map(read, {.parallelism = data::kAutotune})
                                     .map(to_float(c), {.parallelism = data::kAutotune})
-                                    .batch(exe.batch_size())
+                                    .batch(exe.compiled_for().batch_size)
                                     .prefetch(2);
-  const int64_t classes = exe.output_size();
+  const int64_t classes = exe.compiled_for().output_size;
   require(classes == static_cast<int64_t>(c.data.classes.size()),
           "the model has " + std::to_string(classes) + " outputs but data.classes names " +
               std::to_string(c.data.classes.size()));

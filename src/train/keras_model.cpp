@@ -116,7 +116,7 @@ Metrics KerasModel::evaluate(const data::LabeledImages& data) { return train::ev
 
 std::vector<float> KerasModel::predict(const data::LabeledImages& data) {
   Executable& exe = executable();
-  const int64_t classes = exe.output_size();
+  const int64_t classes = exe.compiled_for().output_size;
   std::vector<float> out(static_cast<std::size_t>(data.size() * classes));
   for_each_output(exe, data, [&](int64_t i, const float* row) {
     output_probabilities(settings_.loss, row, classes, out.data() + i * classes);

@@ -86,7 +86,7 @@ Predictions of_idx(const Checkpoint& ck, const std::string& path) {
   const data::LabeledImages images =
       data::from_u8(raw, Tensor(DType::u8, {raw.dim(0)}), data::kSeedMean, data::kSeedStd, path);
   auto exe = restore(ck);
-  const int64_t classes = exe->output_size();
+  const int64_t classes = exe->compiled_for().output_size;
   Predictions p{.output = {}, .input_kind = "idx", .classes = data::kFashionMnistClasses};
   p.classes.resize(static_cast<std::size_t>(classes));  // a model of another class count: names as far as they go
   for (int64_t k = 10; k < classes; ++k) p.classes[k] = "class_" + std::to_string(k);

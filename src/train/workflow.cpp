@@ -249,11 +249,11 @@ void Workflow::start(const std::optional<Checkpoint>& resume) {
   if (!fallback.empty()) s.events->device_fallback(fallback);
   // A GPU runs steps_per_execution steps per call, and step callbacks (the
   // periodic checkpoint among them) see only the last of each.
-  const int64_t together = std::min<int64_t>(c.steps_per_execution, s.exe->steps_per_call());
+  const int64_t together = std::min<int64_t>(c.steps_per_execution, s.exe->compiled_for().steps_per_call);
   require(together <= 1 || c.checkpoint_every_steps % together == 0,
           "training.checkpoint_every_steps (" + std::to_string(c.checkpoint_every_steps) +
               ") must be a multiple of steps_per_execution (" + std::to_string(together) + ") on " +
-              s.exe->device() + ", which runs that many steps at a time");
+              s.exe->compiled_for().device + ", which runs that many steps at a time");
   if (resume) {
     s.exe->internals().write(Held::parameters, resume->params);
     s.exe->internals().write(Held::state, resume->state);
@@ -266,7 +266,7 @@ void Workflow::start(const std::optional<Checkpoint>& resume) {
     load_pretrained(*s.exe, model, c, *s.events);
   }
   dist::attach(*s.replicas, *s.exe, c.sync_batch_norm);
-  s.out = {.history = {}, .device = s.exe->device(), .threads = num_threads(),
+  s.out = {.history = {}, .device = s.exe->compiled_for().device, .threads = num_threads(),
            .replicas = s.replicas->world_size() * static_cast<int>(c.replicas), .primary = s.primary};
   s.events->run_begins({.config = c, .data_name = s.images ? c.data_dir : "Fashion-MNIST",
                         .validation = s.images.has_value(), .train_examples = s.train_count,

@@ -57,7 +57,8 @@ TEST(NcclReplicas, PerReplicaBatchNormDiffersFromTheGlobalBatch) {
 // With every GPU visible to every process, as tests/nccl_replicas.sh runs it.
 TEST(NcclReplicas, EachReplicaTrainsOnItsOwnGpu) {
   auto exe = compile_gpu(plain_net(), {.batch_size = kBatch}, 7);
-  EXPECT_EQ(exe->device().rfind("cuda:" + std::to_string(g_plain->gpu()), 0), 0u) << exe->device();
+  const std::string& device = exe->compiled_for().device;
+  EXPECT_EQ(device.rfind("cuda:" + std::to_string(g_plain->gpu()), 0), 0u) << device;
   int64_t gpus_used = int64_t{1} << g_plain->gpu();
   g_plain->allreduce_sum(std::span<int64_t>(&gpus_used, 1));  // distinct GPUs: distinct bits (one host)
   EXPECT_EQ(__builtin_popcountll(static_cast<unsigned long long>(gpus_used)), g_plain->world_size());

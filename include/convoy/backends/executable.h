@@ -112,8 +112,11 @@ struct LayerProfile {
   double forward_flops = 0, backward_flops = 0;      // per step (multiply-adds count 2)
 };
 
-// Sums over the steps since the last take_metrics().
+// Sums over the steps since the metrics were last read with Metrics::reset.
 struct Metrics {
+  // What reading them (Executable::metrics) does to the running sums:
+  // keep_running (progress bars, NaN checks) or reset (an epoch's end).
+  enum Then { keep_running, reset };
   double loss_sum = 0;  // sum of per-example losses
   // Examples predicted right: arg-max output = label (or = arg-max of a dense
   // target row); for binary cross-entropy, every class's (logit > 0) equals
@@ -134,6 +137,17 @@ struct Weights {
 
 class ExecutableInternals;  // the training loop's and dist's side (executable_internals.h)
 
+// What an executable was compiled for and on (Executable::compiled_for).
+struct CompiledFor {
+  std::string device;       // "cpu", "cuda:0", "pjrt:cpu", ...
+  int64_t batch_size = 0;   // examples per step
+  int64_t input_size = 0;   // per example: floats of [input_shape...]
+  int64_t output_size = 0;  // per example: the number of classes
+  // How many batches train_steps takes at once to good effect: 1 on the CPU
+  // (fit then hands it batches one at a time), steps_per_execution on a GPU.
+  int64_t steps_per_call = 1;
+};
+
 // What a model's user calls. The plumbing that the training loop, replicas,
 // checkpoints and tests need (flat buffer copies, resume, profiling, replica
 // hooks) is behind internals().
@@ -141,11 +155,7 @@ class Executable {
  public:
   virtual ~Executable() = default;
 
-  // What it was compiled for and on.
-  virtual std::string device() const = 0;
-  virtual int64_t batch_size() const = 0;
-  virtual int64_t input_size() const = 0;   // per example: floats of [input_shape...]
-  virtual int64_t output_size() const = 0;  // per example: the number of classes
+  virtual const CompiledFor& compiled_for() const = 0;
 
   // x: [batch, input_shape...] floats, y: the batch's targets.
   // Forward in training mode, loss, backward, optimizer update; adds to metrics.
@@ -154,11 +164,9 @@ class Executable {
   // examples, y their targets in order. The same as train_step calls (this
   // default) that stop after the first step that was not finite (see
   // last_step_finite); returns how many steps ran. The GPU runs them as one
-  // CUDA graph; there n is at most the compile option steps_per_execution.
+  // CUDA graph; there n is at most the compile option steps_per_execution
+  // (compiled_for().steps_per_call says how many to hand it).
   virtual int64_t train_steps(const float* x, Targets y, int64_t n);
-  // How many batches train_steps takes at once to good effect: 1 on the CPU
-  // (fit then hands it batches one at a time), steps_per_execution on a GPU.
-  virtual int64_t steps_per_call() const { return 1; }
   // The numerical guard (docs/reliability.md). Before its optimizer update,
   // a training step checks the loss and the whole flat gradient buffer for
   // NaN and Inf in one fused pass. When anything is not finite the step
@@ -170,10 +178,9 @@ class Executable {
   // metrics. Rows past `count` are ignored (inference is per-example).
   virtual void eval_step(const float* x, Targets y, int64_t count) = 0;
 
-  // The sums since the last take_metrics(), which resets them; peek_metrics
-  // leaves them running (progress bars, NaN checks).
-  virtual Metrics take_metrics() = 0;
-  virtual Metrics peek_metrics() const = 0;
+  // The sums since they were last reset; `then` says whether to start new
+  // ones (Metrics::reset) or leave them running (Metrics::keep_running).
+  virtual Metrics metrics(Metrics::Then then) = 0;
 
   virtual float learning_rate() const = 0;
   virtual void set_learning_rate(float lr) = 0;

@@ -83,7 +83,7 @@ struct FitState {
   // reduced learning rate), one line each: FitOptions::warnings; nullptr: nowhere.
   std::ostream* warnings = nullptr;
   EpochProgress progress() const {
-    return {.step = step, .metrics = exe.peek_metrics(), .train_seconds = epoch_train_seconds,
+    return {.step = step, .metrics = exe.metrics(Metrics::keep_running), .train_seconds = epoch_train_seconds,
             .input_wait_seconds = epoch_input_wait_seconds};
   }
 };

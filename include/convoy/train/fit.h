@@ -89,7 +89,7 @@ Metrics evaluate(Executable& exe, const data::Dataset& batches,
 Metrics evaluate(Executable& exe, const data::LabeledImages& data);
 
 // Runs every example in inference mode, in order, and hands each output row
-// to visit(index, row) (row: output_size() floats).
+// to visit(index, row) (row: compiled_for().output_size floats).
 void for_each_output(Executable& exe, const data::Dataset& batches,
                      const std::function<void(int64_t, const float*)>& visit);
 void for_each_output(Executable& exe, const data::LabeledImages& data,

@@ -70,13 +70,12 @@ class PjrtExecutable final : public Executable, public ExecutableInternals {
       if (auto* d = std::get_if<nn::Dropout>(&model.layers()[i].layer))
         dropouts_.push_back({i, d->rate, dropout_layer_seed(seed, i),
                              with_batch(options.batch_size, model.layers()[i].output_shape)});
-    platform_ = client_.platform();
+    compiled_for_ = {.device = "pjrt:" + client_.platform(), .batch_size = options.batch_size,
+                     .input_size = example_size_, .output_size = classes_,
+                     .steps_per_call = options.steps_per_execution};
   }
 
-  int64_t batch_size() const override { return options_.batch_size; }
-  int64_t input_size() const override { return example_size_; }
-  int64_t output_size() const override { return classes_; }
-  std::string device() const override { return "pjrt:" + platform_; }
+  const CompiledFor& compiled_for() const override { return compiled_for_; }
 
   void train_step(const float* x, Targets y) override {
     Inputs in = batch_inputs(x, y, batch_size());
@@ -89,7 +88,6 @@ class PjrtExecutable final : public Executable, public ExecutableInternals {
 
   // steps_per_execution batches as one program (a loop on the device); a
   // shorter run (an epoch's tail) goes step by step.
-  int64_t steps_per_call() const override { return options_.steps_per_execution; }
   int64_t train_steps(const float* x, Targets y, int64_t n) override {
     const int64_t steps = options_.steps_per_execution;
     if (steps == 1 || n != steps) return Executable::train_steps(x, y, n);
@@ -141,8 +139,9 @@ class PjrtExecutable final : public Executable, public ExecutableInternals {
     metrics_.count += count;
   }
 
-  Metrics take_metrics() override { return std::exchange(metrics_, {}); }
-  Metrics peek_metrics() const override { return metrics_; }
+  Metrics metrics(Metrics::Then then) override {
+    return then == Metrics::reset ? std::exchange(metrics_, {}) : metrics_;
+  }
   void restore_metrics(const Metrics& m) override { metrics_ = m; }
   void set_steps_done(int64_t steps) override { steps_done_ = steps; }
   bool last_step_finite() const override { return step_finite_; }
@@ -186,12 +185,13 @@ class PjrtExecutable final : public Executable, public ExecutableInternals {
     upload_flat(this->*kept(held), from, size(held), held_name(held));
   }
   void set_gradient_reducer(GradientReducer* reducer) override {
-    require(reducer == nullptr, device() + ": this backend cannot train as one of several replicas");
+    require(reducer == nullptr, compiled_for_.device + ": this backend cannot train as one of several replicas");
   }
   void set_batch_norm_reducer(StatisticsReducer reducer) override {
-    require(!reducer, device() + ": this backend has no synchronised batch norm");
+    require(!reducer, compiled_for_.device + ": this backend has no synchronised batch norm");
   }
 
+  int64_t batch_size() const { return options_.batch_size; }
   int64_t parameter_count() const { return model_.num_parameters(); }
   int64_t state_count() const { return model_.num_state(); }
   int64_t optimizer_state_size() const { return opt_floats_; }
@@ -367,7 +367,7 @@ class PjrtExecutable final : public Executable, public ExecutableInternals {
   int replicas_;
   int64_t part_ = 0;  // rows per replica
   std::vector<int> devices_;  // replica r's device on the client
-  std::string platform_;
+  CompiledFor compiled_for_;
   std::unique_ptr<pjrt::Program> train_, eval_, gradients_, train_many_;
   Copies params_ = Copies(replicas_), opt_ = Copies(replicas_), state_ = Copies(replicas_),
          grads_ = Copies(replicas_), output_ = Copies(replicas_);
