@@ -1,9 +1,11 @@
 // The public Executable's weights as one value (Executable::weights and
 // set_weights): what a library user relies on to carry a model from one
-// compile to another; the internals' refusal to write what a step computes;
+// compile to another; what it says it was compiled for; reading its metrics
+// with and without a reset; the internals' refusal to write what a step computes;
 // and where a compile runs as compile options (DeviceChoice →
 // CompileOptions::gpu.index / pjrt.plugin), not a process-wide switch.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <stdexcept>
 #include <string>
@@ -97,6 +99,47 @@ TEST(ExecutableWeights, OfTheWrongSizeAreRefusedNamingThePart) {
   EXPECT_EQ(
       testing::error_of([&] { exe->set_weights(w); }),
       "state: expected " + std::to_string(small_cnn().num_state()) + " values, got " + std::to_string(w.state.size()));
+}
+
+// One value for what fit, predict and a user size their buffers by; batch
+// slices report the whole batch, not a slice's.
+TEST(ExecutableFace, SaysWhatItWasCompiledFor) {
+  CompileOptions o = momentum(8);
+  o.steps_per_execution = 3;  // the CPU still takes one batch at a time
+  const CompiledFor c = compile_cpu(small_cnn(), o, 3)->compiled_for();
+  EXPECT_EQ(c.device, "cpu");
+  EXPECT_EQ(c.batch_size, 8);
+  EXPECT_EQ(c.input_size, 36);
+  EXPECT_EQ(c.output_size, 4);
+  EXPECT_EQ(c.steps_per_call, 1);
+
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(2);
+  o.parallelism = Parallelism::batch_slices;
+  auto sliced = compile_cpu(small_cnn(), o, 3);
+  omp_set_num_threads(threads);
+  ASSERT_EQ(sliced->internals().batch_slices(), 2);
+  EXPECT_EQ(sliced->compiled_for().batch_size, 8);
+  EXPECT_EQ(sliced->compiled_for().input_size, 36);
+  EXPECT_EQ(sliced->compiled_for().output_size, 4);
+}
+
+TEST(ExecutableFace, MetricsKeepRunningUntilReset) {
+  auto exe = compile_cpu(small_cnn(), momentum(), 3);
+  train(*exe, 2, 100);
+  const Metrics running = exe->metrics(Metrics::keep_running);
+  EXPECT_EQ(running.count, 8);
+  EXPECT_GT(running.loss_sum, 0);
+  EXPECT_EQ(exe->metrics(Metrics::keep_running).loss_sum, running.loss_sum);
+  const Metrics taken = exe->metrics(Metrics::reset);
+  EXPECT_EQ(taken.count, 8);
+  EXPECT_EQ(taken.loss_sum, running.loss_sum);
+  EXPECT_EQ(taken.correct, running.correct);
+  const Metrics after = exe->metrics(Metrics::keep_running);
+  EXPECT_EQ(after.count, 0);
+  EXPECT_EQ(after.loss_sum, 0);
+  train(*exe, 1, 300);
+  EXPECT_EQ(exe->metrics(Metrics::reset).count, 4);
 }
 
 TEST(ExecutableInternals, ComputedBuffersCannotBeWritten) {
