@@ -18,7 +18,7 @@
 #include "convoy/io/model_weights.h"
 #include "convoy/io/output_folder.h"
 #include "convoy/io/pretrained.h"
-#include "convoy/report/run_summary.h"
+#include "convoy/report/run_report.h"
 #include "convoy/train/fit.h"
 #include "convoy/app/graceful_stop.h"
 #include "convoy/app/image_data.h"
@@ -345,7 +345,8 @@ RunOutcome Workflow::finish(const std::optional<History>& scratch) {
   // The kept weights on the validation (or test) split: the console's final block, summary.json, the report.
   const data::LabeledImages& test = *s.test;
   const EvaluationReport ev = evaluate_report(exe, test, loss_kind(c));
-  const std::vector<std::string> classes = look_of(c).classes;
+  const DataLook look = look_of(c);
+  const std::vector<std::string>& classes = look.classes;
   s.events->finished(h, ev, classes, s.images ? "validation" : "test");
   if (c.out_dir.empty()) return out;
   const fs::path dir(c.out_dir);
@@ -357,9 +358,6 @@ RunOutcome Workflow::finish(const std::optional<History>& scratch) {
                        .threads = out.threads,
                        .epochs = c.epochs, .batch_size = c.batch_size, .lr = c.lr, .momentum = c.momentum,
                        .seed = c.seed, .replicas = s.replicas->world_size() * static_cast<int>(c.replicas)};
-  info.evaluation_json = evaluation_json(ev, classes);
-  const std::vector<report::NamedHistory> compared = compared_runs(c, h, scratch);
-  info.compared_json = compared_json(compared);
   bool wrote_submission = false;
   if (s.images) {
     std::vector<std::string> skipped = s.images->skipped;
@@ -381,11 +379,14 @@ RunOutcome Workflow::finish(const std::optional<History>& scratch) {
   exe.internals().read(Held::parameters, params);
   exe.internals().read(Held::state, state);
   io::write_safetensors((dir / "model.safetensors").string(), io::to_named(model, params, state));
-  io::write_file_atomic((dir / "summary.json").string(), report::run_summary_json(info, h));
-  write_reports(c.out_dir, c, out, ev, test, compared);
-  std::vector<std::string> files = {"summary.json", "history.csv", "model.safetensors", kCheckpointFile, "curves.png"};
-  if (!compared.empty()) files.push_back("comparison.png");
-  files.insert(files.end(), {"predictions.png", "confusion.png", "report.html"});
+  std::vector<std::string> files =
+      report::write_run_report(c.out_dir, {.info = info, .history = h, .evaluation = ev, .examples = &test,
+                                           .classes = classes, .mean = look.mean, .std = look.std,
+                                           .title = "convoy: " + c.model + " on " + look.name,
+                                           .config_json = run_config_json(c),
+                                           .compared = compared_runs(c, h, scratch)});
+  // Listed after summary.json: the files written while the run trained.
+  files.insert(files.begin() + 1, {"history.csv", "model.safetensors", kCheckpointFile});
   if (wrote_submission) files.push_back("submission.csv");
   s.events->wrote(c.out_dir, files);
   return out;
