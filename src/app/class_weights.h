@@ -1,5 +1,5 @@
 #pragma once
-// Private to train/: data.class_weight in the training loss. Each training
+// Private to app/: data.class_weight in the training loss. Each training
 // example's target row becomes its class's weight at its label (zeros
 // elsewhere); the backends' cross-entropy, sum_j t_j (lse - o_j) with the
 // gradient p * sum(t) - t, then weighs the example's loss and gradient by

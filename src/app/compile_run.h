@@ -1,5 +1,5 @@
 #pragma once
-// Private to train/: a run config's model compiled on its device (the run's
+// Private to app/: a run config's model compiled on its device (the run's
 // phases, and a checkpoint restored for inference).
 #include <memory>
 #include <string>

@@ -1,5 +1,5 @@
 #pragma once
-// Private to train/: data.oversample, the training split's rare classes
+// Private to app/: data.oversample, the training split's rare classes
 // repeated until each class has as many examples as the largest (the
 // validation split is left as it is, so its scores stay honest).
 #include "convoy/records/manifest.h"

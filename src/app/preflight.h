@@ -1,5 +1,5 @@
 #pragma once
-// Private to train/: what a run checks before anything trains, so that a
+// Private to app/: what a run checks before anything trains, so that a
 // mistake in the settings never costs a training run (transfer's scratch
 // comparison included).
 #include "convoy/config/run_config.h"

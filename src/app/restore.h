@@ -1,5 +1,5 @@
 #pragma once
-// Private to train/: a checkpoint's model compiled with its weights, ready
+// Private to app/: a checkpoint's model compiled with its weights, ready
 // for inference (evaluate, predict). Defined in run.cpp, beside the
 // compilation a run uses.
 #include <memory>

@@ -132,7 +132,7 @@ int stopped(const convoy::train::RunOutcome& outcome, const std::string& dir) {
   return 128 + outcome.stopped_by_signal;
 }
 
-// The crash tests' pacing (FaultInjection, train/run.h; tests/kill_resume.sh),
+// The crash tests' pacing (FaultInjection, app/run.h; tests/kill_resume.sh),
 // read from the environment here, at the application's edge: the library
 // never reads it.
 convoy::train::FaultInjection fault_injection_from_environment() {

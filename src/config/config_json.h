@@ -1,5 +1,5 @@
 #pragma once
-// Private to train/: the steps of reading a run config, for the readers that
+// Private to config/: the steps of reading a run config, for the readers that
 // change the JSON tree before it is typed (config files with --set overrides
 // and config-relative paths, config_file.cpp).
 #include <string>

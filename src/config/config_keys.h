@@ -1,5 +1,5 @@
 #pragma once
-// Private to train/: the builders config_schema.cpp declares its table with.
+// Private to config/: the builders config_schema.cpp declares its table with.
 // A plain key is its name, where its value lives in RunConfig (AT), what it
 // allows and one line of help; reading, writing and checking follow from the
 // member's C++ type. Keys read by a parser of their own are in

@@ -1,5 +1,5 @@
 #pragma once
-// Private to train/: reads one JSON object of a run config into typed
+// Private to config/: reads one JSON object of a run config into typed
 // fields. Anything not read is an unknown key; messages name the file and
 // the dotted key ("configs/x.yaml: 'optimizer.lr' must be a number").
 #include <set>

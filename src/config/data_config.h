@@ -1,5 +1,5 @@
 #pragma once
-// Private to train/: the checks of the run config's `data` section that span
+// Private to config/: the checks of the run config's `data` section that span
 // keys (one key's range is config_schema()'s).
 #include "convoy/config/run_config.h"
 

@@ -1,5 +1,6 @@
 #pragma once
-// Private to train/: a float setting as a config shows it.
+// Private to config/ (and KerasModel's files, which write a run config):
+// a float setting as a config shows it.
 #include <charconv>
 #include <cstdlib>
 

@@ -1,5 +1,6 @@
 #pragma once
-// Private to train/: model layers written in a run config, both ways.
+// Private to config/ (and KerasModel's files, which write a run config):
+// model layers written in a run config, both ways.
 //   model:
 //     layers:
 //       - {type: conv2d, filters: 32, kernel: 3, padding: 1}

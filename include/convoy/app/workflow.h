@@ -1,7 +1,7 @@
 #pragma once
 // The run workflow as a library object: everything `convoy train` does, in
 // the calls a C++ program makes. The CLI is a thin layer over it
-// (train/run.h), so a program gets the same run from the same RunConfig:
+// (app/run.h), so a program gets the same run from the same RunConfig:
 // data and model from the config, replicas (training.replicas, dist.*),
 // transfer learning's phases (transfer.freeze_epochs: frozen, recompiled,
 // unfrozen, their epochs counted against training.epochs), checkpoints
