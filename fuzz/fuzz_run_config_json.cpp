@@ -4,7 +4,7 @@
 #include <string>
 
 #include "convoy/core/error.h"
-#include "convoy/train/run_config.h"
+#include "convoy/config/run_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

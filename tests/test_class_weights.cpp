@@ -4,7 +4,7 @@
 #include "convoy/core/error.h"
 #include "convoy/core/rng.h"
 #include "test_helpers.h"
-#include "train/class_weights.h"
+#include "app/class_weights.h"
 
 namespace convoy::train {
 namespace {

@@ -6,8 +6,8 @@
 #include <fstream>
 
 #include "convoy/core/error.h"
-#include "convoy/train/config_warnings.h"
-#include "convoy/train/run_config.h"
+#include "convoy/config/config_warnings.h"
+#include "convoy/config/run_config.h"
 #include "test_helpers.h"
 
 namespace convoy::train {

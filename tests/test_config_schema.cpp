@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "convoy/core/error.h"
-#include "convoy/train/config_schema.h"
-#include "convoy/train/run_config.h"
+#include "convoy/config/config_schema.h"
+#include "convoy/config/run_config.h"
 #include "test_helpers.h"
 
 namespace convoy::train {

@@ -18,7 +18,7 @@
 #include "convoy/dist/watchdog.h"
 #include "convoy/nn/sequential.h"
 #include "convoy/train/fit.h"
-#include "convoy/train/replicas.h"
+#include "convoy/app/replicas.h"
 #include "recording_executable.h"
 #include "test_helpers.h"
 

@@ -21,7 +21,7 @@
 #include "convoy/records/manifest.h"
 #include "convoy/train/checkpoint.h"
 #include "convoy/train/metrics.h"
-#include "convoy/train/run_config.h"
+#include "convoy/config/run_config.h"
 #include "test_helpers.h"
 #include "test_records_helpers.h"
 

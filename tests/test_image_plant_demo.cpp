@@ -9,7 +9,7 @@
 
 #include "convoy/core/error.h"
 #include "convoy/image/codec.h"
-#include "convoy/image/plant_demo.h"
+#include "cli/plant_demo.h"
 #include "test_helpers.h"
 #include "test_image_helpers.h"
 

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "convoy/core/error.h"
-#include "convoy/train/run_config.h"
+#include "convoy/config/run_config.h"
 
 namespace convoy::train {
 namespace {

@@ -12,12 +12,12 @@
 #include "convoy/io/safetensors.h"
 #include "convoy/nn/sequential.h"
 #include "convoy/nn/zoo.h"
-#include "convoy/image/plant_demo.h"
+#include "cli/plant_demo.h"
 #include "convoy/train/checkpoint.h"
-#include "convoy/train/image_data.h"
+#include "convoy/app/image_data.h"
 #include "convoy/train/keras_model.h"
-#include "convoy/train/predict.h"
-#include "convoy/train/run.h"
+#include "convoy/app/predict.h"
+#include "convoy/app/run.h"
 #include "test_helpers.h"
 
 namespace convoy::train {

@@ -15,7 +15,7 @@
 #include "convoy/dist/nccl.h"
 #include "convoy/dist/strategy.h"
 #include "convoy/nn/sequential.h"
-#include "convoy/train/run_config.h"
+#include "convoy/config/run_config.h"
 #include "cuda_test_helpers.h"
 
 namespace convoy {

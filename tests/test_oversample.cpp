@@ -3,7 +3,7 @@
 
 #include <map>
 
-#include "train/oversample.h"
+#include "app/oversample.h"
 
 namespace convoy::train {
 namespace {

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "convoy/core/error.h"
-#include "convoy/train/run_config.h"
+#include "convoy/config/run_config.h"
 #include "test_helpers.h"
 
 namespace convoy::train {

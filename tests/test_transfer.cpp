@@ -13,11 +13,11 @@
 #include <nlohmann/json.hpp>
 
 #include "convoy/core/error.h"
-#include "convoy/image/plant_demo.h"
+#include "cli/plant_demo.h"
 #include "convoy/io/pretrained.h"
 #include "convoy/io/safetensors.h"
 #include "convoy/nn/zoo.h"
-#include "convoy/train/run.h"
+#include "convoy/app/run.h"
 #include "test_helpers.h"
 
 namespace convoy::train {

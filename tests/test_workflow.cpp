@@ -13,11 +13,11 @@
 #include <iostream>
 #include <sstream>
 
-#include "convoy/image/plant_demo.h"
+#include "cli/plant_demo.h"
 #include "convoy/train/checkpoint.h"
-#include "convoy/train/console_reporter.h"
-#include "convoy/train/run.h"
-#include "convoy/train/workflow.h"
+#include "convoy/app/console_reporter.h"
+#include "convoy/app/run.h"
+#include "convoy/app/workflow.h"
 #include "test_helpers.h"
 #include "test_records_helpers.h"
 

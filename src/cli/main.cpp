@@ -18,19 +18,19 @@
 #include "convoy/core/untrusted.h"
 #include "convoy/data/bad_examples.h"
 #include "convoy/data/fashion_mnist.h"
-#include "convoy/image/plant_demo.h"
+#include "plant_demo.h"
 #include "convoy/io/onnx.h"
 #include "convoy/io/pretrained.h"
 #include "convoy/nn/zoo.h"
 #include "convoy/records/shards.h"
-#include "convoy/train/config_schema.h"
-#include "convoy/train/config_warnings.h"
-#include "convoy/train/console_reporter.h"
-#include "convoy/train/data_defaults.h"
-#include "convoy/train/export.h"
-#include "convoy/train/graceful_stop.h"
-#include "convoy/train/predict.h"
-#include "convoy/train/run.h"
+#include "convoy/config/config_schema.h"
+#include "convoy/config/config_warnings.h"
+#include "convoy/app/console_reporter.h"
+#include "convoy/config/data_defaults.h"
+#include "convoy/app/export.h"
+#include "convoy/app/graceful_stop.h"
+#include "convoy/app/predict.h"
+#include "convoy/app/run.h"
 
 namespace {
 
@@ -132,7 +132,7 @@ int stopped(const convoy::train::RunOutcome& outcome, const std::string& dir) {
   return 128 + outcome.stopped_by_signal;
 }
 
-// The crash tests' pacing (FaultInjection, train/run.h; tests/kill_resume.sh),
+// The crash tests' pacing (FaultInjection, app/run.h; tests/kill_resume.sh),
 // read from the environment here, at the application's edge: the library
 // never reads it.
 convoy::train::FaultInjection fault_injection_from_environment() {

@@ -21,7 +21,7 @@
 #include "convoy/train/history_json.h"
 #include "convoy/data/fashion_mnist.h"
 #include "convoy/nn/zoo.h"
-#include "transfer.h"
+#include "config/transfer.h"
 
 namespace convoy::train {
 namespace {

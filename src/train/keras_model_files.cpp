@@ -16,8 +16,8 @@
 #include "convoy/nn/zoo.h"
 #include "convoy/train/checkpoint.h"
 #include "convoy/train/keras_model.h"
-#include "train/float_text.h"
-#include "train/layer_config.h"
+#include "config/float_text.h"
+#include "config/layer_config.h"
 
 namespace convoy::train {
 namespace {

@@ -17,7 +17,7 @@
 #include "convoy/io/safetensors.h"
 #include "convoy/nn/model.h"
 #include "convoy/train/callbacks.h"
-#include "convoy/train/run_config.h"
+#include "convoy/config/run_config.h"
 
 namespace convoy::train {
 

@@ -1,0 +1,70 @@
+#pragma once
+// A whole run from a RunConfig: data, model, compile, callbacks, fit, outputs.
+// The CLI is a thin layer over these, and these over train::Workflow
+// (workflow.h), which a program can also drive step by step.
+#include <functional>
+#include <ostream>
+#include <string>
+
+#include "convoy/config/run_config.h"
+
+namespace convoy::train {
+
+class RunEvents;  // workflow.h
+
+// Pacing for the CLI's crash tests (tests/kill_resume.sh, resume.sh,
+// graceful_stop.sh): each training step sleeps step_delay_ms after it runs,
+// so runs killed at random instants last as long on an idle machine as on a
+// loaded one; each checkpoint write pauses checkpoint_pause_ms between its
+// flushed temporary file and the rename, so kills land inside writes. The
+// CLI reads them from CONVOY_TEST_STEP_DELAY_MS and
+// CONVOY_TEST_CHECKPOINT_DELAY_MS; the library never reads the environment.
+struct FaultInjection {
+  int step_delay_ms = 0;
+  int checkpoint_pause_ms = 0;
+};
+
+struct RunOutcome {
+  History history;
+  std::string device;
+  int threads = 0;
+  // SIGINT or SIGTERM stopped the run after a step; its checkpoint has the
+  // position (`convoy train --resume DIR` continues it). 0: it was not stopped.
+  // (A callback's stop, FitState::interrupted, is history.interrupted with 0 here.)
+  int stopped_by_signal = 0;
+  int replicas = 1;      // data-parallel replicas that trained together
+  bool primary = true;   // this process is the replica that prints and writes
+};
+
+// Trains as configured, telling `events` (nullptr: nobody) what happens;
+// with transfer.compare_with_scratch, first the same model from random
+// weights (in OUT/scratch). The `log` overload prints what `convoy train`
+// prints (ConsoleReporter, console_reporter.h) on `log`. With config.out_dir set:
+// checkpoint.safetensors and history.csv after every epoch (and every
+// checkpoint_every_steps steps), and at the end summary.json and
+// model.safetensors. A NaN/Inf with on_nan: stop writes the last good weights
+// to model.safetensors and throws UserError saying where it appeared.
+RunOutcome run_training(const RunConfig& config, RunEvents* events, const FaultInjection& faults = {});
+RunOutcome run_training(const RunConfig& config, std::ostream& log, const FaultInjection& faults = {});
+
+// Continues the run whose checkpoint is in `dir` (its own config; outputs go
+// back to `dir`). Same seed and thread count: the same weights as a run that
+// was never interrupted.
+// `adjust` may change how the run continues (not what it trains: e.g. the
+// distribution strategy) before it starts. epochs > 0 continues to that epoch
+// (Keras's initial_epoch): with a constant learning rate or a step schedule
+// the weights are those of a run that asked for `epochs` from the start; a
+// cosine or one-cycle schedule is re-planned (it says so). A finished run
+// (all its epochs, or ended by early stopping) says so (RunEvents::notice) and returns
+// an empty outcome.
+RunOutcome resume_training(const std::string& dir, RunEvents* events,
+                           const std::function<void(RunConfig&)>& adjust = nullptr, int64_t epochs = 0,
+                           const FaultInjection& faults = {});
+RunOutcome resume_training(const std::string& dir, std::ostream& log,
+                           const std::function<void(RunConfig&)>& adjust = nullptr, int64_t epochs = 0,
+                           const FaultInjection& faults = {});
+
+// Inference-mode loss and accuracy of the checkpoint in `dir` on its test data.
+Metrics evaluate_checkpoint(const std::string& dir);
+
+}  // namespace convoy::train

@@ -1,0 +1,58 @@
+// Checks before the first step of a run (preflight.h).
+#include "app/preflight.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
+#include "convoy/io/pretrained.h"
+#include "config/transfer.h"
+
+namespace convoy::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The folder, or when it does not exist yet the nearest folder it would be made in, takes new files.
+void check_output_folder(const std::string& out) {
+  if (out.empty()) return;
+  std::error_code ec;
+  fs::path p = fs::absolute(out, ec);
+  while (!p.empty() && !fs::exists(p, ec) && p != p.parent_path()) p = p.parent_path();
+  require(fs::is_directory(p, ec), "output.dir (--out) " + shown(out) + ": " + p.string() +
+                                       " is a file, not a folder; pick another --out");
+  require(::access(p.c_str(), W_OK | X_OK) == 0,
+          "output.dir (--out) " + shown(out) + ": cannot write in " + p.string() + "; pick a folder you can write to");
+}
+
+void check_pretrained(const RunConfig& c) {
+  require(fs::is_regular_file(c.pretrained),
+          "model.pretrained: " + c.pretrained +
+              " is missing; for the EfficientNet-Lite0 weights run bash tools/fetch_pretrained.sh, else fix the path "
+              "(a config's paths are relative to its folder)");
+  nn::Model model = build_model(c, model_input_shape(c), model_classes(c));
+  set_phase_layers(model, c, /*frozen=*/c.freeze_epochs > 0);  // model.head names one of its layers
+  if (!c.compare_with_scratch) return;  // the run itself loads it before its first step
+  io::FlatWeights w{model.initial_parameters(c.seed), model.initial_state()};
+  io::load_pytorch_weights(model, c.pretrained, w, {.skip_prefixes = {head_of(model, c) + "."}});
+}
+
+}  // namespace
+
+void check_before_training(const RunConfig& c) {
+  validate(c);
+  std::error_code ec;
+  if (c.data.reads_images())  // the IDX reader names Debian's package when the files are missing
+    require(fs::is_directory(c.data_dir, ec),
+            "data.dir (--data) " + shown(c.data_dir) + ": no such folder; pass the folder that holds the data");
+  // Checked here, not with the keys: the data's kind may be found only after they are read (--data DIR).
+  require(c.data.class_weight.empty() || c.data.reads_images(),
+          "data.class_weight: weights the image workflow's classes (csv, folders, tfrecord); Fashion-MNIST's IDX data "
+          "is balanced");
+  if (!c.pretrained.empty()) check_pretrained(c);
+  check_output_folder(c.out_dir);
+}
+
+}  // namespace convoy::train

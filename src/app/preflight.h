@@ -1,0 +1,16 @@
+#pragma once
+// Private to app/: what a run checks before anything trains, so that a
+// mistake in the settings never costs a training run (transfer's scratch
+// comparison included).
+#include "convoy/config/run_config.h"
+
+namespace convoy::train {
+
+// The config's ranges (transfer.freeze_epochs within training.epochs ...),
+// model.pretrained present (and, when a scratch comparison would train
+// first, its tensors matching the model), model.head a layer of the model,
+// data.dir present, and the output folder (or the folder it would be made
+// in) writable. Each a UserError naming the key and what to do.
+void check_before_training(const RunConfig& config);
+
+}  // namespace convoy::train

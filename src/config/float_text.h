@@ -1,0 +1,19 @@
+#pragma once
+// Private to config/ (and KerasModel's files, which write a run config):
+// a float setting as a config shows it.
+#include <charconv>
+#include <cstdlib>
+
+namespace convoy::train {
+
+// The shortest decimal that reads back as `v`, as a double: 0.05f shows as
+// 0.05 in a written config or report, not as the float's exact double
+// 0.05000000074505806, and parses back to the same float.
+inline double as_written(float v) {
+  char text[32];
+  char* end = std::to_chars(text, text + sizeof text - 1, v).ptr;
+  *end = '\0';
+  return std::strtod(text, nullptr);
+}
+
+}  // namespace convoy::train
