@@ -169,7 +169,7 @@ class PjrtDevice final : public Device {
     const Val y = layers_->layer_forward(layer, in, training, mask ? &*mask : nullptr);
     mem_.write(op.b.dst, y);
     op.forward_trace = mem_.trace();
-    if (training && std::holds_alternative<nn::BatchNorm>(plan.layer)) {
+    if (training && plan.trainable && std::holds_alternative<nn::BatchNorm>(plan.layer)) {
       const auto [mean, var] = layers_->running_statistics(layer);
       mem_.write(state_ + plan.state[0].offset, mean);
       mem_.write(state_ + plan.state[1].offset, var);
@@ -190,9 +190,10 @@ class PjrtDevice final : public Device {
     const std::vector<Val> dx = layers_->layer_backward(layer, dy, grads, wants);
     for (std::size_t k = 0; k < dx.size(); ++k)
       if (wants[k]) mem_.write(op.b.diff_srcs[k], dx[k]);
-    for (std::size_t k = 0; k < grads.size(); ++k) {
+    for (std::size_t k = 0; k < plan.params.size(); ++k) {  // a frozen layer's stay zero, as the CPU's
       const nn::ParamSlot& slot = plan.params[k];
-      mem_.write(op.b.grads + (slot.offset - plan.params[0].offset), b.reshape(grads[k], {slot.size()}));
+      mem_.write(op.b.grads + (slot.offset - plan.params[0].offset),
+                 plan.trainable ? b.reshape(grads.at(k), {slot.size()}) : b.constant(0, {slot.size()}));
     }
   }
 

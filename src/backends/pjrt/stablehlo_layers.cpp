@@ -18,7 +18,6 @@ template <class... Ts> Overloaded(Ts...) -> Overloaded<Ts...>;
 
 // Where each kind is emitted; an empty string means supported.
 std::string why_not(const nn::LayerPlan& plan) {
-  if (!plan.trainable) return "frozen layers (trainable: false)";
   // Newer than the emitter (ONNX import's Clip and constant operands): no
   // StableHLO yet, so such a model is refused before anything is emitted.
   if (std::holds_alternative<nn::Clip>(plan.layer)) return "clip";
@@ -165,7 +164,7 @@ Val LayerEmitter::layer_forward(std::size_t i, const std::vector<Val>& in, bool 
             auto per_channel = [&](const Val& v) { return b_.broadcast(v, x.shape, {1}); };
             const Val gamma = param(plan.params[0]), beta = param(plan.params[1]);
             Val mean, var;
-            if (training) {
+            if (training && plan.trainable) {  // frozen: inference in training steps too
               // Statistics in double, two passes (mean, then centred
               // squares), as the CPU backend: in float, a sum over a large
               // feature map loses digits that deep networks amplify.
@@ -192,6 +191,11 @@ Val LayerEmitter::layer_forward(std::size_t i, const std::vector<Val>& in, bool 
             }
             mean = state_slot(plan.state[0]);
             var = state_slot(plan.state[1]);
+            if (training) {  // frozen: dx = scale * dy, the CPU's scale (its factor in double)
+              const Val inv64 = b_.div(b_.constant(1, c, "f64"), b_.unary("sqrt", b_.add(b_.convert(var, "f64"),
+                                                                                      b_.constant(bn.eps, c, "f64"))));
+              saved.vals = {b_.convert(b_.mul(b_.convert(gamma, "f64"), inv64), "f32")};
+            }
             const Val invstd = b_.div(b_.constant(1, c), b_.unary("sqrt", b_.add(var, b_.constant(bn.eps, c))));
             const Val xhat = b_.mul(b_.sub(x, per_channel(mean)), per_channel(invstd));
             return b_.add(b_.mul(xhat, per_channel(gamma)), per_channel(beta));
@@ -354,6 +358,7 @@ std::vector<Val> LayerEmitter::layer_backward(std::size_t i, const Val& dy, std:
             return {b_.mul(dy, ds)};
           },
           [&](const nn::BatchNorm&) -> std::vector<Val> {
+            if (!plan.trainable) return {b_.mul(dy, b_.broadcast(saved.vals.at(0), x.shape, {1}))};
             const bool image = x.shape.size() == 4;
             const std::vector<int64_t> over = image ? std::vector<int64_t>{0, 2, 3} : std::vector<int64_t>{0};
             const double count = static_cast<double>(numel(x.shape) / x.shape[1] * sync_replicas_);

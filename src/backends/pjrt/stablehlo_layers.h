@@ -5,7 +5,9 @@
 // CPU backend's semantics (PyTorch's): batch-norm statistics over the batch
 // with the biased variance (running variance unbiased, momentum 0.1), max
 // pooling's gradient to the first maximum of each window, dropout through
-// masks the host passes in (the CPU backend's own draws).
+// masks the host passes in (the CPU backend's own draws), frozen layers
+// (trainable: false) as the CPU's: no parameter gradients (the caller
+// writes zeros), batch norm in inference mode in training steps too.
 //
 // Parameters and state arrive as the model's flat buffers (one f32 vector
 // each, in parameter order); gradients leave as one flat vector too, so the

@@ -122,6 +122,12 @@ int64_t device_length(int64_t floats) { return floats > 0 ? floats : 1; }
 
 std::string pjrt_unsupported(const nn::Model& model, const CompileOptions& options) {
   if (std::string why = layers_unsupported(model); !why.empty()) return why;
+  // The whole-step modules update every parameter: frozen layers need the
+  // PJRT device's gathers (one replica).
+  if (options.pjrt.replicas > 1)
+    for (const auto& plan : model.layers())
+      if (!plan.trainable)
+        return "frozen layers (trainable: false, layer " + plan.name + ") train on one replica only (drop --replicas)";
   if (model.output_shape().size() != 1)
     return "the model's last layer must output [classes] for a classification loss, got " +
            to_string(model.output_shape());
