@@ -60,6 +60,8 @@ class TracedMemory {
   void download_now(void* dst, const void* at, std::size_t bytes);
   // The trace as one module, run; memory holds buffers only afterwards.
   void run();
+  // Distinct modules compiled so far (each text once).
+  std::size_t compiled() const { return compiled_.size(); }
 
  private:
   enum class Kind { zero, buffer, traced, lost };
