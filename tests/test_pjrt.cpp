@@ -164,13 +164,18 @@ TEST(PjrtEmitter, SeedCnnModulesHoldTheWholeStep) {
   EXPECT_EQ(eval.find("select_and_scatter"), std::string::npos) << "evaluation has no backward pass";
 }
 
-TEST(PjrtEmitter, RefusesFrozenLayersInOneLine) {
+// Frozen layers run on one replica (the PJRT device gathers the trainable
+// runs, as the CPU); the whole-step modules of --replicas refuse them in one line.
+TEST(PjrtEmitter, FrozenLayersNeedOneReplica) {
   nn::Model model = nn::seed_cnn();
   model.set_trainable(false, "conv2d_0");
-  const std::string why = pjrt_unsupported(model);
+  EXPECT_EQ(pjrt_unsupported(model), "");
+  CompileOptions o;
+  o.pjrt.replicas = 2;
+  const std::string why = pjrt::pjrt_unsupported(model, o);
   EXPECT_NE(why.find("conv2d_0"), std::string::npos) << why;
-  // Without a usable plugin (a build without the runtime) "pjrt" falls back before looking at the model.
-  if (find_pjrt("pjrt").usable()) EXPECT_THROW(choose_device("pjrt", model), UserError);
+  EXPECT_NE(why.find("--replicas"), std::string::npos) << why;
+  EXPECT_EQ(why.find('\n'), std::string::npos) << why;
 }
 
 TEST(PjrtEmitter, RefusesLayersItHasNoStableHloFor) {
@@ -257,6 +262,42 @@ TEST(Pjrt, BinaryCrossEntropyAndAdamwMatchCpu) {
                options(8, Loss::binary_cross_entropy, {.kind = optim::Kind::adamw, .lr = 1e-3f, .weight_decay = 0.01f},
                        0.05f),
                1e-4, /*dense_targets=*/true);
+}
+
+// Frozen layers (transfer learning): a frozen convolution keeps its weights
+// and a frozen batch norm its running statistics (inference mode in
+// training steps too), the rest trains as on the CPU, whose optimizer state
+// covers the trainable parameters alone.
+TEST(Pjrt, FrozenLayersMatchCpu) {
+  REQUIRE_PJRT();
+  nn::Model model = every_layer_graph();
+  model.set_trainable(false, model.layers()[0].name);  // the first convolution
+  model.set_trainable(false, model.layers()[1].name);  // its batch norm
+  ASSERT_EQ(model.layers()[1].state.size(), 2u);
+  Pair p = compile_cpu_and_pjrt(model, options(8, Loss::softmax_cross_entropy, {.kind = optim::Kind::adam, .lr = 1e-3f}));
+  const auto before = testing::parameters(*p.pjrt);
+  const auto state_before = testing::state(*p.pjrt);
+  const auto x = testing::uniform_values(8 * numel(model.input_shape()), 21);
+  const auto y = testing::class_indices(8, 4, 22);
+  for (int k = 0; k < 2; ++k) {
+    p.cpu->train_step(x.data(), y.data());
+    p.pjrt->train_step(x.data(), y.data());
+  }
+  auto after = testing::parameters(*p.pjrt), cpu_after = testing::parameters(*p.cpu);
+  auto state_after = testing::state(*p.pjrt), cpu_state = testing::state(*p.cpu);
+  for (int layer : {0, 1})
+    for (const auto& slot : model.layers()[layer].params)
+      for (int64_t i = slot.offset; i < slot.offset + slot.size(); ++i) ASSERT_EQ(after[i], before[i]) << slot.name;
+  for (const auto& slot : model.layers()[1].state)
+    for (int64_t i = slot.offset; i < slot.offset + slot.size(); ++i) ASSERT_EQ(state_after[i], state_before[i]);
+  EXPECT_NE(after, before) << "the trainable layers trained";
+  expect_close(after, cpu_after, model, false, 1e-4, "weight");
+  expect_close(state_after, cpu_state, model, true, 1e-4, "running statistic");
+  // Adam's state covers the trainable parameters alone, as the CPU's.
+  const auto o_pjrt = testing::optimizer_state(*p.pjrt), o_cpu = testing::optimizer_state(*p.cpu);
+  ASSERT_EQ(o_pjrt.size(), o_cpu.size());
+  ASSERT_LT(o_cpu.size(), 2 * before.size());
+  EXPECT_LT(testing::relative_error(o_pjrt, o_cpu), 1e-4);
 }
 
 TEST(Pjrt, NonFiniteStepChangesNothing) {

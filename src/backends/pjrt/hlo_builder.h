@@ -29,6 +29,11 @@ class HloBuilder {
  public:
   // Function arguments are named by the caller (%arg0...) and passed in.
   std::string body() const { return body_; }
+  // Starts a new function body (value names from %v0 again).
+  void clear() {
+    body_.clear();
+    next_ = 0;
+  }
 
   Val constant(double value, const Shape& shape = {}, const std::string& elem = "f32");
   Val iota(const Shape& shape, int64_t dim, const std::string& elem = "i32");

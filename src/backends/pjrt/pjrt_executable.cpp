@@ -18,6 +18,8 @@
 
 #include "backends/buffer_sizes.h"
 #include "backends/dropout_mask.h"
+#include "backends/pjrt/host_masks.h"
+#include "backends/pjrt/pjrt_device.h"
 #include "backends/pjrt/plugin.h"
 #include "backends/pjrt/stablehlo_step.h"
 #include "backends/targets.h"
@@ -317,20 +319,11 @@ class PjrtExecutable final : public Executable, public ExecutableInternals {
   void add_masks(Inputs& in, int64_t steps = 1) {
     for (const auto& d : dropouts_) {
       const int64_t n = d.shape[0], per = numel(d.shape) / n;
-      const int64_t channels = d.shape.size() == 4 ? d.shape[1] : per;
-      const int64_t pixels = d.shape.size() == 4 ? d.shape[2] * d.shape[3] : 1;
-      const float keep = 1.0f / (1.0f - d.rate);
+      const Shape example(d.shape.begin() + 1, d.shape.end());
       mask_.resize(steps * n * per);
       for (int64_t k = 0; k < steps; ++k)
-        for (int64_t e = 0; e < n; ++e) {
-          const uint64_t stream = dropout_example_stream(d.seed, steps_done_ + k, n, e);
-          float* m = mask_.data() + (k * n + e) * per;
-          for (int64_t j = 0; j < per; ++j)
-            m[j] = d.rate > 0 && dropout_drops(stream, dropout_cpu_index(j, channels, pixels), d.rate)
-                       ? 0.0f
-                       : keep;
-        }
-      const Shape example(d.shape.begin() + 1, d.shape.end());
+        pjrt::draw_dropout_masks(std::span<float>(mask_).subspan(k * n * per, n * per), example, d.rate, d.seed,
+                                 steps_done_ + k, n);
       for (int r = 0; r < replicas_; ++r) in[r].push_back(upload_part(mask_.data(), per, steps, r, example));
     }
   }
@@ -388,7 +381,13 @@ std::unique_ptr<Executable> compile_pjrt(const nn::Model& model, const CompileOp
     require(r.usable(), "--device pjrt: " + r.why_unusable);
     path = r.plugin;
   }
-  return std::make_unique<PjrtExecutable>(model, options, seed, pjrt::Client::open(path, options.pjrt.replicas));
+  pjrt::Client& client = pjrt::Client::open(path, options.pjrt.replicas);
+  // Replicas (XLA's num_replicas) still run as whole-step modules; one
+  // replica is a device behind the Program, as the CPU and CUDA are.
+  if (options.pjrt.replicas != 1) return std::make_unique<PjrtExecutable>(model, options, seed, client);
+  const std::string why = pjrt::pjrt_unsupported(model, options);
+  require(why.empty(), "--device pjrt: " + why + "; train this model on the CPU (--device cpu)");
+  return compile_pjrt_program(model, options, seed, client);
 }
 
 }  // namespace convoy

@@ -251,6 +251,16 @@ Buffer Client::upload(std::span<const int32_t> data, std::span<const int64_t> di
   return upload_raw(data.data(), PJRT_Buffer_Type_S32, dims, device);
 }
 
+Buffer Client::upload(const void* data, const std::string& elem, std::span<const int64_t> dims, int device) {
+  const PJRT_Buffer_Type type = elem == "f32"   ? PJRT_Buffer_Type_F32
+                                : elem == "f64" ? PJRT_Buffer_Type_F64
+                                : elem == "i32" ? PJRT_Buffer_Type_S32
+                                : elem == "i64" ? PJRT_Buffer_Type_S64
+                                                : PJRT_Buffer_Type_INVALID;
+  if (type == PJRT_Buffer_Type_INVALID) throw std::logic_error("pjrt upload: no element type " + elem);
+  return upload_raw(data, type, dims, device);
+}
+
 void Client::download(const Buffer& b, void* out, std::size_t bytes) const {
   PJRT_ARGS(PJRT_Buffer_ToHostBuffer_Args, size);
   size.src = b.get();

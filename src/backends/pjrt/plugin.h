@@ -110,6 +110,8 @@ class Client {
   // Host arrays to device `device` (copied during the call).
   Buffer upload(std::span<const float> data, std::span<const int64_t> dims, int device = 0);
   Buffer upload(std::span<const int32_t> data, std::span<const int64_t> dims, int device = 0);
+  // An array of StableHLO element type `elem` (f32, f64, i32, i64).
+  Buffer upload(const void* data, const std::string& elem, std::span<const int64_t> dims, int device = 0);
   // The whole array into `out` (its size in bytes must match the buffer's).
   void download(const Buffer& b, void* out, std::size_t bytes) const;
 

@@ -18,7 +18,6 @@ template <class... Ts> Overloaded(Ts...) -> Overloaded<Ts...>;
 
 // Where each kind is emitted; an empty string means supported.
 std::string why_not(const nn::LayerPlan& plan) {
-  if (!plan.trainable) return "frozen layers (trainable: false)";
   // Newer than the emitter (ONNX import's Clip and constant operands): no
   // StableHLO yet, so such a model is refused before anything is emitted.
   if (std::holds_alternative<nn::Clip>(plan.layer)) return "clip";
@@ -60,7 +59,19 @@ std::string layers_unsupported(const nn::Model& model) {
 LayerEmitter::LayerEmitter(HloBuilder& b, const nn::Model& model, int64_t batch, Val params, Val state,
                            int64_t sync_replicas)
     : b_(b), model_(model), batch_(batch), params_(std::move(params)), state_(std::move(state)),
-      sync_replicas_(sync_replicas) {}
+      sync_replicas_(sync_replicas), saved_(model.layers().size()) {
+  auto from = [this](const Val& flat) {
+    return [this, &flat](const nn::ParamSlot& slot) {
+      return b_.reshape(b_.slice(flat, {slot.offset}, {slot.offset + slot.size()}), slot.shape);
+    };
+  };
+  params_slot_ = from(params_);
+  state_slot_ = from(state_);
+}
+
+LayerEmitter::LayerEmitter(HloBuilder& b, const nn::Model& model, int64_t batch, SlotSource params, SlotSource state)
+    : b_(b), model_(model), batch_(batch), params_slot_(std::move(params)), state_slot_(std::move(state)),
+      sync_replicas_(1), saved_(model.layers().size()) {}
 
 Val LayerEmitter::over_replicas(const Val& sums) {
   return sync_replicas_ > 1 ? b_.all_reduce_sum(sums, sync_replicas_) : sums;
@@ -72,30 +83,21 @@ Shape LayerEmitter::batched(const Shape& s) const {
   return out;
 }
 
-Val LayerEmitter::param(const nn::ParamSlot& slot) {
-  return b_.reshape(b_.slice(params_, {slot.offset}, {slot.offset + slot.size()}), slot.shape);
-}
-
-Val LayerEmitter::state_slot(const nn::ParamSlot& slot) {
-  return b_.reshape(b_.slice(state_, {slot.offset}, {slot.offset + slot.size()}), slot.shape);
-}
-
 Val LayerEmitter::forward(const Val& x, bool training, const std::vector<Val>& masks) {
   const auto& layers = model_.layers();
-  act_.assign(1, x);
-  saved_.assign(layers.size(), {});
+  std::vector<Val> act{x};  // act[0] = input, act[i + 1] = layer i's output
   std::size_t next_mask = 0;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     std::vector<Val> in;
-    for (int k : layers[i].inputs) in.push_back(act_[k + 1]);
+    for (int k : layers[i].inputs) in.push_back(act[k + 1]);
     const Val* mask = nullptr;
     if (training && std::holds_alternative<nn::Dropout>(layers[i].layer)) {
       if (next_mask >= masks.size()) throw std::logic_error("LayerEmitter: a dropout mask per dropout layer expected");
       mask = &masks[next_mask++];
     }
-    act_.push_back(layer_forward(i, in, training, mask));
+    act.push_back(layer_forward(i, in, training, mask));
   }
-  return act_.back();
+  return act.back();
 }
 
 Val LayerEmitter::layer_forward(std::size_t i, const std::vector<Val>& in, bool training, const Val* mask) {
@@ -103,7 +105,8 @@ Val LayerEmitter::layer_forward(std::size_t i, const std::vector<Val>& in, bool 
   const Shape out = batched(plan.output_shape);
   const Val& x = in[0];
   Saved& saved = saved_[i];
-  return std::visit(
+  saved = {.in = in, .out = {}, .vals = {}};
+  saved.out = std::visit(
       Overloaded{
           [&](const nn::Conv2d& c) {
             const Geometry g = geometry(plan, c.kernel, c.stride, c.padding);
@@ -161,7 +164,7 @@ Val LayerEmitter::layer_forward(std::size_t i, const std::vector<Val>& in, bool 
             auto per_channel = [&](const Val& v) { return b_.broadcast(v, x.shape, {1}); };
             const Val gamma = param(plan.params[0]), beta = param(plan.params[1]);
             Val mean, var;
-            if (training) {
+            if (training && plan.trainable) {  // frozen: inference in training steps too
               // Statistics in double, two passes (mean, then centred
               // squares), as the CPU backend: in float, a sum over a large
               // feature map loses digits that deep networks amplify.
@@ -188,6 +191,11 @@ Val LayerEmitter::layer_forward(std::size_t i, const std::vector<Val>& in, bool 
             }
             mean = state_slot(plan.state[0]);
             var = state_slot(plan.state[1]);
+            if (training) {  // frozen: dx = scale * dy, the CPU's scale (its factor in double)
+              const Val inv64 = b_.div(b_.constant(1, c, "f64"), b_.unary("sqrt", b_.add(b_.convert(var, "f64"),
+                                                                                      b_.constant(bn.eps, c, "f64"))));
+              saved.vals = {b_.convert(b_.mul(b_.convert(gamma, "f64"), inv64), "f32")};
+            }
             const Val invstd = b_.div(b_.constant(1, c), b_.unary("sqrt", b_.add(var, b_.constant(bn.eps, c))));
             const Val xhat = b_.mul(b_.sub(x, per_channel(mean)), per_channel(invstd));
             return b_.add(b_.mul(xhat, per_channel(gamma)), per_channel(beta));
@@ -217,20 +225,26 @@ Val LayerEmitter::layer_forward(std::size_t i, const std::vector<Val>& in, bool 
           },
       },
       plan.layer);
+  return saved.out;
+}
+
+// Every state slot belongs to a training batch norm, whose forward saved
+// the new running mean and variance as vals[3] and vals[4].
+std::pair<Val, Val> LayerEmitter::running_statistics(std::size_t i) const {
+  const auto& v = saved_[i].vals;
+  if (v.size() < 5) throw std::logic_error("LayerEmitter: no training forward for " + model_.layers()[i].name);
+  return {v[3], v[4]};
 }
 
 Val LayerEmitter::new_state() {
-  // Every state slot belongs to a training batch norm, whose forward saved
-  // the new running mean and variance as vals[3] and vals[4].
   const auto& layers = model_.layers();
   std::vector<Val> parts;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const auto& plan = layers[i];
     if (plan.state.empty()) continue;
-    const auto& v = saved_[i].vals;
-    if (v.size() < 5) throw std::logic_error("LayerEmitter::new_state: no training forward for " + plan.name);
-    parts.push_back(b_.reshape(v[3], {plan.state[0].size()}));
-    parts.push_back(b_.reshape(v[4], {plan.state[1].size()}));
+    const auto [mean, var] = running_statistics(i);
+    parts.push_back(b_.reshape(mean, {plan.state[0].size()}));
+    parts.push_back(b_.reshape(var, {plan.state[1].size()}));
   }
   if (parts.empty()) return state_;
   return b_.concatenate(parts, 0);
@@ -238,12 +252,14 @@ Val LayerEmitter::new_state() {
 
 Val LayerEmitter::backward(const Val& d_output) {
   const auto& layers = model_.layers();
-  std::vector<std::optional<Val>> grad(act_.size());
+  std::vector<std::optional<Val>> grad(layers.size() + 1);
   grad.back() = d_output;
   std::vector<std::vector<Val>> param_grads(layers.size());
   for (std::size_t i = layers.size(); i-- > 0;) {
     if (!grad[i + 1]) throw std::logic_error("LayerEmitter::backward: no gradient reaches " + layers[i].name);
-    const std::vector<Val> dx = layer_backward(i, *grad[i + 1], param_grads[i]);
+    std::vector<bool> wants;  // the model input's gradient is never used
+    for (int k : layers[i].inputs) wants.push_back(k != nn::kModelInput);
+    const std::vector<Val> dx = layer_backward(i, *grad[i + 1], param_grads[i], wants);
     for (std::size_t k = 0; k < dx.size(); ++k) {
       const int a = layers[i].inputs[k] + 1;
       if (a == 0) continue;  // the model input: not wanted
@@ -258,12 +274,14 @@ Val LayerEmitter::backward(const Val& d_output) {
   return b_.concatenate(flat, 0);
 }
 
-std::vector<Val> LayerEmitter::layer_backward(std::size_t i, const Val& dy, std::vector<Val>& pg) {
+std::vector<Val> LayerEmitter::layer_backward(std::size_t i, const Val& dy, std::vector<Val>& pg,
+                                              const std::vector<bool>& wants) {
   const nn::LayerPlan& plan = model_.layers()[i];
-  const Val& x = act_[plan.inputs[0] + 1];
-  const Val& y = act_[i + 1];
   const Saved& saved = saved_[i];
-  const bool wants_dx = plan.inputs[0] != nn::kModelInput;
+  if (saved.in.empty()) throw std::logic_error("LayerEmitter: backward of " + plan.name + " before its forward");
+  const Val& x = saved.in[0];
+  const Val& y = saved.out;
+  const bool wants_dx = wants.at(0);
   return std::visit(
       Overloaded{
           [&](const nn::Conv2d& c) -> std::vector<Val> {
@@ -278,7 +296,7 @@ std::vector<Val> LayerEmitter::layer_backward(std::size_t i, const Val& dy, std:
             pg.push_back(b_.convolution(x, dy, {f, cin / groups, k, k}, "[f, b, 0, 1]x[i, o, 0, 1]->[f, b, 0, 1]",
                                         {1, 1}, wpads, {1, 1}, {g.s, g.s}, 1, groups));
             if (c.bias) pg.push_back(b_.sum(dy, {0, 2, 3}));
-            if (!wants_dx) return {x};  // the model input's gradient is never used
+            if (!wants_dx) return {x};  // not wanted (the model input's): nothing emitted
             // dx: dy dilated by the stride, convolved with the flipped kernel,
             // input and output channels swapped within each group.
             Val wt = b_.reverse(w, {2, 3});
@@ -340,6 +358,7 @@ std::vector<Val> LayerEmitter::layer_backward(std::size_t i, const Val& dy, std:
             return {b_.mul(dy, ds)};
           },
           [&](const nn::BatchNorm&) -> std::vector<Val> {
+            if (!plan.trainable) return {b_.mul(dy, b_.broadcast(saved.vals.at(0), x.shape, {1}))};
             const bool image = x.shape.size() == 4;
             const std::vector<int64_t> over = image ? std::vector<int64_t>{0, 2, 3} : std::vector<int64_t>{0};
             const double count = static_cast<double>(numel(x.shape) / x.shape[1] * sync_replicas_);
@@ -382,8 +401,7 @@ std::vector<Val> LayerEmitter::layer_backward(std::size_t i, const Val& dy, std:
           [&](const nn::Concat&) -> std::vector<Val> {
             std::vector<Val> parts;
             int64_t at = 0;
-            for (int k : plan.inputs) {
-              const Val& in = act_[k + 1];
+            for (const Val& in : saved.in) {
               std::vector<int64_t> start(in.shape.size(), 0), limit = dy.shape;
               start[1] = at;
               limit[1] = at + in.shape[1];
@@ -393,7 +411,7 @@ std::vector<Val> LayerEmitter::layer_backward(std::size_t i, const Val& dy, std:
             return parts;
           },
           [&](const nn::Multiply&) -> std::vector<Val> {
-            const Val& gate = act_[plan.inputs[1] + 1];
+            const Val& gate = saved.in[1];
             if (gate.shape == x.shape) return {b_.mul(dy, gate), b_.mul(dy, x)};
             const Val g = b_.broadcast(b_.reshape(gate, {x.shape[0], x.shape[1]}), x.shape, {0, 1});
             return {b_.mul(dy, g), b_.reshape(b_.sum(b_.mul(dy, x), {2, 3}), gate.shape)};

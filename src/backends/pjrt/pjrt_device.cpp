@@ -1,0 +1,393 @@
+// The PJRT device: see pjrt_device.h. Layers come from the StableHLO layer
+// emitter (stablehlo_layers.h, one layer at a time, its hand-written VJPs);
+// the loss and the optimizer from stablehlo_kernels.h; the guard follows
+// commit_guarded_step (device_scalars.h) select for branch.
+#include "backends/pjrt/pjrt_device.h"
+
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <stdexcept>
+#include <variant>
+
+#include "backends/device.h"
+#include "backends/pjrt/host_masks.h"
+#include "backends/pjrt/stablehlo_kernels.h"
+#include "backends/pjrt/stablehlo_layers.h"
+#include "backends/pjrt/traced_memory.h"
+#include "backends/program.h"
+#include "convoy/core/error.h"
+
+namespace convoy {
+namespace {
+
+using pjrt::Val;
+
+// DeviceScalars' fields with their element types: each one its own piece of
+// memory (they cover the struct: checked in allocate).
+struct Field {
+  std::size_t offset, bytes;
+  const char* elem;
+};
+#define CONVOY_FIELD(name, elem) Field{offsetof(DeviceScalars, name), sizeof(DeviceScalars::name), elem}
+const Field kScalarFields[] = {
+    CONVOY_FIELD(loss_sum, "f64"),       CONVOY_FIELD(correct, "i64"),        CONVOY_FIELD(step_loss, "f64"),
+    CONVOY_FIELD(lr, "f32"),             CONVOY_FIELD(clip_scale, "f32"),     CONVOY_FIELD(adam_c1, "f32"),
+    CONVOY_FIELD(adam_c2, "f32"),        CONVOY_FIELD(norm_partials, "f64"),  CONVOY_FIELD(step_loss_sum, "f64"),
+    CONVOY_FIELD(step_correct, "i64"),   CONVOY_FIELD(train_examples, "i64"), CONVOY_FIELD(nonfinite, "i32"),
+    CONVOY_FIELD(step_ok, "i32"),        CONVOY_FIELD(halted, "i32"),         CONVOY_FIELD(steps_run, "i32"),
+    CONVOY_FIELD(steps_done, "i64")};
+#undef CONVOY_FIELD
+
+Shape with_batch(int64_t batch, const Shape& s) {
+  Shape out{batch};
+  out.insert(out.end(), s.begin(), s.end());
+  return out;
+}
+
+// One layer's op: the Program's buffers for it and the trace its forward ran in.
+struct LayerOp {
+  OpBuffers b;
+  bool view = false;
+  uint64_t forward_trace = ~uint64_t{0};
+};
+
+class PjrtDevice final : public Device {
+ public:
+  PjrtDevice(pjrt::Client& client) : mem_(client), platform_(client.platform()) {}
+  ~PjrtDevice() override = default;
+
+  std::string name() const override { return "pjrt:" + platform_; }
+  int64_t steps_per_call(const CompileOptions& options) const override {
+    return std::max<int64_t>(options.steps_per_execution, 1);
+  }
+
+  void make_ops(const nn::Model& model, const DeviceShape& shape, const std::vector<uint64_t>& seeds) override {
+    model_ = std::make_unique<nn::Model>(model);
+    shape_ = shape;
+    seeds_ = seeds;
+    ops_.resize(model.layers().size());
+    for (std::size_t i = 0; i < ops_.size(); ++i)
+      ops_[i].view = std::holds_alternative<nn::Flatten>(model.layers()[i].layer);
+    auto slots = [this](float* const* base) {
+      return [this, base](const nn::ParamSlot& slot) { return mem_.read(*base + slot.offset, slot.shape); };
+    };
+    layers_ = std::make_unique<pjrt::LayerEmitter>(mem_.builder(), *model_, shape.batch, slots(&params_),
+                                                   slots(&state_));
+  }
+  bool is_view(std::size_t layer) const override { return ops_[layer].view; }
+  int64_t align_floats() const override { return 16; }
+
+  std::vector<void*> allocate(const std::vector<Region>& regions) override {
+    std::vector<void*> at;
+    for (const Region& r : regions) {
+      const std::string what = r.what;
+      if (what == "scalars") {
+        at.push_back(allocate_scalars(r.bytes));
+        scalars_at_ = static_cast<DeviceScalars*>(at.back());
+        continue;
+      }
+      at.push_back(mem_.reserve(r.bytes, what == "run table" ? "i64" : "f32"));
+      if (what == "parameters") params_ = static_cast<float*>(at.back());
+      if (what == "state") state_ = static_cast<float*>(at.back());
+      if (what == "run table") runs_ = at.back();
+    }
+    const auto floats = [](int64_t n) { return sizeof(float) * static_cast<std::size_t>(n); };
+    const int64_t batch = shape_.batch;
+    for (auto& bank : banks_)
+      for (int64_t i = 0; i < shape_.slots; ++i)
+        bank.push_back({static_cast<float*>(mem_.reserve(floats(batch * numel(shape_.input)), "f32")),
+                        static_cast<int32_t*>(mem_.reserve(sizeof(int32_t) * batch, "i32")),
+                        static_cast<float*>(mem_.reserve(floats(batch * shape_.classes), "f32"))});
+    return at;
+  }
+
+  void bind_edges(float* input, float*) override { input_ = input; }
+  void bind(std::size_t layer, OpBuffers buffers) override { ops_[layer].b = std::move(buffers); }
+
+  // --- copies
+  void to_device(void* dst, const void* src, std::size_t bytes) override {
+    mem_.upload(dst, src, bytes);
+    if (dst == runs_) {  // the run table: gathers slice by it at trace time
+      host_runs_.resize(bytes / sizeof(int64_t));
+      copy_bytes(host_runs_.data(), src, bytes);
+    }
+  }
+  void to_host(void* dst, const void* src, std::size_t bytes) const override { mem_.download(dst, src, bytes); }
+  void zero(void* dst, std::size_t bytes) override { mem_.zero(dst, bytes); }
+  bool all_finite(const float* values, int64_t n) const override {
+    std::vector<float> host(static_cast<std::size_t>(n));
+    mem_.download(host.data(), values, sizeof(float) * host.size());
+    for (float v : host)
+      if (!std::isfinite(v)) return false;
+    return true;
+  }
+
+  // --- feeding: each slot uploaded whole, rows past `rows` zero.
+  int stage(const float* x, Targets y, int64_t n, int64_t rows) override {
+    const int bank = next_bank_;
+    next_bank_ ^= 1;
+    const int64_t batch = shape_.batch, example = numel(shape_.input), classes = shape_.classes;
+    for (int64_t i = 0; i < n; ++i) {
+      const Slot s = slot(bank, i);
+      staging_.assign(batch * example, 0.0f);
+      copy_bytes(staging_.data(), x + i * batch * example, sizeof(float) * rows * example);
+      mem_.upload(const_cast<float*>(s.x), staging_.data(), sizeof(float) * staging_.size());
+      if (y.dense) {
+        staging_.assign(batch * classes, 0.0f);
+        copy_bytes(staging_.data(), y.dense + i * batch * classes, sizeof(float) * rows * classes);
+        mem_.upload(const_cast<float*>(s.dense), staging_.data(), sizeof(float) * staging_.size());
+      } else {
+        labels_.assign(batch, 0);
+        copy_bytes(labels_.data(), y.labels + i * batch, sizeof(int32_t) * rows);
+        mem_.upload(const_cast<int32_t*>(s.labels), labels_.data(), sizeof(int32_t) * labels_.size());
+      }
+    }
+    return bank;
+  }
+  Slot slot(int bank, int64_t i) const override { return banks_[bank][static_cast<std::size_t>(i)]; }
+  // The work of a batch is all enqueued: it runs now, as one module.
+  void release(int) override { mem_.run(); }
+  void load_input(const float* x, int64_t) override {
+    mem_.write(input_, mem_.read(x, with_batch(shape_.batch, shape_.input)));  // stage zeroed the rows past `rows`
+  }
+  void read_input_gradient(std::span<float>) const override {
+    throw UserError("input gradient: the PJRT backend does not compute it; use the CPU backend");
+  }
+
+  // --- one step
+  void forward(std::size_t layer, bool training) override {
+    LayerOp& op = ops_[layer];
+    if (op.view) return;  // the same memory, reshaped when read
+    const nn::LayerPlan& plan = model_->layers()[layer];
+    std::vector<Val> in;
+    for (std::size_t k = 0; k < plan.inputs.size(); ++k)
+      in.push_back(mem_.read(op.b.srcs[k], with_batch(shape_.batch, plan.input_shapes[k])));
+    std::optional<Val> mask;
+    if (const auto* d = std::get_if<nn::Dropout>(&plan.layer); d && training && d->rate > 0)
+      mask = dropout_mask(layer, d->rate);
+    const Val y = layers_->layer_forward(layer, in, training, mask ? &*mask : nullptr);
+    mem_.write(op.b.dst, y);
+    op.forward_trace = mem_.trace();
+    if (training && plan.trainable && std::holds_alternative<nn::BatchNorm>(plan.layer)) {
+      const auto [mean, var] = layers_->running_statistics(layer);
+      mem_.write(state_ + plan.state[0].offset, mean);
+      mem_.write(state_ + plan.state[1].offset, var);
+    }
+  }
+
+  void backward(std::size_t layer) override {
+    LayerOp& op = ops_[layer];
+    if (op.view) return;
+    const nn::LayerPlan& plan = model_->layers()[layer];
+    if (op.forward_trace != mem_.trace())
+      throw std::logic_error("pjrt device: the backward of " + plan.name + " without its forward in the same trace");
+    auto& b = mem_.builder();
+    const Val dy = mem_.read(op.b.diff_dst, with_batch(shape_.batch, plan.output_shape));
+    std::vector<bool> wants;
+    for (float* d : op.b.diff_srcs) wants.push_back(d != nullptr);
+    std::vector<Val> grads;
+    const std::vector<Val> dx = layers_->layer_backward(layer, dy, grads, wants);
+    for (std::size_t k = 0; k < dx.size(); ++k)
+      if (wants[k]) mem_.write(op.b.diff_srcs[k], dx[k]);
+    for (std::size_t k = 0; k < plan.params.size(); ++k) {  // a frozen layer's stay zero, as the CPU's
+      const nn::ParamSlot& slot = plan.params[k];
+      mem_.write(op.b.grads + (slot.offset - plan.params[0].offset),
+                 plan.trainable ? b.reshape(grads.at(k), {slot.size()}) : b.constant(0, {slot.size()}));
+    }
+  }
+
+  void loss(const LossCall& c) override {
+    auto& b = mem_.builder();
+    const Shape rows_cols{c.rows, c.cols};
+    const Val out = mem_.read(c.out, rows_cols);
+    Val targets;
+    if (c.targets.dense) {
+      targets = mem_.read(c.targets.dense, rows_cols);
+    } else {  // class indices as one-hot rows: the same targets, bit for bit
+      const Val labels = b.broadcast(mem_.read(c.targets.labels, {c.rows}), rows_cols, {0});
+      targets = b.convert(b.compare(b.iota(rows_cols, 1), labels, "EQ"), "f32");
+    }
+    const pjrt::LossOut r = pjrt::emit_loss(b, c.loss, c.smoothing, out, targets, std::nullopt, c.d_out != nullptr);
+    if (c.d_out) {
+      if (c.grad_rows != c.rows) throw std::logic_error("pjrt device: a loss gradient over other rows than the loss's");
+      mem_.write(c.d_out, *r.d_out);
+    }
+    const Val loss = b.convert(r.loss_sum, "f64");
+    if (c.step_loss) mem_.write(c.step_loss, loss);
+    if (c.loss_sum) add_to(c.loss_sum, loss);
+    if (c.correct) add_to(c.correct, b.convert(r.correct, "i64"));
+  }
+
+  void sum(float* into, const std::vector<const float*>& parts, int64_t n) override {
+    auto& b = mem_.builder();
+    Val total = mem_.read(parts[0], {n});
+    for (std::size_t k = 1; k < parts.size(); ++k) total = b.add(total, mem_.read(parts[k], {n}));
+    mem_.write(into, total);
+  }
+
+  void begin_guarded_step(float* state, float* state_before, int64_t state_n, DeviceScalars* s) override {
+    auto& b = mem_.builder();
+    mem_.write(&s->step_loss_sum, b.constant(0, {}, "f64"));
+    mem_.write(&s->step_correct, b.constant(0, {}, "i64"));
+    mem_.write(&s->nonfinite, b.constant(0, {}, "i32"));
+    if (state_n > 0) mem_.write(state_before, mem_.read(state, {state_n}));
+  }
+
+  // commit_guarded_step, with selects for its branches.
+  void finish_guarded_step(const float* grads, int64_t n, float* state, const float* state_before, int64_t state_n,
+                           int64_t batch, DeviceScalars* s) override {
+    auto& b = mem_.builder();
+    auto scalar = [&](const void* at) { return mem_.read(at, {}); };
+    auto k = [&](double v, const char* elem) { return b.constant(v, {}, elem); };
+    const Val grads_finite =
+        n > 0 ? b.reduce(b.is_finite(mem_.read(grads, {n})), "and", 1, {0}) : b.constant(1, {}, "i1");
+    mem_.write(&s->nonfinite, b.select(grads_finite, k(0, "i32"), k(1, "i32")));
+    const Val step_loss = scalar(&s->step_loss_sum);
+    const Val finite = b.binary("and", grads_finite, b.is_finite(step_loss));
+    const Val halted = scalar(&s->halted);
+    const Val running = b.compare(halted, k(0, "i32"), "EQ");
+    const Val ok = b.binary("and", running, finite);
+    mem_.write(&s->step_ok, b.select(ok, k(1, "i32"), k(0, "i32")));
+    mem_.write(&s->halted, b.select(ok, halted, k(1, "i32")));
+    mem_.write(&s->steps_run, b.add(scalar(&s->steps_run), b.select(running, k(1, "i32"), k(0, "i32"))));
+    const auto add_if_ok = [&](void* at, const Val& v, const char* elem) { add_to(at, b.select(ok, v, k(0, elem))); };
+    add_if_ok(&s->steps_done, k(1, "i64"), "i64");
+    add_if_ok(&s->loss_sum, step_loss, "f64");
+    add_if_ok(&s->correct, scalar(&s->step_correct), "i64");
+    add_if_ok(&s->train_examples, k(static_cast<double>(batch), "i64"), "i64");
+    if (state_n > 0)
+      mem_.write(state, b.select(b.splat(ok, {state_n}), mem_.read(state, {state_n}), mem_.read(state_before, {state_n})));
+    note_guard();
+  }
+
+  void optimizer_step(const optim::OptimizerOptions& opt, float* params, float* grads, float* state, int64_t n,
+                      DeviceScalars* s) override {
+    if (n == 0) return;
+    auto& b = mem_.builder();
+    const int64_t state_n = optim::state_size(opt, n);
+    const Val p = mem_.read(params, {n}), st = mem_.read(state, {state_n});
+    const pjrt::Updated u = pjrt::emit_update(b, opt, p, mem_.read(grads, {n}), st, mem_.read(&s->lr, {}));
+    const Val ok = b.compare(mem_.read(&s->step_ok, {}), b.constant(0, {}, "i32"), "NE");
+    mem_.write(params, b.select(b.splat(ok, {n}), u.params, p));
+    mem_.write(state, b.select(b.splat(ok, {state_n}), u.opt, st));
+  }
+
+  void gather_runs(const float* flat, float* packed, const int64_t*, int64_t count, int64_t packed_n) override {
+    std::vector<Val> parts;
+    for (int64_t r = 0; r < count; ++r) {
+      const auto [from, at, length] = run(r, count, packed_n);
+      parts.push_back(mem_.read(flat + from, {length}));
+      (void)at;
+    }
+    mem_.write(packed, parts.size() == 1 ? parts[0] : mem_.builder().concatenate(parts, 0));
+  }
+  void scatter_runs(const float* packed, float* flat, const int64_t*, int64_t count, int64_t packed_n) override {
+    const Val all = mem_.read(packed, {packed_n});
+    for (int64_t r = 0; r < count; ++r) {
+      const auto [to, at, length] = run(r, count, packed_n);
+      mem_.write(flat + to, mem_.builder().slice(all, {at}, {at + length}));
+    }
+  }
+
+  // --- profiling: a module has no clock per layer; the marks cost nothing
+  // and every layer's share reads 0.
+  void prepare_marks(std::size_t count) override { marks_ = count; }
+  void mark(std::size_t) override {}
+  std::vector<double> mark_seconds() override {
+    mem_.run();
+    return std::vector<double>(marks_ > 0 ? marks_ - 1 : 0, 0.0);
+  }
+
+  void synchronize() override { mem_.run(); }
+
+  void accept_gradient_reducer(GradientReducer* reducer) override {
+    require(reducer == nullptr, name() + ": this backend cannot train as one of several replicas");
+  }
+  void set_batch_norm_reducer(StatisticsReducer reducer, GradientReducer*) override {
+    require(!reducer, name() + ": this backend has no synchronised batch norm");
+  }
+
+ private:
+  void* allocate_scalars(std::size_t bytes) {
+    char* at = static_cast<char*>(mem_.reserve(bytes, "f64"));
+    std::size_t covered = 0;
+    for (const Field& f : kScalarFields) {
+      if (f.offset != covered) throw std::logic_error("pjrt device: DeviceScalars has a field the device lacks");
+      mem_.define(at + f.offset, f.bytes, f.elem);
+      covered += f.bytes;
+    }
+    if (covered != bytes) throw std::logic_error("pjrt device: DeviceScalars has a field the device lacks");
+    return at;
+  }
+
+  void add_to(void* at, const Val& v) { mem_.write(at, mem_.builder().add(mem_.read(at, v.shape), v)); }
+
+  // Run r of the run table: its flat start, packed start and length.
+  std::tuple<int64_t, int64_t, int64_t> run(int64_t r, int64_t count, int64_t packed_n) const {
+    const int64_t at = host_runs_.at(count + r);
+    const int64_t end = r + 1 < count ? host_runs_.at(count + r + 1) : packed_n;
+    return {host_runs_.at(r), at, end - at};
+  }
+
+  // Training steps applied before the one being traced: steps_done as the
+  // trace started (read once per trace, while it is still a buffer) plus
+  // the guards traced since (a step after a faulty one changes nothing, so
+  // its masks do not matter).
+  int64_t steps_done() {
+    if (steps_trace_ != mem_.trace()) {
+      if (guards_ > 0 && guards_trace_ == mem_.trace())
+        throw std::logic_error("pjrt device: dropout after a guarded step in one trace, before any dropout");
+      int64_t at_start = 0;
+      mem_.download_now(&at_start, &scalars()->steps_done, sizeof at_start);
+      steps_at_start_ = at_start;
+      steps_trace_ = mem_.trace();
+    }
+    return steps_at_start_ + (guards_trace_ == mem_.trace() ? guards_ : 0);
+  }
+  void note_guard() {
+    if (guards_trace_ != mem_.trace()) {
+      guards_trace_ = mem_.trace();
+      guards_ = 0;
+    }
+    ++guards_;
+  }
+  DeviceScalars* scalars() const { return scalars_at_; }
+
+  Val dropout_mask(std::size_t layer, float rate) {
+    const Shape& example = model_->layers()[layer].output_shape;
+    const int64_t batch = shape_.batch, n = batch * numel(example);
+    mask_.resize(static_cast<std::size_t>(n));
+    pjrt::draw_dropout_masks(mask_, example, rate, seeds_[layer], steps_done(), batch);
+    auto buffer = std::make_shared<pjrt::Buffer>(mem_.client().upload(mask_, std::span<const int64_t>(&n, 1)));
+    return mem_.builder().reshape(mem_.argument(std::move(buffer), n, "f32"), with_batch(batch, example));
+  }
+
+  mutable pjrt::TracedMemory mem_;
+  std::string platform_;
+  std::unique_ptr<nn::Model> model_;
+  DeviceShape shape_;
+  std::vector<uint64_t> seeds_;
+  std::vector<LayerOp> ops_;
+  std::unique_ptr<pjrt::LayerEmitter> layers_;
+  float *params_ = nullptr, *state_ = nullptr, *input_ = nullptr;
+  DeviceScalars* scalars_at_ = nullptr;
+  void* runs_ = nullptr;
+  std::vector<int64_t> host_runs_;
+  std::vector<Slot> banks_[2];
+  int next_bank_ = 0;
+  std::vector<float> staging_, mask_;
+  std::vector<int32_t> labels_;
+  std::size_t marks_ = 0;
+  uint64_t steps_trace_ = ~uint64_t{0}, guards_trace_ = ~uint64_t{0};
+  int64_t steps_at_start_ = 0, guards_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Executable> compile_pjrt_program(const nn::Model& model, const CompileOptions& options, uint64_t seed,
+                                                 pjrt::Client& client) {
+  return std::make_unique<Program>(model, options, seed, std::make_unique<PjrtDevice>(client));
+}
+
+}  // namespace convoy

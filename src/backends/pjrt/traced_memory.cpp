@@ -1,0 +1,256 @@
+// The PJRT device's traced memory: see traced_memory.h.
+#include "backends/pjrt/traced_memory.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <new>
+#include <stdexcept>
+
+#include "convoy/core/error.h"
+
+namespace convoy::pjrt {
+
+std::size_t elem_bytes(const std::string& elem) {
+  if (elem == "f32" || elem == "i32") return 4;
+  if (elem == "f64" || elem == "i64") return 8;
+  throw std::logic_error("pjrt device memory: no element type " + elem);
+}
+
+TracedMemory::~TracedMemory() {
+  args_.clear();
+  pieces_.clear();
+  compiled_.clear();
+  for (auto [at, bytes] : reserved_) ::munmap(at, bytes);
+}
+
+void* TracedMemory::reserve(std::size_t bytes, const std::string& elem) {
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t size = (bytes + page - 1) / page * page + page;  // never empty: every region has its own address
+  void* at = ::mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (at == MAP_FAILED) throw std::bad_alloc();
+  reserved_.emplace_back(static_cast<char*>(at), size);
+  define(at, bytes, elem);
+  return at;
+}
+
+void TracedMemory::define(const void* at, std::size_t bytes, const std::string& elem) {
+  if (bytes == 0) return;
+  const auto b = reinterpret_cast<uintptr_t>(at);
+  for (auto it = pieces_.lower_bound(b); it != pieces_.end() && it->first < b + bytes;) it = pieces_.erase(it);
+  pieces_[b] = {.begin = b, .end = b + bytes, .elem = elem};
+}
+
+std::vector<TracedMemory::Piece> TracedMemory::overlap(uintptr_t b, uintptr_t e) const {
+  std::vector<Piece> out;
+  auto it = pieces_.upper_bound(b);
+  if (it != pieces_.begin()) --it;
+  uintptr_t covered = b;
+  for (; it != pieces_.end() && it->second.begin < e; ++it) {
+    const Piece& p = it->second;
+    if (p.end <= b) continue;
+    if (p.begin > covered) break;
+    Piece cut = p;
+    cut.begin = std::max(p.begin, b);
+    cut.end = std::min(p.end, e);
+    cut.offset = p.offset + static_cast<int64_t>((cut.begin - p.begin) / elem_bytes(p.elem));
+    covered = cut.end;
+    out.push_back(std::move(cut));
+  }
+  if (covered < e || b == e)
+    throw std::logic_error("pjrt device memory: " + std::to_string(e - b) + " bytes at " + std::to_string(b) +
+                           " lie outside every region");
+  return out;
+}
+
+void TracedMemory::put(Piece p) {
+  std::vector<Piece> keep;
+  auto it = pieces_.upper_bound(p.begin);
+  if (it != pieces_.begin()) --it;
+  while (it != pieces_.end() && it->second.begin < p.end) {
+    const Piece& q = it->second;
+    if (q.end <= p.begin) {
+      ++it;
+      continue;
+    }
+    if (q.begin < p.begin) {  // the part before p stays
+      Piece left = q;
+      left.end = p.begin;
+      keep.push_back(std::move(left));
+    }
+    if (q.end > p.end) {  // ... and the part after it
+      Piece right = q;
+      right.begin = p.end;
+      right.offset = q.offset + static_cast<int64_t>((p.end - q.begin) / elem_bytes(q.elem));
+      keep.push_back(std::move(right));
+    }
+    it = pieces_.erase(it);
+  }
+  for (Piece& k : keep) pieces_[k.begin] = std::move(k);
+  pieces_[p.begin] = std::move(p);
+}
+
+Val TracedMemory::argument_of(const std::shared_ptr<Buffer>& buffer, int64_t length, const std::string& elem) {
+  if (auto it = arg_index_.find(buffer.get()); it != arg_index_.end()) return args_[it->second].val;
+  Val v{"%arg" + std::to_string(args_.size()), {length}, elem};
+  arg_index_[buffer.get()] = args_.size();
+  args_.push_back({buffer, v});
+  return v;
+}
+
+Val TracedMemory::argument(std::shared_ptr<Buffer> buffer, int64_t length, const std::string& elem) {
+  return argument_of(buffer, length, elem);
+}
+
+Val TracedMemory::flat(const Piece& p) {
+  Val whole;
+  int64_t length = 0;
+  switch (p.kind) {
+    case Kind::zero: return b_.constant(0, {p.count()}, p.elem);
+    case Kind::lost: throw std::logic_error("pjrt device memory: read of values an earlier failed execution lost");
+    case Kind::buffer:
+      whole = argument_of(p.buffer, p.length, p.elem);
+      length = p.length;
+      break;
+    case Kind::traced:
+      length = numel(p.value.shape);
+      whole = p.value.shape == Shape{length} ? p.value : b_.reshape(p.value, {length});
+      break;
+  }
+  if (p.offset == 0 && p.count() == length) return whole;
+  return b_.slice(whole, {p.offset}, {p.offset + p.count()});
+}
+
+Val TracedMemory::read(const void* at, const Shape& shape) {
+  const auto b = reinterpret_cast<uintptr_t>(at);
+  const std::vector<Piece> parts = overlap(b, b + 1);  // the element type
+  const std::size_t bytes = static_cast<std::size_t>(numel(shape)) * elem_bytes(parts[0].elem);
+  std::vector<Val> vals;
+  for (const Piece& p : overlap(b, b + bytes)) {
+    if (p.kind == Kind::zero) {
+      // Zeros become a buffer of zeros: a module reads its arguments the
+      // same way whatever they hold, so its text stays the same.
+      std::vector<char> zeros(p.end - p.begin, 0);
+      Piece z = p;
+      z.kind = Kind::buffer;
+      const int64_t n = p.count();
+      z.buffer = std::make_shared<Buffer>(client_.upload(zeros.data(), p.elem, std::span<const int64_t>(&n, 1)));
+      z.length = n;
+      z.offset = 0;
+      put(z);
+      vals.push_back(flat(z));
+      continue;
+    }
+    vals.push_back(flat(p));
+  }
+  Val v = vals.size() == 1 ? vals[0] : b_.concatenate(vals, 0);
+  return v.shape == shape ? v : b_.reshape(v, shape);
+}
+
+void TracedMemory::write(const void* at, const Val& value) {
+  const auto b = reinterpret_cast<uintptr_t>(at);
+  const std::size_t bytes = static_cast<std::size_t>(numel(value.shape)) * elem_bytes(value.elem);
+  for (const Piece& p : overlap(b, b + bytes))
+    if (p.elem != value.elem)
+      throw std::logic_error("pjrt device memory: a " + value.elem + " value written over " + p.elem + " elements");
+  put({.begin = b, .end = b + bytes, .elem = value.elem, .kind = Kind::traced, .value = value});
+}
+
+void TracedMemory::zero(const void* at, std::size_t bytes) {
+  const auto b = reinterpret_cast<uintptr_t>(at);
+  for (Piece p : overlap(b, b + bytes)) {
+    p.kind = Kind::zero;
+    p.buffer.reset();
+    p.value = {};
+    p.offset = 0;
+    put(std::move(p));
+  }
+}
+
+void TracedMemory::upload(void* at, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
+  run();
+  const auto b = reinterpret_cast<uintptr_t>(at);
+  const std::string elem = overlap(b, b + 1)[0].elem;
+  const int64_t n = static_cast<int64_t>(bytes / elem_bytes(elem));
+  put({.begin = b, .end = b + bytes, .elem = elem, .kind = Kind::buffer,
+       .buffer = std::make_shared<Buffer>(client_.upload(src, elem, std::span<const int64_t>(&n, 1))), .length = n});
+}
+
+void TracedMemory::download(void* dst, const void* at, std::size_t bytes) {
+  run();
+  download_now(dst, at, bytes);
+}
+
+void TracedMemory::download_now(void* dst, const void* at, std::size_t bytes) {
+  if (bytes == 0) return;
+  const auto b = reinterpret_cast<uintptr_t>(at);
+  auto* out = static_cast<char*>(dst);
+  std::vector<char> whole;
+  for (const Piece& p : overlap(b, b + bytes)) {
+    char* to = out + (p.begin - b);
+    const std::size_t n = p.end - p.begin;
+    if (p.kind == Kind::zero) {
+      std::memset(to, 0, n);
+      continue;
+    }
+    if (p.kind != Kind::buffer)
+      throw std::logic_error(p.kind == Kind::lost ? "pjrt device memory: read of values an earlier failed execution lost"
+                                                  : "pjrt device memory: a host read of a value still being traced");
+    const std::size_t es = elem_bytes(p.elem);
+    whole.resize(static_cast<std::size_t>(p.length) * es);
+    client_.download(*p.buffer, whole.data(), whole.size());
+    std::memcpy(to, whole.data() + static_cast<std::size_t>(p.offset) * es, n);
+  }
+}
+
+std::string TracedMemory::module_text(const std::vector<Val>& results) const {
+  std::string sig, names;
+  for (std::size_t i = 0; i < args_.size(); ++i) sig += (i ? ", " : "") + args_[i].val.name + ": " + args_[i].val.type();
+  for (std::size_t i = 0; i < results.size(); ++i) names += (i ? ", " : "") + results[i].name;
+  return "module @convoy_trace attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {\n"
+         "  func.func public @main(" + sig + ") -> (" + type_list(results) + ") {\n" + b_.body() +
+         "    func.return " + names + " : " + type_list(results) + "\n  }\n}\n";
+}
+
+void TracedMemory::reset_trace() {
+  b_.clear();
+  args_.clear();
+  arg_index_.clear();
+  ++trace_;
+}
+
+void TracedMemory::run() {
+  std::vector<Piece*> written;
+  std::vector<Val> results;
+  for (auto& [at, p] : pieces_) {
+    if (p.kind != Kind::traced) continue;
+    written.push_back(&p);
+    results.push_back(flat(p));
+  }
+  if (written.empty()) return reset_trace();
+  try {
+    const std::string text = module_text(results);
+    auto& program = compiled_[text];
+    if (!program) program = client_.compile(text);
+    std::vector<PJRT_Buffer*> in;
+    for (const Argument& a : args_) in.push_back(a.buffer->get());
+    std::vector<Buffer> out = std::move(client_.execute(*program, {in}).at(0));
+    for (std::size_t i = 0; i < written.size(); ++i) {
+      Piece& p = *written[i];
+      p.kind = Kind::buffer;
+      p.buffer = std::make_shared<Buffer>(std::move(out.at(i)));
+      p.length = p.count();
+      p.offset = 0;
+      p.value = {};
+    }
+  } catch (...) {
+    for (Piece* p : written) p->kind = Kind::lost;
+    reset_trace();
+    throw;
+  }
+  reset_trace();
+}
+
+}  // namespace convoy::pjrt
