@@ -142,7 +142,7 @@ data::Dataset in_order(const data::LabeledImages& data, int64_t batch_size) {
 }
 
 TrainingData in_memory(const data::LabeledImages& train, const data::LabeledImages& test, int64_t batch_size,
-                       uint64_t seed, dist::Strategy* strategy) {
+                       uint64_t seed, dist::Strategy* strategy, bool steps_on_host) {
   dist::Strategy& replicas = strategy ? *strategy : dist::single();
   const int64_t shard = dist::shard_size(train.size(), replicas);  // examples per replica and epoch
   require(shard >= batch_size, "batch size " + std::to_string(batch_size) + " exceeds the " + std::to_string(shard) +
@@ -168,15 +168,17 @@ TrainingData in_memory(const data::LabeledImages& train, const data::LabeledImag
       batch_size, /*drop_remainder=*/true);
   // Where the gather runs is chosen when an epoch opens, by the thread count
   // fit's thread has then (the same batches either way, so the same bits):
-  // with a core to spare, on prefetch's thread; when the training threads
-  // take every core, on those threads between steps. A producer thread there
-  // preempts one training thread per batch, and with batch slices the other
-  // spins at the next rendezvous until it is back (docs/benchmarks.md).
+  // with a core to spare (or steps on a GPU), on prefetch's thread; when the
+  // training threads take every core, on those threads between steps. A
+  // producer thread there preempts one training thread per batch, and with
+  // batch slices the other spins at the next rendezvous until it is back
+  // (docs/benchmarks.md).
   return {.open_train =
-              [position_batches, rows = data::rows_of(train),
-               rows_on_threads = data::rows_of_on_threads(train)](int64_t epoch, int64_t skip_steps) {
+              [position_batches, rows = data::rows_of(train), rows_on_threads = data::rows_of_on_threads(train),
+               steps_on_host](int64_t epoch, int64_t skip_steps) {
                 const data::Dataset positions = skip_steps > 0 ? position_batches.skip(skip_steps) : position_batches;
-                if (num_threads() >= hardware_threads()) return positions.map(rows_on_threads).iterate(epoch);
+                if (steps_on_host && num_threads() >= hardware_threads())
+                  return positions.map(rows_on_threads).iterate(epoch);
                 return positions.map(rows).prefetch(2).iterate(epoch);
               },
           .steps_per_epoch = shard / batch_size,
@@ -238,8 +240,8 @@ std::vector<int32_t> predict_classes(Executable& exe, const data::LabeledImages&
 
 History fit(Executable& exe, const data::LabeledImages& train, const data::LabeledImages& test,
             const FitOptions& options, History history) {
-  return fit(exe, in_memory(train, test, exe.batch_size(), options.seed, options.strategy), options,
-             std::move(history));
+  return fit(exe, in_memory(train, test, exe.batch_size(), options.seed, options.strategy, exe.device() == "cpu"),
+             options, std::move(history));
 }
 
 History fit(Executable& exe, const TrainingData& data, const FitOptions& options, History history) {
