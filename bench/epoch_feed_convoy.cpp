@@ -1,11 +1,16 @@
 // Where a seed-CNN epoch goes beyond its steps: the same process times, in
 // interleaved rounds (one window of machine noise for every variant),
-//   steps      469 training steps on one fixed batch (no input at all)
+//   steps      469 training steps on the dataset's batches in stored order,
+//              read where they lie (no input work at all; one batch over and
+//              over would overfit into denormal gradients, 4x slower steps)
 //   chain      the steps fed by the per-element chain the trainer used until
 //              2026-12-02: range(n).shuffle(n).batch(B).map(rows_of).prefetch(2)
 //   batches    the steps fed by the trainer's input now (data/index_batches.h):
 //              index_batches(shuffled_positions).map(rows_of).prefetch(2)
 //   sync       index batches gathered on the calling thread, no prefetch
+//   threads    index batches gathered by the calling thread's OpenMP threads
+//              between steps, no prefetch (the trainer's input when its
+//              threads take every core: train::in_memory)
 //   chain-only / batches-only   the input alone for one epoch, no steps
 // and prints each variant's median seconds per epoch over the rounds, with the
 // process CPU seconds of the input-only rows (what the input takes from the cores).
@@ -62,11 +67,15 @@ int main(int argc, char** argv) try {
       data::index_batches([n, seed](int64_t epoch) { return data::shuffled_positions(n, seed, epoch); }, batch,
                           /*drop_remainder=*/true)
           .map(rows);
-  const std::vector<float> fixed_x(d.train.images.data<float>().begin(),
-                                   d.train.images.data<float>().begin() + batch * numel(data::kFashionMnistShape));
-  const std::vector<int32_t> fixed_y(d.train.labels.data<int32_t>().begin(),
-                                     d.train.labels.data<int32_t>().begin() + batch);
-  for (int s = 0; s < 5; ++s) exe->train_step(fixed_x.data(), fixed_y.data());  // warm-up
+  const data::Dataset on_threads =
+      data::index_batches([n, seed](int64_t epoch) { return data::shuffled_positions(n, seed, epoch); }, batch,
+                          /*drop_remainder=*/true)
+          .map(data::rows_of_on_threads(d.train));
+  const int64_t example = numel(data::kFashionMnistShape);
+  const float* stored_x = d.train.images.data<float>().data();
+  const int32_t* stored_y = d.train.labels.data<int32_t>().data();
+  auto stored_step = [&](int64_t s) { exe->train_step(stored_x + s * batch * example, stored_y + s * batch); };
+  for (int64_t s = 0; s < 5; ++s) stored_step(s);  // warm-up
 
   std::map<std::string, std::vector<double>> wall, cpu;
   auto time_it = [&](const std::string& name, auto&& body) {
@@ -88,18 +97,23 @@ int main(int argc, char** argv) try {
   for (int64_t r = 0; r < rounds; ++r) {
     const int64_t epoch = r + 1;
     time_it("steps", [&] {
-      for (int64_t s = 0; s < steps; ++s) exe->train_step(fixed_x.data(), fixed_y.data());
+      for (int64_t s = 0; s < steps; ++s) stored_step(s);
     });
     time_it("chain", [&] { train_on(chain.prefetch(2), epoch); });
     time_it("batches", [&] { train_on(batches.prefetch(2), epoch); });
     time_it("sync", [&] { train_on(batches, epoch); });
+    time_it("threads", [&] { train_on(on_threads, epoch); });
     time_it("chain-only", [&] { drain(chain, epoch); });
     time_it("batches-only", [&] { drain(batches, epoch); });
   }
   std::printf("{\"batch_slices\": %lld, \"rounds\": %lld", static_cast<long long>(exe->internals().batch_slices()),
               static_cast<long long>(rounds));
-  for (const auto& [name, w] : wall)
-    std::printf(", \"%s\": {\"seconds\": %.4f, \"cpu_seconds\": %.4f}", name.c_str(), median(w), median(cpu[name]));
+  for (const auto& [name, w] : wall) {
+    std::printf(", \"%s\": {\"seconds\": %.4f, \"cpu_seconds\": %.4f, \"rounds\": [", name.c_str(), median(w),
+                median(cpu[name]));
+    for (std::size_t r = 0; r < w.size(); ++r) std::printf("%s%.4f", r ? ", " : "", w[r]);
+    std::printf("]}");
+  }
   std::printf("}\n");
   return 0;
 } catch (const convoy::UserError& e) {

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <atomic>
 #include <fstream>
+#include <optional>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -393,6 +394,49 @@ TEST(Pipeline, ShuffledPositionsLookedUpGiveTheExamples) {
   EXPECT_FALSE(batched->next().has_value());
   EXPECT_EQ(values(Dataset::range(0).map([](Example e, Rng&) { return e; })), std::vector<int32_t>{});
   EXPECT_THROW(Dataset::range(-1), UserError);
+}
+
+// The trainer's input when its threads take every core (train::in_memory):
+// the same batches as rows_of, gathered by the caller's OpenMP threads into a
+// recycled tensor that is never one a consumer still holds.
+TEST(Pipeline, RowsOnThreadsGiveRowsOfBatchesAndNeverReuseAHeldOne) {
+  Tensor images(DType::u8, {300, 3, 5});
+  for (int i = 0; i < 300 * 15; ++i) images.data<uint8_t>()[i] = static_cast<uint8_t>(i * 7 % 251);
+  Tensor labels(DType::u8, {300});
+  for (int i = 0; i < 300; ++i) labels.data<uint8_t>()[i] = static_cast<uint8_t>(i % 10);
+  const LabeledImages data = from_u8(images, labels, 0.5f, 0.25f, "test");
+  const Dataset positions = Dataset::range(300).shuffle(300, 5).batch(64, /*drop_remainder=*/true);
+  auto want = positions.map(rows_of(data)).iterate(1);
+  auto got = positions.map(rows_of_on_threads(data)).iterate(1);
+  std::optional<Example> held;  // a batch kept while the next ones are gathered
+  std::vector<float> held_copy;
+  int batches = 0;
+  while (auto w = want->next()) {
+    auto g = got->next();
+    ASSERT_TRUE(g.has_value());
+    ++batches;
+    EXPECT_EQ(g->tensor("image").shape(), w->tensor("image").shape());
+    const auto gi = g->tensor("image").data<float>(), wi = w->tensor("image").data<float>();
+    EXPECT_TRUE(std::equal(gi.begin(), gi.end(), wi.begin(), wi.end()));
+    const auto gl = g->tensor("label").data<int32_t>(), wl = w->tensor("label").data<int32_t>();
+    EXPECT_TRUE(std::equal(gl.begin(), gl.end(), wl.begin(), wl.end()));
+    if (batches == 1) {
+      held_copy.assign(gi.begin(), gi.end());
+      held = std::move(g);
+    }
+  }
+  EXPECT_EQ(batches, 4);
+  EXPECT_FALSE(got->next().has_value());
+  const auto h = held->tensor("image").data<float>();
+  EXPECT_TRUE(std::equal(h.begin(), h.end(), held_copy.begin(), held_copy.end()));
+  // A bad index throws a UserError from the calling thread, as rows_of does.
+  auto bad = Dataset::range(301).batch(64).map(rows_of_on_threads(data)).iterate(0);
+  EXPECT_THROW(
+      {
+        while (bad->next()) {
+        }
+      },
+      UserError);
 }
 
 TEST(Pipeline, FromIdxReadsImagesAsChwBytesAndLabelsAsInts) {

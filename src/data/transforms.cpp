@@ -1,10 +1,15 @@
 #include "convoy/data/transforms.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
+#include <mutex>
 
 #include "convoy/core/error.h"
+#include "convoy/core/threads.h"
 
 namespace convoy::data {
 namespace {
@@ -56,29 +61,81 @@ MapFn one_hot(std::string feature, int64_t depth) {
   };
 }
 
+namespace {
+
+// The image tensor of the batch gathered last, kept to gather the next one
+// into once its consumer has dropped it: no allocation, no zero-fill and no
+// page faults per batch.
+struct Recycled {
+  std::mutex mu;
+  Tensor image;
+};
+
+// An f32 tensor of `shape` whose contents are about to be overwritten:
+// recycled's when no one else holds it, otherwise a new one (kept for next time).
+Tensor batch_tensor(const Shape& shape, Recycled* recycled) {
+  if (!recycled) return Tensor(DType::f32, shape);
+  std::lock_guard lock(recycled->mu);
+  if (recycled->image.empty() || recycled->image.storage_shared() || recycled->image.shape() != shape)
+    recycled->image = Tensor(DType::f32, shape);
+  return recycled->image;
+}
+
+// Replaces e's `index` (a scalar or a batch [B]) by those rows of images and
+// labels. threads > 1: the rows are copied by that many OpenMP threads of the
+// calling thread (the indices are checked first, on the calling thread, so a
+// bad one throws from there).
+Example gather_rows(const Tensor& images, const Tensor& labels, const Example& e, int threads, Recycled* recycled) {
+  const int64_t n = labels.dim(0);
+  const Tensor& index = e.tensor("index");
+  Shape image_shape = index.shape();
+  image_shape.insert(image_shape.end(), images.shape().begin() + 1, images.shape().end());
+  Tensor image = batch_tensor(image_shape, recycled);
+  Tensor label(DType::i32, index.shape());
+  const int64_t size = numel(Shape(images.shape().begin() + 1, images.shape().end()));
+  const auto rows = index.data<int32_t>();
+  const float* from = images.data<float>().data();
+  float* to = image.data<float>().data();
+  const int32_t* from_labels = labels.data<int32_t>().data();
+  int32_t* to_labels = label.data<int32_t>().data();
+  const auto count = static_cast<int64_t>(rows.size());
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t row = rows[static_cast<std::size_t>(i)];
+    require(row >= 0 && row < n, "rows_of: index " + std::to_string(row) + " is outside the " + std::to_string(n) +
+                                     " examples; index with Dataset::range(size)");
+    to_labels[i] = from_labels[row];
+  }
+  // The rows lie at random in a dataset larger than the caches: asking for
+  // the next row while this one is copied keeps two in flight (a Fashion-MNIST
+  // batch gathered in ~40% less time on the Xeon of docs/benchmarks.md).
+  constexpr int64_t kLine = 64 / sizeof(float);
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1 && count > 1)
+  for (int64_t i = 0; i < count; ++i) {
+    if (i + 1 < count) {
+      const float* ahead = from + rows[static_cast<std::size_t>(i + 1)] * size;
+      for (int64_t k = 0; k < size; k += kLine) __builtin_prefetch(ahead + k);
+    }
+    std::copy_n(from + rows[static_cast<std::size_t>(i)] * size, size, to + i * size);
+  }
+  Example out;
+  out.set("image", std::move(image)).set("label", std::move(label));
+  return out;
+}
+
+}  // namespace
+
 MapFn rows_of(const LabeledImages& data) {
   // Tensors share storage: the capture holds the data, it does not copy it.
   // The index may be a scalar or a batch of indices [B] (batching positions
   // first gathers a whole batch with one allocation instead of B).
   return [images = data.images, labels = data.labels](Example e, Rng&) {
-    const int64_t n = labels.dim(0);
-    const Tensor& index = e.tensor("index");
-    Shape image_shape = index.shape();
-    image_shape.insert(image_shape.end(), images.shape().begin() + 1, images.shape().end());
-    Tensor image(DType::f32, image_shape);
-    Tensor label(DType::i32, index.shape());
-    const int64_t size = numel(Shape(images.shape().begin() + 1, images.shape().end()));
-    const auto rows = index.data<int32_t>();
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      const int64_t row = rows[i];
-      require(row >= 0 && row < n, "rows_of: index " + std::to_string(row) + " is outside the " + std::to_string(n) +
-                                       " examples; index with Dataset::range(size)");
-      std::copy_n(images.data<float>().data() + row * size, size, image.data<float>().data() + i * size);
-      label.data<int32_t>()[i] = labels.data<int32_t>()[row];
-    }
-    Example out;
-    out.set("image", std::move(image)).set("label", std::move(label));
-    return out;
+    return gather_rows(images, labels, e, 1, nullptr);
+  };
+}
+
+MapFn rows_of_on_threads(const LabeledImages& data) {
+  return [images = data.images, labels = data.labels, recycled = std::make_shared<Recycled>()](Example e, Rng&) {
+    return gather_rows(images, labels, e, omp_in_parallel() ? 1 : num_threads(), recycled.get());
   };
 }
 

@@ -9,6 +9,7 @@
 
 #include "convoy/backends/executable_internals.h"
 #include "convoy/core/error.h"
+#include "convoy/core/threads.h"
 #include "convoy/data/dataset.h"
 #include "convoy/data/index_batches.h"
 #include "convoy/data/transforms.h"
@@ -142,15 +143,14 @@ data::Dataset in_order(const data::LabeledImages& data, int64_t batch_size) {
 }
 
 TrainingData in_memory(const data::LabeledImages& train, const data::LabeledImages& test, int64_t batch_size,
-                       uint64_t seed, dist::Strategy* strategy) {
+                       uint64_t seed, dist::Strategy* strategy, bool steps_on_host) {
   dist::Strategy& replicas = strategy ? *strategy : dist::single();
   const int64_t shard = dist::shard_size(train.size(), replicas);  // examples per replica and epoch
   require(shard >= batch_size, "batch size " + std::to_string(batch_size) + " exceeds the " + std::to_string(shard) +
                                    " training examples" + (replicas.world_size() > 1 ? " per replica" : "") +
                                    "; use a smaller --batch-size");
   // Each epoch a fresh full shuffle fixed by (seed, epoch), full batches only
-  // (the seed's drop_last=True), gathered on prefetch's background thread
-  // while the step runs. Positions are shuffled and batched before the images
+  // (the seed's drop_last=True). Positions are shuffled and batched before the images
   // are looked up, a batch at a time (data/index_batches.h): one small vector
   // per epoch, one copy per batch, and resuming mid-epoch skips batches of
   // positions, never gathering their images. With several replicas each
@@ -167,9 +167,19 @@ TrainingData in_memory(const data::LabeledImages& train, const data::LabeledImag
         return mine;
       },
       batch_size, /*drop_remainder=*/true);
+  // Where the gather runs is chosen when an epoch opens, by the thread count
+  // fit's thread has then (the same batches either way, so the same bits):
+  // with a core to spare (or steps on a GPU), on prefetch's thread; when the
+  // training threads take every core, on those threads between steps. A
+  // producer thread there preempts one training thread per batch, and with
+  // batch slices the other spins at the next rendezvous until it is back
+  // (docs/benchmarks.md).
   return {.open_train =
-              [position_batches, rows = data::rows_of(train)](int64_t epoch, int64_t skip_steps) {
+              [position_batches, rows = data::rows_of(train), rows_on_threads = data::rows_of_on_threads(train),
+               steps_on_host](int64_t epoch, int64_t skip_steps) {
                 const data::Dataset positions = skip_steps > 0 ? position_batches.skip(skip_steps) : position_batches;
+                if (steps_on_host && num_threads() >= hardware_threads())
+                  return positions.map(rows_on_threads).iterate(epoch);
                 return positions.map(rows).prefetch(2).iterate(epoch);
               },
           .steps_per_epoch = shard / batch_size,
@@ -231,8 +241,9 @@ std::vector<int32_t> predict_classes(Executable& exe, const data::LabeledImages&
 
 History fit(Executable& exe, const data::LabeledImages& train, const data::LabeledImages& test,
             const FitOptions& options, History history) {
-  return fit(exe, in_memory(train, test, exe.compiled_for().batch_size, options.seed, options.strategy), options,
-             std::move(history));
+  const CompiledFor& compiled = exe.compiled_for();
+  return fit(exe, in_memory(train, test, compiled.batch_size, options.seed, options.strategy, compiled.device == "cpu"),
+             options, std::move(history));
 }
 
 History fit(Executable& exe, const TrainingData& data, const FitOptions& options, History history) {

@@ -90,7 +90,8 @@ Executable& KerasModel::executable() {
 History KerasModel::fit(const data::LabeledImages& x, const FitSettings& settings) {
   const data::LabeledImages empty = no_examples(x.example_shape());
   const data::LabeledImages& validation = settings.validation_data ? *settings.validation_data : empty;
-  return fit(in_memory(x, validation, settings_.batch_size, settings_.seed), settings);
+  const bool steps_on_host = executable().compiled_for().device == "cpu";
+  return fit(in_memory(x, validation, settings_.batch_size, settings_.seed, nullptr, steps_on_host), settings);
 }
 
 History KerasModel::fit(const TrainingData& data, const FitSettings& settings) {

@@ -32,6 +32,8 @@ class Tensor {
   int64_t numel() const { return convoy::numel(shape_); }
   std::size_t nbytes() const { return numel() * dtype_size(dtype_); }
   bool empty() const { return storage_ == nullptr; }
+  // Whether another Tensor holds this one's storage (copies share it).
+  bool storage_shared() const { return storage_.use_count() > 1; }
 
   void* raw() { return storage_.get(); }
   const void* raw() const { return storage_.get(); }

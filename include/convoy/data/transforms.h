@@ -19,6 +19,12 @@ MapFn one_hot(std::string feature, int64_t depth);
 // Replaces an example's `index` by row `index` of `data`: `image` f32
 // [C, H, W] and `label` i32 [] (with Dataset::range, a shuffle of positions).
 MapFn rows_of(const LabeledImages& data);
+// The same rows, each batch's copied by the calling thread's OpenMP threads
+// (num_threads()): for input gathered on the training thread between steps,
+// where a prefetch thread would have no core of its own (train::in_memory).
+// A batch's image tensor is reused for a later batch once no Tensor holds it
+// any more (so a raw pointer into it is good only while its Example lives).
+MapFn rows_of_on_threads(const LabeledImages& data);
 
 // Augmentation: mirrors an image (CHW or HW; the last axis is the width) with
 // probability 1/2, drawn from the element's generator. Keeps the size.

@@ -65,12 +65,14 @@ struct TrainingData {
 
 // In-memory images: each epoch a fresh shuffle of `train` fixed by (seed,
 // epoch) cut into full batches (the remainder dropped, as the seed's
-// drop_last=True), gathered on a background thread while the step runs;
+// drop_last=True), gathered on a background thread while the step runs or,
+// when the steps run on the host's cores (steps_on_host) and their threads
+// take every core, by those threads between steps (the same batches);
 // `test` in order as validation.
 // With a strategy of several replicas, this replica's shard of each epoch
 // and its slice of `test` (dist/data_parallel.h).
 TrainingData in_memory(const data::LabeledImages& train, const data::LabeledImages& test, int64_t batch_size,
-                       uint64_t seed, dist::Strategy* strategy = nullptr);
+                       uint64_t seed, dist::Strategy* strategy = nullptr, bool steps_on_host = true);
 // `data` in order, batches of at most `batch_size` (for evaluation).
 data::Dataset in_order(const data::LabeledImages& data, int64_t batch_size);
 
