@@ -86,6 +86,11 @@ expect_error "evaluate without checkpoint" "checkpoint.safetensors" -- evaluate 
 expect_error "bad progress mode" "progress" -- train --progress sideways
 expect_error "unknown strategy" "--strategy" -- train --strategy gloo
 expect_error "zero dist timeout" "--dist-timeout" -- train --dist-timeout 0
+# 100000 threads that could not all start aborted the process ("terminate called
+# without an active exception"); 10^9 reserved their handles: "out of memory".
+expect_error "absurd thread count" "training.threads (--threads) 100000: more worker threads than convoy starts" -- \
+  train --threads 100000 --epochs 1
+expect_error "thread count 10^9" "training.threads (--threads) 1000000000: more worker" -- train --threads 1000000000
 head -c 300 /dev/urandom >"$tmp/o4-checkpoint.safetensors"; mkdir -p "$tmp/o4"; mv "$tmp/o4-checkpoint.safetensors" "$tmp/o4/checkpoint.safetensors"
 expect_error "predict without checkpoint" "checkpoint.safetensors" -- predict --checkpoint "$tmp" --input x --output y
 expect_error "corrupt checkpoint" "checkpoint.safetensors" -- evaluate --checkpoint "$tmp/o4"

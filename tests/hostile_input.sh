@@ -6,6 +6,7 @@
 # that held a user's file holds just that file).
 set -u
 convoy="$1"
+here="$(cd "$(dirname "$0")" && pwd)"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
@@ -30,7 +31,7 @@ refused() {
   shift 4
   local before rc lines chars
   before=$(state_of "$out")
-  (ulimit -v "$address_space_kib"; "$convoy" "$@" >out.txt 2>err.txt)
+  (ulimit -v "$address_space_kib"; timeout -s KILL 120 "$convoy" "$@" >out.txt 2>err.txt)  # a hang fails too
   rc=$?
   lines=$(wc -l <err.txt)
   chars=$(head -1 err.txt | wc -c)
@@ -186,6 +187,33 @@ refused "--resume with --threads" "--threads" shared -- train --resume shared --
 # (the run in shared/ finished its epoch: --epochs 2 continues it)
 "$convoy" train --resume shared --progress lines --epochs 2 >out.txt 2>err.txt || { fail "--resume --progress lines"; cat err.txt; }
 grep -q "resuming after epoch 1" out.txt || { fail "--resume --progress lines printed no progress"; cat out.txt; }
+
+# 11. Files that are not what their names say, and folders that lead out.
+copy_of fifo_test && rm fifo_test/images/Test_1.jpg && mkfifo fifo_test/images/Test_1.jpg
+cfg fifo_test.yaml "$tmp/fifo_test"
+refused "a FIFO named like a test image (its open waited forever)" "Test_1.jpg: not a regular file" o19 -- \
+  train --config fifo_test.yaml --out o19
+refused "/dev/zero as --config (read until out of memory)" "/dev/zero: a device or socket, not a file" o20 -- \
+  train --config /dev/zero --out o20
+copy_of bomb && python3 - "$here/fixtures/images/progressive.jpg" bomb/images/Train_3.jpg <<'PY'
+import sys
+b = bytearray(open(sys.argv[1], "rb").read())
+i = b.find(b"\xff\xc2")
+b[i + 5:i + 9] = b"\xea\x60\xea\x60"  # a progressive JPEG claiming 60000 x 60000
+open(sys.argv[2], "wb").write(bytes(b))
+PY
+cfg bomb.yaml "$tmp/bomb"
+refused "progressive JPEG claiming 60000x60000 (read at 1/8)" "the JPEG header claims 60000x60000 pixels" o21 -- \
+  train --config bomb.yaml --out o21
+mkdir -p classes/cat classes/dog
+cp plant/images/Train_{0,1,2,3}.jpg classes/cat/ && cp plant/images/Train_{4,5,6,7}.jpg classes/dog/
+ln -s / classes/everything
+refused "a class folder linked to / (walked the whole disk)" "class folder 'everything' leads outside" o22 -- \
+  train --data classes --out o22 --epochs 1
+rm classes/everything
+refused "--out inside the class folders" "inside the data folder" classes -- \
+  train --data classes --out classes/cat/run --epochs 1
+refused "--out the data folder itself" "inside the data folder" classes -- train --data classes --out classes --epochs 1
 
 if [[ $failures -gt 0 ]]; then
   echo "$failures failure(s)"

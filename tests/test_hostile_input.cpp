@@ -4,14 +4,17 @@
 // Every bad input is built here, at test time.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "convoy/core/threads.h"
 #include "convoy/core/untrusted.h"
 #include "convoy/image/codec.h"
 #include "convoy/io/output_folder.h"
@@ -128,7 +131,53 @@ TEST(HostileInput, AClassFolderFileLinkedOutIsRefused) {
   EXPECT_NE(log[0].find("root: skipped 1 bad file: dog/3.jpg: leads outside"), std::string::npos) << log[0];
   fs::remove(dir.file("root/dog/3.jpg"));
   fs::create_directory_symlink(dir.path(), dir.file("root/bird"));  // a class folder linked out
-  expect_message(error_of([&] { records::read_folder_manifest(dir.file("root")); }), "leads outside the data folder");
+  expect_message(error_of([&] { records::read_folder_manifest(dir.file("root")); }),
+                 "root: class folder 'bird' leads outside the data folder (it is a symbolic link");
+}
+
+// A class folder is checked before it is walked: one linked to '/' (or named
+// '/' or '../x' in data.classes) is refused at once, not after listing the
+// whole file system (which ended in "Permission denied at .../proc/1/fd/0").
+TEST(HostileInput, AClassFolderLeadingOutIsRefusedBeforeItsWalk) {
+  TempDir dir;
+  fs::create_directories(dir.file("root/cat"));
+  write_bytes(dir.file("root/cat/1.jpg"), "jpeg");
+  fs::create_directory_symlink("/", dir.file("root/everything"));
+  for (auto policy : {data::OnBadExample::fail, data::OnBadExample::skip})
+    expect_message(error_of([&] { records::read_folder_manifest(dir.file("root"), {.on_bad_example = policy}); }),
+                   "root: class folder 'everything' leads outside the data folder");
+  fs::remove(dir.file("root/everything"));
+  expect_message(error_of([&] { records::read_folder_manifest(dir.file("root"), {.classes = {"cat", "/"}}); }),
+                 "root: class folder '/' leads outside the data folder (it is an absolute path)");
+  expect_message(error_of([&] { records::read_folder_manifest(dir.file("root"), {.classes = {"cat", "../x"}}); }),
+                 "class folder '../x' leads outside the data folder (it has a '..' segment)");
+  expect_message(error_of([&] { records::read_folder_manifest(dir.file("root"), {.classes = {"cat", "cat"}}); }),
+                 "root: data.classes names 'cat' twice");
+  // Links that loop: at the root no class, below a class folder a bad file
+  // when named as an image (else nothing); never "cannot list the folder".
+  fs::create_symlink("loop", dir.file("root/loop"));
+  fs::create_symlink("spin.jpg", dir.file("root/cat/spin.jpg"));
+  fs::create_symlink("spin", dir.file("root/cat/spin"));
+  expect_message(error_of([&] { records::read_folder_manifest(dir.file("root")); }),
+                 "root: cat/spin.jpg: a link that cannot be followed (Too many levels of symbolic links)");
+  const records::Manifest m = records::read_folder_manifest(
+      dir.file("root"), {.on_bad_example = data::OnBadExample::skip, .log = [](const std::string&) {}});
+  EXPECT_EQ(m.classes, std::vector<std::string>{"cat"});
+  EXPECT_EQ(m.entries.size(), 1u);
+  EXPECT_EQ(m.skipped.size(), 1u);
+}
+
+// A FIFO named like an image would block its open forever (waiting for a
+// writer); it, a folder and a device are refused by the one image reader.
+TEST(HostileInput, AnImageNameThatIsNoFileIsRefusedNotWaitedOn) {
+  TempDir dir;
+  ASSERT_EQ(::mkfifo(dir.file("pipe.jpg").c_str(), 0644), 0);
+  fs::create_directories(dir.file("folder.jpg"));
+  expect_message(error_of([&] { image::read_image_file(dir.file("pipe.jpg")); }),
+                 "pipe.jpg: not a regular file (a pipe, socket or device); name an image file");
+  expect_message(error_of([&] { image::read_image_file(dir.file("folder.jpg")); }),
+                 "folder.jpg: a folder, not an image");
+  expect_message(error_of([&] { image::read_image_file("/dev/zero"); }), "/dev/zero: not a regular file");
 }
 
 TEST(HostileInput, AForeignFileIsNamedButNotShown) {
@@ -351,6 +400,46 @@ TEST(HostileInput, FilesReadWholeAreSizeBoundedBeforeReading) {
                  "big.csv: 1073741825 bytes, more than the 1073741824 a CSV file may have");
   expect_message(error_of([&] { train::load_run_config(dir.file("big.yaml")); }),
                  "big.yaml: 1073741825 bytes, more than the 16777216 a run config may have");
+  // What has no size before it is read: a device never ends (it ran out of
+  // memory), a pipe is read up to the limit, one nobody writes to is not empty.
+  expect_message(error_of([&] { train::load_run_config("/dev/zero"); }), "/dev/zero: a device or socket, not a file");
+  expect_message(error_of([&] { io::read_safetensors("/dev/zero"); }), "/dev/zero: a device or socket");
+  expect_message(error_of([&] { read_file_bounded(dir.path(), 10, "CSV file"); }), ": is a folder; name a CSV file");
+  ASSERT_EQ(::mkfifo(dir.file("quiet.yaml").c_str(), 0644), 0);
+  expect_message(error_of([&] { train::load_run_config(dir.file("quiet.yaml")); }),
+                 "quiet.yaml: a pipe that gave nothing (does a program write to it?)");
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  std::thread writer([&] {
+    const std::string chunk(4096, 'x');
+    for (int i = 0; i < 8; ++i)
+      if (::write(fds[1], chunk.data(), chunk.size()) < 0) break;  // the reader stops after its limit
+    ::close(fds[1]);
+  });
+  const std::string piped = "/dev/fd/" + std::to_string(fds[0]);
+  expect_message(error_of([&] { read_file_bounded(piped, 10000, "ONNX file"); }),
+                 "bytes, more than the 10000 an ONNX file may have");
+  ::close(fds[0]);
+  writer.join();
+}
+
+TEST(HostileInput, AbsurdThreadCountsAreRefusedBeforeAnyStarts) {
+  const int before = configured_threads();
+  const std::string msg = error_of([] { set_num_threads(100000); });
+  expect_message(msg, "training.threads (--threads) 100000: more worker threads than convoy starts (");
+  EXPECT_EQ(configured_threads(), before);  // the refused count was never applied
+}
+
+TEST(HostileInput, LiesWithinResolvesDotsAndLinks) {
+  TempDir dir;
+  fs::create_directories(dir.file("data/a"));
+  fs::create_directory_symlink(dir.file("data/a"), dir.file("alias"));
+  EXPECT_TRUE(lies_within(dir.file("data"), dir.file("data")));
+  EXPECT_TRUE(lies_within(dir.file("data/a/run1"), dir.file("data")));
+  EXPECT_TRUE(lies_within(dir.file("alias/run1"), dir.file("data")));
+  EXPECT_TRUE(lies_within(dir.file("data/a/../b"), dir.file("data")));
+  EXPECT_FALSE(lies_within(dir.file("data/../out"), dir.file("data")));
+  EXPECT_FALSE(lies_within(dir.file("database"), dir.file("data")));
 }
 
 }  // namespace convoy

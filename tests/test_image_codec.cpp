@@ -2,6 +2,9 @@
 // (tests/fixtures/make_image_fixtures.py), the DCT scaling rule, and one
 // clear UserError per broken file.
 #include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <algorithm>
 
 #include "convoy/core/error.h"
 #include "convoy/image/codec.h"
@@ -153,6 +156,46 @@ TEST(ImageCodec, AbsurdHeaderSizeIsRefusedBeforeAllocating) {
   std::copy(big, big + 4, bytes.begin() + 20);
   const std::string msg = error_of([&] { image::decode_image(bytes, "huge.png"); });
   EXPECT_NE(msg.find("huge.png:"), std::string::npos) << msg;
+}
+
+// Most palette PNGs carry a tRNS chunk (a transparent index); expanding the
+// palette turns it into an alpha channel. It is dropped as PIL's
+// convert("RGB") drops it: the same pixels as without the chunk, not "corrupt".
+TEST(ImageCodec, PaletteTransparencyIsDroppedNotRefused) {
+  const auto plain = file_bytes(image_fixture("palette.png"));
+  auto with_trns = plain;
+  const std::string idat = "IDAT";
+  const auto at = std::search(with_trns.begin(), with_trns.end(), idat.begin(), idat.end()) - 4;  // its length field
+  const std::vector<uint8_t> body = {'t', 'R', 'N', 'S', 0, 128};  // index 0 clear, index 1 half
+  std::vector<uint8_t> chunk = {0, 0, 0, 2};
+  chunk.insert(chunk.end(), body.begin(), body.end());
+  const uint32_t crc = static_cast<uint32_t>(crc32(0, body.data(), static_cast<uInt>(body.size())));
+  for (int shift = 24; shift >= 0; shift -= 8) chunk.push_back(static_cast<uint8_t>(crc >> shift));
+  with_trns.insert(at, chunk.begin(), chunk.end());
+  for (int channels : {0, 1, 3}) {
+    SCOPED_TRACE(channels);
+    const image::Image expected = image::decode_image(plain, "palette.png", {.channels = channels});
+    const image::Image got = image::decode_image(with_trns, "palette_trns.png", {.channels = channels});
+    ASSERT_EQ(got.channels(), expected.channels());
+    EXPECT_EQ(max_abs_diff(got, expected), 0);
+  }
+}
+
+// A progressive JPEG is decoded through full-size coefficients whatever scale
+// it is read at: its header's size counts, not the scaled one (60000 x 60000
+// read at 1/8 would pass as 7500 x 7500 and then take ~20 GB).
+TEST(ImageCodec, AProgressiveJpegIsHeldToThePixelLimitAtItsFullSize) {
+  auto bytes = file_bytes(image_fixture("progressive.jpg"));
+  const uint8_t sof2[2] = {0xff, 0xc2};
+  const auto sof = std::search(bytes.begin(), bytes.end(), sof2, sof2 + 2);
+  ASSERT_NE(sof, bytes.end());
+  const uint8_t size[4] = {0xea, 0x60, 0xea, 0x60};  // height, width: 60000 each
+  std::copy(size, size + 4, sof + 5);
+  const std::string msg =
+      error_of([&] { image::decode_image(bytes, "bomb.jpg", {.min_width = 16, .min_height = 16}); });
+  EXPECT_NE(msg.find("bomb.jpg: the JPEG header claims 60000x60000 pixels, more than convoy decodes"),
+            std::string::npos)
+      << msg;
 }
 
 // Damaged files of every kind either decode (to some pixels) or throw one

@@ -53,6 +53,10 @@ void check_before_training(const RunConfig& c) {
           "is balanced");
   if (!c.pretrained.empty()) check_pretrained(c);
   check_output_folder(c.out_dir);
+  // Outputs inside class folders would be the next run's data (a class 'run1', curves.png an image).
+  if (c.data.kind == "folders" && !c.out_dir.empty() && lies_within(c.out_dir, c.data_dir))
+    throw UserError("output.dir (--out) " + shown(c.out_dir) + ": inside the data folder " + shown(c.data_dir) +
+                    ", where the next run would read its files as images; pick a folder outside it");
 }
 
 }  // namespace convoy::train

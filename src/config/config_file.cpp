@@ -41,13 +41,9 @@ void resolve_paths(json& root, const fs::path& folder) {
 json read_file_json(const std::string& path) {
   std::error_code ec;
   require(!fs::is_directory(path, ec), path + ": is a folder, not a config file; pass a .yaml, .yml or .json file");
-  require_file_size_at_most(path, kMaxConfigBytes, "run config");
-  std::ifstream in(path);
-  require(static_cast<bool>(in), path + ": cannot open the config file; check the path");
-  std::stringstream text;
-  text << in.rdbuf();
+  const std::string text = read_file_bounded(path, kMaxConfigBytes, "run config");
   const bool yaml = path.ends_with(".yaml") || path.ends_with(".yml");
-  return config_text_to_json(text.str(), path, yaml);
+  return config_text_to_json(text, path, yaml);
 }
 
 // "optimizer.lr=3e-4" as {"optimizer": {"lr": 0.0003}}, merged into `root`.

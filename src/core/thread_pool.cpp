@@ -1,6 +1,10 @@
 #include "convoy/core/thread_pool.h"
 
 #include <algorithm>
+#include <string>
+#include <system_error>
+
+#include "convoy/core/error.h"
 
 #include "convoy/core/threads.h"
 
@@ -8,16 +12,27 @@ namespace convoy {
 
 ThreadPool::ThreadPool(int threads) {
   workers_.reserve(std::max(threads, 1));
-  for (int i = 0; i < std::max(threads, 1); ++i) workers_.emplace_back([this] { work(); });
+  try {
+    for (int i = 0; i < std::max(threads, 1); ++i) workers_.emplace_back([this] { work(); });
+  } catch (const std::system_error& e) {
+    // The workers already started are joined (a joinable std::thread
+    // destroyed would abort the process), and the cause is one line.
+    stop();
+    throw UserError("cannot start " + std::to_string(threads) + " worker threads (" + e.code().message() +
+                    " at thread " + std::to_string(workers_.size() + 1) + "); use fewer --threads");
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop(); }
+
+void ThreadPool::stop() {
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
   wake_.notify_all();
-  for (auto& w : workers_) w.join();
+  for (auto& w : workers_)
+    if (w.joinable()) w.join();
 }
 
 void ThreadPool::submit(std::function<void()> task) {

@@ -2,8 +2,12 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <atomic>
+#include <string>
 #include <thread>
+
+#include "convoy/core/error.h"
 
 namespace convoy {
 namespace {
@@ -19,8 +23,14 @@ int hardware_threads() {
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
+int max_threads() { return std::max(kMaxThreads, hardware_threads()); }
+
 void set_num_threads(int n) {
   const int threads = n <= 0 ? hardware_threads() : n;
+  // A thread OpenMP cannot start ends the process inside libgomp; refused here, in one line.
+  if (threads > max_threads())
+    throw UserError("training.threads (--threads) " + std::to_string(n) + ": more worker threads than convoy starts (" +
+                    std::to_string(max_threads()) + "); use fewer, or 0 for one per core");
   g_configured.store(threads);
   omp_set_num_threads(threads);
 }

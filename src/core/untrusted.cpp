@@ -1,6 +1,13 @@
 #include "convoy/core/untrusted.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -93,12 +100,46 @@ std::string one_line(std::string_view message) {
   return line.substr(0, h) + " ... " + line.substr(t);
 }
 
-void require_file_size_at_most(const std::string& path, uint64_t max_bytes, const std::string& what) {
-  std::error_code ec;
-  const uint64_t size = fs::file_size(path, ec);
-  if (!ec && size > max_bytes)
-    throw UserError(path + ": " + std::to_string(size) + " bytes, more than the " + std::to_string(max_bytes) + " a " +
-                    what + " may have; is it the right file?");
+std::string read_file_bounded(const std::string& path, uint64_t max_bytes, const std::string& what) {
+  const char* a = std::string_view("AEIOU").find(what.empty() ? 'x' : what[0]) == std::string_view::npos ? "a " : "an ";
+  const auto too_big = [&](const std::string& size) {
+    return UserError(path + ": " + size + " bytes, more than the " + std::to_string(max_bytes) + " " + a + what +
+                     " may have; is it the right file?");
+  };
+  // O_NONBLOCK for the open only: a FIFO without a writer would block it.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw UserError(path + ": cannot open the " + what + " (" + std::strerror(errno) + "); check the path");
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)
+    throw UserError(path + ": cannot read the " + what + " (" + std::strerror(errno) + "); check the file");
+  if (S_ISDIR(st.st_mode)) throw UserError(path + ": is a folder; name " + a + what);
+  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
+    throw UserError(path + ": a device or socket, not a file; name " + a + what);
+  const bool regular = S_ISREG(st.st_mode);
+  if (regular && static_cast<uint64_t>(st.st_size) > max_bytes) throw too_big(std::to_string(st.st_size));
+  std::string bytes(regular ? static_cast<std::size_t>(st.st_size) : 0, '\0');
+  std::size_t done = 0;
+  for (;;) {
+    if (done == bytes.size()) {
+      if (regular) break;  // no more than fstat said: a file growing meanwhile is read as it was
+      if (bytes.size() > max_bytes) throw too_big("over " + std::to_string(max_bytes));
+      bytes.resize(std::min<uint64_t>(max_bytes + 1, std::max<std::size_t>(2 * bytes.size(), 1 << 16)));
+    }
+    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw UserError(path + ": cannot read the " + what + " (" + std::strerror(errno) + "); check the file");
+    if (n == 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  // A pipe no program writes to ends at once: not an empty file, which a config could be.
+  if (!regular && done == 0)
+    throw UserError(path + ": a pipe that gave nothing (does a program write to it?); name " + a + what);
+  bytes.resize(done);
+  return bytes;
 }
 
 json parse_json_bounded(std::string_view text, const std::string& what) {
@@ -132,6 +173,15 @@ json parse_json_bounded(std::string_view text, const std::string& what) {
   } catch (const json::exception& e) {
     throw UserError(what + " (" + shown(std::string_view(e.what()), 160) + ")");
   }
+}
+
+bool lies_within(const fs::path& path, const fs::path& folder) {
+  std::error_code ec, ec2;
+  const fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  const fs::path f = fs::weakly_canonical(fs::absolute(folder, ec2), ec2);
+  if (ec || ec2) return false;
+  const fs::path inside = p.lexically_relative(f);
+  return !inside.empty() && *inside.begin() != "..";
 }
 
 PathRoot::PathRoot(fs::path root) : root_(std::move(root)) {

@@ -4,7 +4,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <vector>
 
 #include "codec_internal.h"
@@ -72,25 +74,35 @@ Image decode_image(std::span<const uint8_t> bytes, std::string_view name, const 
 
 Tensor read_image_file(const std::string& path, uint64_t max_bytes, std::string_view where) {
   const std::string named = where.empty() ? path : path + " (" + std::string(where) + ")";
-  std::FILE* f = std::fopen(path.c_str(), "rb");
+  // O_NONBLOCK: opening a FIFO named like an image would wait for a writer
+  // forever; it opens at once and fstat refuses it (and devices) below.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   auto fail = [&](const std::string& why, const char* advice) {
-    if (f) std::fclose(f);
+    if (fd >= 0) ::close(fd);
     throw UserError(named + ": " + why + "; " + advice);
   };
-  if (!f) fail(std::string("cannot open the image (") + std::strerror(errno) + ")", "check the path");
+  if (fd < 0) fail(std::string("cannot open the image (") + std::strerror(errno) + ")", "check the path");
   struct stat st {};
-  if (fstat(fileno(f), &st) != 0) fail(std::string("cannot read the image (") + std::strerror(errno) + ")", "check the file");
-  if (!S_ISREG(st.st_mode)) fail("not a regular file", "name an image file");
+  if (fstat(fd, &st) != 0) fail(std::string("cannot read the image (") + std::strerror(errno) + ")", "check the file");
+  if (!S_ISREG(st.st_mode))
+    fail(S_ISDIR(st.st_mode) ? "a folder, not an image file" : "not a regular file (a pipe, socket or device)",
+         "name an image file");
   const auto size = static_cast<uint64_t>(st.st_size);
   if (size > max_bytes) {
-    std::fclose(f);
+    ::close(fd);
     throw UserError(named + ": " + too_large(size, max_bytes));
   }
   Tensor bytes(DType::u8, {static_cast<int64_t>(size)});
-  if (size > 0 && std::fread(bytes.raw(), 1, size, f) != size)
-    fail(std::string("cannot read the image (") + (std::ferror(f) ? std::strerror(errno) : "it got shorter") + ")",
-         "check the file");
-  std::fclose(f);
+  auto* out = static_cast<char*>(bytes.raw());
+  for (uint64_t done = 0; done < size;) {
+    const ssize_t n = ::read(fd, out + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      fail(std::string("cannot read the image (") + (n < 0 ? std::strerror(errno) : "it got shorter") + ")",
+           "check the file");
+    done += static_cast<uint64_t>(n);
+  }
+  ::close(fd);
   return bytes;
 }
 

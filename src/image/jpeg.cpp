@@ -60,6 +60,12 @@ bool run_decode(Decompressor* d, const DecodeJob* job) {
   if (setjmp(d->err.jump)) return false;
   jpeg_mem_src(cinfo, job->bytes.data(), static_cast<unsigned long>(job->bytes.size()));
   jpeg_read_header(cinfo, TRUE);
+  // A file of several scans (progressive) is decoded through coefficients of
+  // the whole image held at full size, whatever scale it is read at: the
+  // scaled size checked below would let a small file claim 65535 x 65535 and
+  // take gigabytes. Its full size is held to the pixel limit.
+  if (jpeg_has_multiple_scans(cinfo))
+    detail::check_dimensions(job->name, "JPEG", cinfo->image_width, cinfo->image_height);
   const bool file_gray = cinfo->jpeg_color_space == JCS_GRAYSCALE;
   const bool cmyk = cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK;
   const int channels = job->options.channels != 0 ? job->options.channels : (file_gray ? 1 : 3);

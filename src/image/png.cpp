@@ -70,7 +70,9 @@ bool run_decode(Reader* r, const DecodeJob* job) {
   if (color_type == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
   if (color_type == PNG_COLOR_TYPE_GRAY && bit_depth < 8) png_set_expand_gray_1_2_4_to_8(png);
   if (bit_depth == 16) png_set_strip_16(png);  // keeps the high byte
-  if (color_type & PNG_COLOR_MASK_ALPHA) png_set_strip_alpha(png);
+  // Any alpha goes, as PIL's convert("RGB"): the file's own channel, and the one
+  // expanding a palette's tRNS transparency adds (most palette PNGs have one).
+  png_set_strip_alpha(png);
   const bool file_color = (color_type & PNG_COLOR_MASK_COLOR) != 0;
   const int channels = job->options.channels != 0 ? job->options.channels : (file_color ? 3 : 1);
   if (channels == 3 && !file_color) png_set_gray_to_rgb(png);

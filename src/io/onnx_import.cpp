@@ -1182,21 +1182,12 @@ class Importer {
   std::map<std::string, std::vector<int64_t>> shape_values_;  // computed shapes (see shape_arithmetic)
 };
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  require(in.good(), path + ": cannot open the ONNX file");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  require(!in.bad(), path + ": cannot read the ONNX file");
-  return std::move(bytes).str();
-}
-
 }  // namespace
 
 ImportedModel from_onnx(const onnx::Model& onnx, const std::string& where) { return Importer(onnx, where).run(); }
 
 ImportedModel load_onnx(const std::string& path) {
-  return from_onnx(onnx::decode(read_file(path), path), path);
+  return from_onnx(onnx::decode(read_file_bounded(path, kMaxModelBytes, "ONNX file"), path), path);
 }
 
 }  // namespace convoy::io

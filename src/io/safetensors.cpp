@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
-#include <fstream>
 #include <iterator>
 
 #include <nlohmann/json.hpp>
@@ -102,11 +101,7 @@ NamedTensors parse_safetensors(std::string_view bytes, const std::string& where,
 }
 
 NamedTensors read_safetensors(const std::string& path, Metadata* metadata, const SkipTensor& skip) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(path + ": cannot open; check the path");
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw UserError(path + ": cannot read; check the file");
-  return parse_safetensors(bytes, path, metadata, skip);
+  return parse_safetensors(read_file_bounded(path, kMaxModelBytes, "safetensors file"), path, metadata, skip);
 }
 
 std::string safetensors_bytes(const NamedTensors& tensors, const Metadata& metadata) {

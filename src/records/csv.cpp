@@ -1,8 +1,7 @@
 #include "convoy/records/csv.h"
 
-#include <fstream>
+#include <iterator>
 #include <set>
-#include <sstream>
 
 #include "convoy/core/error.h"
 #include "convoy/core/untrusted.h"
@@ -117,13 +116,8 @@ int CsvTable::require_column(std::string_view name, std::string_view purpose) co
 }
 
 CsvTable read_csv(const std::string& path) {
-  require_file_size_at_most(path, kMaxCsvBytes, "CSV file");
-  std::ifstream in(path, std::ios::binary);
-  require(in.good(), path + ": cannot open CSV file; check the path");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
   CsvTable table{path, {}, {}};
-  std::vector<CsvRecord> records = parse_csv(buffer.str(), path);
+  std::vector<CsvRecord> records = parse_csv(read_file_bounded(path, kMaxCsvBytes, "CSV file"), path);
   require(!records.empty(), path + ": empty CSV file (no header, no rows); write a header line and one row per example");
   table.header = std::move(records.front().fields);
   std::set<std::string> seen;

@@ -27,10 +27,24 @@ bool wanted(const fs::path& p, const std::vector<std::string>& extensions) {
 
 std::vector<std::string> subfolders(const fs::path& root) {
   std::vector<std::string> names;
+  std::error_code ec;  // a broken or looping link is no folder: not a class
   for (const fs::directory_entry& d : fs::directory_iterator(root))
-    if (d.is_directory()) names.push_back(d.path().filename().string());
+    if (d.is_directory(ec)) names.push_back(d.path().filename().string());
   std::sort(names.begin(), names.end());
   return names;
+}
+
+// A class folder must itself stay inside the root (data.classes may name
+// '../x' or '/', a class folder may be a link to '/'): checked before its
+// walk, which would otherwise list the whole file system to refuse each file.
+void check_class_folder(const PathRoot& rule, const std::string& root, const std::vector<std::string>& classes,
+                        std::size_t c) {
+  const std::string& name = classes[c];
+  if (const auto why = rule.outside(name))
+    throw UserError(root + ": class folder '" + shown(name) + "' leads outside the data folder (" + *why +
+                    "); copy its images into the folder instead of linking it");
+  for (std::size_t k = 0; k < c; ++k)
+    require(classes[k] != name, root + ": data.classes names '" + shown(name) + "' twice; name each class once");
 }
 
 }  // namespace
@@ -46,13 +60,21 @@ Manifest read_folder_manifest(const std::string& root, const FolderManifestOptio
     m.classes = options.classes.empty() ? subfolders(root) : options.classes;
     require(!m.classes.empty(), root + ": no class subfolders; put each class's images in root/<class>/");
     for (std::size_t c = 0; c < m.classes.size(); ++c) {
+      check_class_folder(rule, root, m.classes, c);
       const fs::path dir = fs::path(root) / m.classes[c];
       require(fs::is_directory(dir, ec), dir.string() + ": class folder missing; create it or drop the class");
       std::vector<fs::path> files;
       // Links below a class folder are not followed (as Keras' default), so a
-      // link cycle cannot make the walk endless.
-      for (const fs::directory_entry& f : fs::recursive_directory_iterator(dir))
-        if (f.is_regular_file() && wanted(f.path(), options.extensions)) files.push_back(f.path());
+      // link cycle cannot make the walk endless. An image name whose link is
+      // broken or loops is a bad file; another such name is not an image.
+      for (const fs::directory_entry& f : fs::recursive_directory_iterator(dir)) {
+        if (!wanted(f.path(), options.extensions)) continue;
+        if (f.is_regular_file(ec))
+          files.push_back(f.path());
+        else if (ec && f.is_symlink())
+          bad.add(f.path().lexically_relative(root).string(), "a link that cannot be followed (" + ec.message() + ")",
+                  "fix or remove the link");
+      }
       std::sort(files.begin(), files.end());
       for (const fs::path& f : files) {
         // Class folders and files may be links, but only to places inside the root.

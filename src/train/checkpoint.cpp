@@ -100,14 +100,6 @@ int64_t parse_epoch_v1(const std::string& text, const std::string& where) {
   return epoch;
 }
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(path + ": cannot open; check the path");
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw UserError(path + ": cannot read; check the file");
-  return bytes;
-}
-
 }  // namespace
 
 void save_checkpoint(const std::string& path, const nn::Model& model, const Executable& exe,
@@ -192,7 +184,9 @@ Checkpoint parse_checkpoint(std::string_view bytes, const std::string& where) {
   return c;
 }
 
-Checkpoint load_checkpoint(const std::string& path) { return parse_checkpoint(read_bytes(path), path); }
+Checkpoint load_checkpoint(const std::string& path) {
+  return parse_checkpoint(read_file_bounded(path, kMaxModelBytes, "checkpoint"), path);
+}
 
 Checkpoint load_latest_checkpoint(const std::string& dir, std::ostream& warn) {
   const std::string latest = (fs::path(dir) / kCheckpointFile).string();

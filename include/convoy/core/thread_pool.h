@@ -33,6 +33,7 @@ class ThreadPool {
 
  private:
   void work();
+  void stop();  // lets the queued tasks finish, then joins the workers
   std::mutex mu_;
   std::condition_variable wake_;
   std::deque<std::function<void()>> tasks_;

@@ -22,9 +22,11 @@ inline constexpr std::size_t kMaxMessageChars = 300;
 inline constexpr int kMaxNesting = 64;
 // How many values a YAML config may expand to, an alias counted at each use.
 inline constexpr int64_t kMaxYamlNodes = 100'000;
-// Files read whole into memory: a run config, a manifest CSV.
+// Files read whole into memory: a run config, a manifest CSV, a model file
+// (safetensors weights or checkpoint, ONNX: protobuf's own limit is 2 GiB).
 inline constexpr uint64_t kMaxConfigBytes = uint64_t{16} << 20;
 inline constexpr uint64_t kMaxCsvBytes = uint64_t{1} << 30;
+inline constexpr uint64_t kMaxModelBytes = uint64_t{16} << 30;
 // Fields in one CSV record (a line of 10 million commas would otherwise cost
 // hundreds of MB in empty strings).
 inline constexpr std::size_t kMaxCsvFields = 65'536;
@@ -37,10 +39,13 @@ std::string shown(std::string_view value, std::size_t max = kShownChars);
 // whole: a 100,000-deep array is not walked).
 std::string shown_json(const nlohmann::json& value, std::size_t max = kShownChars);
 
-// Throws UserError "<path>: N bytes, more than the M a <what> may have" when
-// the file at `path` is larger than `max_bytes`; checked before reading it.
-// (A missing file is left to the reader to report.)
-void require_file_size_at_most(const std::string& path, uint64_t max_bytes, const std::string& what);
+// The whole of the file at `path`, at most `max_bytes` of it: a regular
+// file's size is checked before a byte is read ("<path>: N bytes, more than
+// the M a <what> may have"), a pipe (`--config <(...)`) is read up to the
+// limit; a folder or a device (/dev/zero never ends) is refused, and a FIFO
+// with no writer reads as empty rather than waiting. Every failure is one
+// UserError naming the path.
+std::string read_file_bounded(const std::string& path, uint64_t max_bytes, const std::string& what);
 
 // A message cut to kMaxMessageChars: its head and its tail (the advice) kept.
 std::string one_line(std::string_view message);
@@ -49,6 +54,10 @@ std::string one_line(std::string_view message);
 // in one object are refused, as is malformed JSON; each is a UserError
 // "<what> (<why>)", the why cut with shown().
 nlohmann::json parse_json_bounded(std::string_view text, const std::string& what);
+
+// Whether `path` is `folder` or lies below it, links resolved as far as they
+// exist (false when either cannot be resolved).
+bool lies_within(const std::filesystem::path& path, const std::filesystem::path& folder);
 
 // The path rule for ids read from files: a relative path must name a place
 // inside the root. It may not be absolute, hold a ".." segment or a NUL byte,

@@ -66,8 +66,9 @@ Manifest read_csv_manifest(const std::string& csv_path, const CsvManifestOptions
 struct FolderManifestOptions {
   std::vector<std::string> extensions = {".jpg", ".jpeg", ".png"};  // matched ignoring case
   std::vector<std::string> classes;  // default: every subfolder of the root, sorted by name
-  // A file (or class folder) linked out of the root is a bad entry: fail, or
-  // under skip left out, listed in Manifest::skipped and logged in one line.
+  // A file linked out of the root (or a link that cannot be followed) is a bad
+  // entry: fail, or under skip left out, listed in Manifest::skipped and
+  // logged in one line. A class folder leading out is an error either way.
   data::OnBadExample on_bad_example = data::OnBadExample::fail;
   data::LogFn log = data::stderr_log();
 };
