@@ -97,6 +97,11 @@ TEST(ConfigSchema, ARangeErrorNamesTheKeyTheFlagTheValueAndWhatIsAllowed) {
   EXPECT_NE(error("data: {kind: csv, channels: 2}").find("data.channels must be 1 or 3, got 2"), std::string::npos);
   EXPECT_NE(error("data: {kind: csv, augment: {fill_value: 300}}").find("'data.augment.fill_value' must be in [0, 255], got 300"),
             std::string::npos);
+  // A hole count or a chunk of steps that could never finish is refused, not run.
+  EXPECT_NE(error("data: {kind: csv, augment: {cutout: 1000000000}}").find("data.augment.cutout must be in [0, 64]"),
+            std::string::npos);
+  EXPECT_NE(error("training: {steps_per_execution: 100000}").find("training.steps_per_execution must be in [1, 1024]"),
+            std::string::npos);
   // Image keys are not checked (nor written) for Fashion-MNIST's IDX data, which does not read them.
   EXPECT_NO_THROW(parse_run_config("data: {channels: 2}", "c.yaml", true));
   EXPECT_NE(error("data: {kind: jpeg}").find("data.kind: 'jpeg' is not idx, csv, folders or tfrecord"), std::string::npos);
@@ -111,6 +116,14 @@ TEST(ConfigSchema, FlagTextIsTypedAsTheKeyInAFile) {
   EXPECT_NE(error_of([&] { lr.read(config_value_from_text(lr, "fast", "--lr"), c, "--lr"); })
                 .find("--lr: 'optimizer.lr' must be a number, got \"fast\""),
             std::string::npos);
+  // --lr nan and --lr -inf are shown as given (JSON, the summaries' format, would print null).
+  for (const std::string given : {"nan", "-inf"}) {
+    c.lr = 1;
+    lr.read(config_value_from_text(lr, given, "--lr"), c, "--lr");
+    const std::string message = error_of([&] { check_config_key(lr, c); });
+    EXPECT_NE(message.find("must be positive and finite"), std::string::npos) << message;
+    EXPECT_NE(message.find("got " + given), std::string::npos) << message;
+  }
 }
 
 TEST(ConfigSchema, EveryShippedConfigLoadsAndRoundTrips) {

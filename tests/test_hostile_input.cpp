@@ -270,6 +270,10 @@ TEST(HostileInput, CsvValuesAreEchoedCutAndRowsAreBounded) {
   EXPECT_EQ(shown(std::string_view("a\nb\x01\xff", 5)), "a\\nb\\x01\\xff");
   EXPECT_EQ(shown("caf\xc3\xa9"), "caf\xc3\xa9");  // UTF-8 kept
   EXPECT_EQ(one_line(std::string(1000, 'x') + " do this").size(), kMaxMessageChars);
+  // A message quoting a shown value keeps its escapes as they are (not "\\\\x00").
+  const std::string quoted = "no image for id '" + shown(std::string("Train_9\0x", 9)) + "'";
+  EXPECT_EQ(quoted, "no image for id 'Train_9\\x00x'");
+  EXPECT_EQ(one_line(quoted + "\nsecond line"), quoted + "\\nsecond line");
 }
 
 }  // namespace convoy

@@ -95,7 +95,7 @@ void check_config_key(const ConfigKey& k, const RunConfig& c) {
     }
     const Allowed& a = k.allowed;
     if (v->is_number() && (a.min || a.max || !a.choices.empty()))
-      require(a.admits(v->get<double>()), k.shown_name() + " must be " + a.text() + ", got " + v->dump());
+      require(a.admits(v->get<double>()), k.shown_name() + " must be " + a.text() + ", got " + shown_json(*v));
     if (v->is_string() && !a.choices.empty())
       require(a.admits(v->get<std::string>()),
               k.shown_name() + ": '" + shown(v->get<std::string>()) + "' is not " + a.text());

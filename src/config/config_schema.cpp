@@ -91,7 +91,7 @@ const std::vector<ConfigKey>& config_schema() {
                               "Saturation factor in [1 - s, 1 + s]")));
     k.push_back(images(number("data.augment.hue", AT(data.augment.hue), range(0, 0.5),
                               "Hue shift up to this fraction of the circle")));
-    k.push_back(images(whole("data.augment.cutout", AT(data.augment.cutout), at_least(0),
+    k.push_back(images(whole("data.augment.cutout", AT(data.augment.cutout), range(0, 64),
                              "Square holes cut in each image (Cutout)")));
     k.push_back(images(number("data.augment.cutout_size", AT(data.augment.cutout_size), left_open(0, 1),
                               "Hole side as a fraction of the shorter image side")));
@@ -155,7 +155,7 @@ const std::vector<ConfigKey>& config_schema() {
     k.push_back(whole("training.batch_size", AT(batch_size), at_least(1), "Examples per step")
                     .with_flag("--batch-size")
                     .with_default("128 (photos: 32, less for a small data set)"));
-    k.push_back(whole("training.steps_per_execution", AT(steps_per_execution), at_least(1),
+    k.push_back(whole("training.steps_per_execution", AT(steps_per_execution), range(1, 1024),
                       "Steps run per call into the backend (Keras's steps_per_execution)"));
     k.push_back(whole("training.replicas", AT(replicas), at_least(1),
                       "With --device pjrt, tpu or pjrt-gpu: data-parallel replicas inside one compiled program, each "

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -46,6 +47,10 @@ void write_bounded(const json& j, std::string& out, std::size_t max) {
       write_bounded(*it, out, max);
     }
     out += j.is_array() ? ']' : '}';
+  } else if (j.is_number_float() && !std::isfinite(j.get<double>())) {
+    // JSON has no NaN or infinity (dump() writes null): say what the user gave.
+    const double v = j.get<double>();
+    out += std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
   } else {
     out += j.dump();
   }
@@ -53,12 +58,18 @@ void write_bounded(const json& j, std::string& out, std::size_t max) {
 
 }  // namespace
 
-std::string shown(std::string_view value, std::size_t max) {
+namespace {
+
+// Printable ASCII and valid UTF-8 kept, control bytes and invalid UTF-8 as
+// escapes. A value escapes its backslashes (so "\\x00" is told from a NUL
+// byte); a whole message does not, or the escapes its values already hold
+// would be escaped twice.
+std::string escaped(std::string_view value, std::size_t max, bool escape_backslash) {
   std::string out;
   std::size_t i = 0;
   for (; i < value.size() && out.size() < max; ++i) {
     const auto c = static_cast<unsigned char>(value[i]);
-    if (c >= 0x20 && c < 0x7F && c != '\\') {
+    if (c >= 0x20 && c < 0x7F && (c != '\\' || !escape_backslash)) {
       out += static_cast<char>(c);
     } else if (c == '\\') {
       out += "\\\\";
@@ -79,6 +90,10 @@ std::string shown(std::string_view value, std::size_t max) {
   return out;
 }
 
+}  // namespace
+
+std::string shown(std::string_view value, std::size_t max) { return escaped(value, max, true); }
+
 std::string shown_json(const json& value, std::size_t max) {
   std::string out;
   write_bounded(value, out, max);
@@ -88,7 +103,7 @@ std::string shown_json(const json& value, std::size_t max) {
 }
 
 std::string one_line(std::string_view message) {
-  std::string line = shown(message, message.size());  // escapes line ends, keeps UTF-8
+  std::string line = escaped(message, std::string::npos, false);  // escapes line ends, keeps UTF-8
   if (line.size() <= kMaxMessageChars) return line;
   const std::size_t tail = kMaxMessageChars / 3, head = kMaxMessageChars - tail - 5;
   // Cut on UTF-8 character starts so the result stays valid.
