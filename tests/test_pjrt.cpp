@@ -20,6 +20,7 @@
 #include "convoy/backends/executable_internals.h"
 #include "convoy/core/rng.h"
 #include "convoy/nn/zoo.h"
+#include "convoy/train/profile_report.h"
 #include "cuda_test_helpers.h"
 #include "joins_graph.h"
 #include "pjrt_test_helpers.h"
@@ -313,10 +314,29 @@ TEST(Pjrt, NonFiniteStepChangesNothing) {
   const std::vector<int32_t> y{1, 2, 3, 4};
   exe->train_step(x.data(), y.data());
   EXPECT_FALSE(exe->last_step_finite());
-  EXPECT_NE(exe->internals().nonfinite_report(), "");
+  // The step's scratch (its input here) is kept after a fault: the report names it.
+  EXPECT_EQ(exe->internals().nonfinite_report(), "the input batch (check the data)");
   exe->internals().read(Held::parameters, after);
   EXPECT_EQ(before, after);
   EXPECT_EQ(exe->metrics(Metrics::reset).count, 0);
+}
+
+// One fused module per step has no clock per layer: --profile says so in one
+// line instead of a table of zeros.
+TEST(Pjrt, ProfileSaysLayersAreNotTimed) {
+  REQUIRE_PJRT();
+  CompileOptions o;
+  o.batch_size = 4;
+  auto exe = compile_pjrt(nn::seed_cnn(), o, 3);
+  exe->internals().set_profiling(true);
+  const auto x = testing::uniform_values(4 * 784, 5);
+  const std::vector<int32_t> y{1, 2, 3, 4};
+  exe->train_step(x.data(), y.data());
+  exe->train_step(x.data(), y.data());
+  EXPECT_EQ(exe->internals().profiled_steps(), 2);
+  const std::string table = train::profile_table(exe->internals().profile(), exe->internals().profiled_steps());
+  EXPECT_EQ(table, "profile: per-layer times are not available: the device runs each training step as one compiled "
+                   "module (2 steps profiled)\n");
 }
 
 // The zoo's ResNet blocks (projection shortcuts, residual adds).

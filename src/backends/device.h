@@ -152,6 +152,7 @@ class Device {
   virtual void prepare_marks(std::size_t count) = 0;
   virtual void mark(std::size_t k) = 0;
   // Waits for mark `count - 1`; seconds from mark k to mark k + 1, for each k.
+  // Empty: the device cannot time layers (one fused module runs the step).
   virtual std::vector<double> mark_seconds() = 0;
 
   // --- captured steps (optional)

@@ -210,6 +210,11 @@ void Program::run_training(int bank, int64_t n, bool dense) {
     enqueue_step(bank, i, dense, Step::train, profiling_);
     if (!profiling_) continue;
     const std::vector<double> seconds = device_->mark_seconds();
+    if (seconds.empty()) {  // the device times no layers: unknown, not zero
+      for (auto& p : profile_) p.forward_seconds = p.backward_seconds = std::nan("");
+      ++profiled_steps_;
+      continue;
+    }
     for (std::size_t k = 0; k < layers_; ++k) {
       profile_[k].forward_seconds += seconds[k];
       profile_[k].backward_seconds += seconds[layers_ + 1 + (layers_ - 1 - k)];  // backward of op k starts there

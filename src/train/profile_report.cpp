@@ -1,11 +1,15 @@
 #include "convoy/train/profile_report.h"
 
+#include <cmath>
 #include <cstdio>
 
 namespace convoy::train {
 
 std::string profile_table(const std::vector<LayerProfile>& layers, int64_t steps) {
   if (steps <= 0) return "profile: no training steps were profiled\n";
+  if (!layers.empty() && std::isnan(layers[0].forward_seconds))
+    return "profile: per-layer times are not available: the device runs each training step as one compiled module (" +
+           std::to_string(steps) + " steps profiled)\n";
   double total = 0, flops = 0;
   for (const auto& l : layers) {
     total += l.forward_seconds + l.backward_seconds;

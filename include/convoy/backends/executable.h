@@ -108,7 +108,9 @@ struct CompileOptions {
 // Where a training step's time went, per layer (`convoy train --profile`).
 struct LayerProfile {
   std::string name;  // e.g. "conv2d_0"
-  double forward_seconds = 0, backward_seconds = 0;  // summed over profiled training steps
+  // Summed over profiled training steps; NaN when the device cannot time
+  // layers (it runs each step as one fused module).
+  double forward_seconds = 0, backward_seconds = 0;
   double forward_flops = 0, backward_flops = 0;      // per step (multiply-adds count 2)
 };
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <set>
 #include <stdexcept>
 #include <variant>
 
@@ -38,6 +39,13 @@ const Field kScalarFields[] = {
     CONVOY_FIELD(step_ok, "i32"),        CONVOY_FIELD(halted, "i32"),         CONVOY_FIELD(steps_run, "i32"),
     CONVOY_FIELD(steps_done, "i64")};
 #undef CONVOY_FIELD
+
+// The Program's regions whose values a step writes before it reads them,
+// and no host reads after it (but the model's output, kept by loss(), and
+// after a fault): the arena of activations and their gradients, the guard's
+// saved state, the optimizer's packed copies.
+const std::set<std::string> kScratch = {"activations", "state before the step", "packed parameters",
+                                        "packed gradients"};
 
 Shape with_batch(int64_t batch, const Shape& s) {
   Shape out{batch};
@@ -88,6 +96,7 @@ class PjrtDevice final : public Device {
         continue;
       }
       at.push_back(mem_.reserve(r.bytes, what == "run table" ? "i64" : "f32"));
+      if (kScratch.count(what)) mem_.scratch(at.back(), r.bytes);
       if (what == "parameters") params_ = static_cast<float*>(at.back());
       if (what == "state") state_ = static_cast<float*>(at.back());
       if (what == "run table") runs_ = at.back();
@@ -99,6 +108,13 @@ class PjrtDevice final : public Device {
         bank.push_back({static_cast<float*>(mem_.reserve(floats(batch * numel(shape_.input)), "f32")),
                         static_cast<int32_t*>(mem_.reserve(sizeof(int32_t) * batch, "i32")),
                         static_cast<float*>(mem_.reserve(floats(batch * shape_.classes), "f32"))});
+    // After a faulty training step the host reads its scratch (the
+    // non-finite report): kept then.
+    mem_.keep_scratch_if([this] {
+      int32_t halted = 0;
+      mem_.download_now(&halted, &scalars()->halted, sizeof halted);
+      return halted != 0;
+    });
     return at;
   }
 
@@ -149,6 +165,7 @@ class PjrtDevice final : public Device {
   // The work of a batch is all enqueued: it runs now, as one module.
   void release(int) override { mem_.run(); }
   void load_input(const float* x, int64_t) override {
+    mem_.drop_scratch();  // a step's scratch is dead after it (kept after a fault), but its output
     mem_.write(input_, mem_.read(x, with_batch(shape_.batch, shape_.input)));  // stage zeroed the rows past `rows`
   }
   void read_input_gradient(std::span<float>) const override {
@@ -201,6 +218,7 @@ class PjrtDevice final : public Device {
     auto& b = mem_.builder();
     const Shape rows_cols{c.rows, c.cols};
     const Val out = mem_.read(c.out, rows_cols);
+    mem_.keep(c.out, sizeof(float) * static_cast<std::size_t>(c.rows * c.cols));  // Held::output
     Val targets;
     if (c.targets.dense) {
       targets = mem_.read(c.targets.dense, rows_cols);
@@ -290,14 +308,12 @@ class PjrtDevice final : public Device {
     }
   }
 
-  // --- profiling: a module has no clock per layer; the marks cost nothing
-  // and every layer's share reads 0.
-  void prepare_marks(std::size_t count) override { marks_ = count; }
+  // --- profiling: a step's layers fuse into one module with no clock per
+  // layer, so no times (the profile says so); the marks cost nothing and
+  // the chunk still runs as one module.
+  void prepare_marks(std::size_t) override {}
   void mark(std::size_t) override {}
-  std::vector<double> mark_seconds() override {
-    mem_.run();
-    return std::vector<double>(marks_ > 0 ? marks_ - 1 : 0, 0.0);
-  }
+  std::vector<double> mark_seconds() override { return {}; }
 
   void synchronize() override { mem_.run(); }
 
@@ -378,7 +394,6 @@ class PjrtDevice final : public Device {
   int next_bank_ = 0;
   std::vector<float> staging_, mask_;
   std::vector<int32_t> labels_;
-  std::size_t marks_ = 0;
   uint64_t steps_trace_ = ~uint64_t{0}, guards_trace_ = ~uint64_t{0};
   int64_t steps_at_start_ = 0, guards_ = 0;
 };

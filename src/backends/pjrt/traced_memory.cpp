@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <stdexcept>
@@ -74,6 +75,7 @@ void TracedMemory::put(Piece p) {
       ++it;
       continue;
     }
+    if (p.kind == Kind::traced && q.kind == Kind::buffer) overwritten_.insert(q.buffer.get());
     if (q.begin < p.begin) {  // the part before p stays
       Piece left = q;
       left.end = p.begin;
@@ -91,16 +93,35 @@ void TracedMemory::put(Piece p) {
   pieces_[p.begin] = std::move(p);
 }
 
-Val TracedMemory::argument_of(const std::shared_ptr<Buffer>& buffer, int64_t length, const std::string& elem) {
+Val TracedMemory::argument_of(const std::shared_ptr<Buffer>& buffer, int64_t length, const std::string& elem,
+                              uintptr_t home) {
   if (auto it = arg_index_.find(buffer.get()); it != arg_index_.end()) return args_[it->second].val;
   Val v{"%arg" + std::to_string(args_.size()), {length}, elem};
   arg_index_[buffer.get()] = args_.size();
-  args_.push_back({buffer, v});
+  args_.push_back({buffer, v, home});
   return v;
 }
 
 Val TracedMemory::argument(std::shared_ptr<Buffer> buffer, int64_t length, const std::string& elem) {
-  return argument_of(buffer, length, elem);
+  return argument_of(buffer, length, elem, 0);
+}
+
+void TracedMemory::scratch(const void* at, std::size_t bytes) {
+  const auto b = reinterpret_cast<uintptr_t>(at);
+  if (bytes) scratch_.emplace_back(b, b + bytes);
+}
+
+void TracedMemory::keep(const void* at, std::size_t bytes) {
+  const auto b = reinterpret_cast<uintptr_t>(at);
+  if (bytes) kept_.emplace_back(b, b + bytes);
+}
+
+bool TracedMemory::in_scratch(const Piece& p) const {
+  for (auto [b, e] : kept_)
+    if (p.begin < e && p.end > b) return false;
+  for (auto [b, e] : scratch_)
+    if (p.begin >= b && p.end <= e) return true;
+  return false;
 }
 
 Val TracedMemory::flat(const Piece& p) {
@@ -109,8 +130,10 @@ Val TracedMemory::flat(const Piece& p) {
   switch (p.kind) {
     case Kind::zero: return b_.constant(0, {p.count()}, p.elem);
     case Kind::lost: throw std::logic_error("pjrt device memory: read of values an earlier failed execution lost");
+    case Kind::dead: throw std::logic_error("pjrt device memory: read of a training step's scratch values, not kept");
     case Kind::buffer:
-      whole = argument_of(p.buffer, p.length, p.elem);
+      whole = argument_of(p.buffer, p.length, p.elem,
+                          p.begin - static_cast<uintptr_t>(p.offset) * elem_bytes(p.elem));
       length = p.length;
       break;
     case Kind::traced:
@@ -195,9 +218,11 @@ void TracedMemory::download_now(void* dst, const void* at, std::size_t bytes) {
       std::memset(to, 0, n);
       continue;
     }
-    if (p.kind != Kind::buffer)
-      throw std::logic_error(p.kind == Kind::lost ? "pjrt device memory: read of values an earlier failed execution lost"
-                                                  : "pjrt device memory: a host read of a value still being traced");
+    if (p.kind == Kind::lost)
+      throw std::logic_error("pjrt device memory: read of values an earlier failed execution lost");
+    if (p.kind == Kind::dead)
+      throw std::logic_error("pjrt device memory: a host read of a training step's scratch values, not kept");
+    if (p.kind != Kind::buffer) throw std::logic_error("pjrt device memory: a host read of a value still being traced");
     const std::size_t es = elem_bytes(p.elem);
     whole.resize(static_cast<std::size_t>(p.length) * es);
     client_.download(*p.buffer, whole.data(), whole.size());
@@ -205,9 +230,28 @@ void TracedMemory::download_now(void* dst, const void* at, std::size_t bytes) {
   }
 }
 
-std::string TracedMemory::module_text(const std::vector<Val>& results) const {
+std::vector<int> TracedMemory::donations(const std::vector<Piece*>& written) const {
+  std::unordered_map<uintptr_t, std::size_t> at;  // result by its range's start
+  for (std::size_t j = 0; j < written.size(); ++j) at[written[j]->begin] = j;
+  std::vector<int> to(args_.size(), -1);
+  for (std::size_t i = 0; i < args_.size(); ++i) {
+    const Argument& a = args_[i];
+    // Only args_ holds it: no piece of memory reads it after this run.
+    if (a.home == 0 || a.buffer.use_count() != 1) continue;
+    const auto it = at.find(a.home);
+    if (it == at.end()) continue;
+    const Piece& p = *written[it->second];
+    if (p.elem == a.val.elem && p.count() == a.val.shape.at(0)) to[i] = static_cast<int>(it->second);
+  }
+  return to;
+}
+
+std::string TracedMemory::module_text(const std::vector<Val>& results, const std::vector<int>& donated) const {
   std::string sig, names;
-  for (std::size_t i = 0; i < args_.size(); ++i) sig += (i ? ", " : "") + args_[i].val.name + ": " + args_[i].val.type();
+  for (std::size_t i = 0; i < args_.size(); ++i) {
+    sig += (i ? ", " : "") + args_[i].val.name + ": " + args_[i].val.type();
+    if (donated[i] >= 0) sig += " {tf.aliasing_output = " + std::to_string(donated[i]) + " : i32}";
+  }
   for (std::size_t i = 0; i < results.size(); ++i) names += (i ? ", " : "") + results[i].name;
   return "module @convoy_trace attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {\n"
          "  func.func public @main(" + sig + ") -> (" + type_list(results) + ") {\n" + b_.body() +
@@ -218,39 +262,92 @@ void TracedMemory::reset_trace() {
   b_.clear();
   args_.clear();
   arg_index_.clear();
+  overwritten_.clear();
+  drop_scratch_ = false;
+  kept_.clear();
   ++trace_;
 }
 
+void TracedMemory::execute(const std::string& text, const std::vector<PJRT_Buffer*>& in,
+                           const std::vector<Piece*>& into) {
+  auto& program = compiled_[text];
+  if (!program) program = client_.compile(text);
+  std::vector<Buffer> out = std::move(client_.execute(*program, {in}).at(0));
+  for (std::size_t i = 0; i < into.size(); ++i) {
+    Piece& p = *into[i];
+    p.kind = Kind::buffer;
+    p.buffer = std::make_shared<Buffer>(std::move(out.at(i)));
+    p.length = p.count();
+    p.offset = 0;
+    p.value = {};
+  }
+}
+
 void TracedMemory::run() {
-  std::vector<Piece*> written;
+  std::vector<Piece*> written, dead;
   std::vector<Val> results;
   for (auto& [at, p] : pieces_) {
     if (p.kind != Kind::traced) continue;
+    if (drop_scratch_ && in_scratch(p)) {
+      dead.push_back(&p);
+      continue;
+    }
     written.push_back(&p);
     results.push_back(flat(p));
   }
-  if (written.empty()) return reset_trace();
+  std::vector<int> donated(args_.size(), -1);
   try {
-    const std::string text = module_text(results);
-    auto& program = compiled_[text];
-    if (!program) program = client_.compile(text);
-    std::vector<PJRT_Buffer*> in;
-    for (const Argument& a : args_) in.push_back(a.buffer->get());
-    std::vector<Buffer> out = std::move(client_.execute(*program, {in}).at(0));
-    for (std::size_t i = 0; i < written.size(); ++i) {
-      Piece& p = *written[i];
-      p.kind = Kind::buffer;
-      p.buffer = std::make_shared<Buffer>(std::move(out.at(i)));
-      p.length = p.count();
-      p.offset = 0;
-      p.value = {};
+    if (!written.empty()) {
+      donated = donations(written);
+      donated_ = static_cast<std::size_t>(std::count_if(donated.begin(), donated.end(), [](int j) { return j >= 0; }));
+      std::vector<PJRT_Buffer*> in;
+      for (const Argument& a : args_) in.push_back(a.buffer->get());
+      execute(module_text(results, donated), in, written);
     }
   } catch (...) {
     for (Piece* p : written) p->kind = Kind::lost;
+    for (Piece* p : dead) p->kind = Kind::lost;
+    reset_trace();
+    throw;
+  }
+  try {
+    if (!dead.empty()) keep_scratch(dead, donated);
+  } catch (...) {  // the run itself went through: only the scratch is lost
+    for (Piece* p : dead) p->kind = Kind::lost;
     reset_trace();
     throw;
   }
   reset_trace();
+}
+
+// The scratch values of the trace that just ran, dead unless wanted: then
+// the trace runs again, exporting them and donating nothing. Each argument
+// is what the first run read, or for one it donated, the result written
+// over its home (a step that commits nothing, as after a fault, changes
+// none of them). A buffer the run overwrote in part without donating it
+// would be read stale: the values stay dead then.
+void TracedMemory::keep_scratch(const std::vector<Piece*>& dead, const std::vector<int>& donated) {
+  bool again = keep_scratch_if_ && keep_scratch_if_();
+  std::vector<PJRT_Buffer*> in;
+  for (std::size_t i = 0; again && i < args_.size(); ++i) {
+    if (donated[i] < 0) {
+      again = !overwritten_.count(args_[i].buffer.get());
+      in.push_back(args_[i].buffer->get());
+      continue;
+    }
+    const Piece& now = pieces_.at(args_[i].home);
+    in.push_back(now.buffer->get());
+  }
+  if (!again) {
+    for (Piece* p : dead) {
+      p->kind = Kind::dead;
+      p->value = {};
+    }
+    return;
+  }
+  std::vector<Val> results;
+  for (Piece* p : dead) results.push_back(flat(*p));
+  execute(module_text(results, std::vector<int>(args_.size(), -1)), in, dead);
 }
 
 }  // namespace convoy::pjrt

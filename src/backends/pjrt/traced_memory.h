@@ -9,15 +9,27 @@
 // pieces it spans joined) and writes one (the value replaces whatever
 // overlapped it: the graph plan reuses memory). Nothing runs until run():
 // the trace becomes one module whose arguments are the buffers it read and
-// whose results are the values it left in memory; it is compiled once per
-// distinct module text (a chunk of training steps is the same text every
-// time) and run, and its results become the pieces' new buffers.
+// whose results are the values it left in memory (an argument no range
+// holds any more is donated to a result of its type: updated in place); it
+// is compiled once per distinct module text (a chunk of training steps is
+// the same text every time) and run, and its results become the pieces' new
+// buffers.
+//
+// Liveness: ranges marked scratch (the Program's arena: each layer's output
+// and gradient) are dead after a trace marked drop_scratch() (a step reads
+// them only after writing them), so such a trace exports only the other
+// ranges and those keep() names, and XLA fuses through the layers. Reading a dead range
+// is a bug, but for the one case the host needs them: when keep_scratch_if
+// says so right after the run (the numerical guard flagged a fault), the
+// trace runs once more, donating nothing, with its scratch exported.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "backends/pjrt/hlo_builder.h"
@@ -39,6 +51,16 @@ class TracedMemory {
   Client& client() { return client_; }
   // The trace under way: values kept from an earlier one are stale.
   uint64_t trace() const { return trace_; }
+
+  // [at, at + bytes) holds values no later trace reads before writing them.
+  void scratch(const void* at, std::size_t bytes);
+  // The trace under way leaves its scratch values dead (not exported) but
+  // for the ranges keep() names (the model's output, which the host reads).
+  void drop_scratch() { drop_scratch_ = true; }
+  void keep(const void* at, std::size_t bytes);
+  // Asked after such a trace ran (its results in memory): true keeps its
+  // scratch values after all, by running it again (see above).
+  void keep_scratch_if(std::function<bool()> wanted) { keep_scratch_if_ = std::move(wanted); }
 
   // `bytes` of address space, every byte of it zero elements of `elem`.
   void* reserve(std::size_t bytes, const std::string& elem);
@@ -62,9 +84,12 @@ class TracedMemory {
   void run();
   // Distinct modules compiled so far (each text once).
   std::size_t compiled() const { return compiled_.size(); }
+  // Arguments the last run donated to its results.
+  std::size_t donated() const { return donated_; }
 
  private:
-  enum class Kind { zero, buffer, traced, lost };
+  // dead: scratch a run did not export.
+  enum class Kind { zero, buffer, traced, lost, dead };
   struct Piece {
     uintptr_t begin = 0, end = 0;  // bytes
     std::string elem;
@@ -81,8 +106,19 @@ class TracedMemory {
   // Puts `p` in, cutting away whatever it overlaps.
   void put(Piece p);
   Val flat(const Piece& p);  // the piece's elements as a 1-D value of the trace
-  Val argument_of(const std::shared_ptr<Buffer>& buffer, int64_t length, const std::string& elem);
-  std::string module_text(const std::vector<Val>& results) const;
+  // home: the address the buffer's first element lies at (0: in no range).
+  Val argument_of(const std::shared_ptr<Buffer>& buffer, int64_t length, const std::string& elem, uintptr_t home);
+  bool in_scratch(const Piece& p) const;
+  // Compiles `text` (once) and runs it on `in`; result i becomes piece
+  // into[i]'s buffer.
+  void execute(const std::string& text, const std::vector<PJRT_Buffer*>& in, const std::vector<Piece*>& into);
+  void keep_scratch(const std::vector<Piece*>& dead, const std::vector<int>& donated);
+  // For each argument, the result it is donated to (-1: none): a buffer no
+  // piece reads after the run (the trace overwrote every range it backed)
+  // goes to the result written over its home range, so XLA updates it in
+  // place. `written`: the results' pieces.
+  std::vector<int> donations(const std::vector<Piece*>& written) const;
+  std::string module_text(const std::vector<Val>& results, const std::vector<int>& donated) const;
   void reset_trace();
 
   Client& client_;
@@ -91,12 +127,21 @@ class TracedMemory {
   struct Argument {
     std::shared_ptr<Buffer> buffer;
     Val val;
+    uintptr_t home = 0;
   };
   std::vector<Argument> args_;
   std::unordered_map<const Buffer*, std::size_t> arg_index_;
   std::unordered_map<std::string, std::unique_ptr<Program>> compiled_;  // by module text
   std::vector<std::pair<char*, std::size_t>> reserved_;
   uint64_t trace_ = 0;
+  std::size_t donated_ = 0;
+  std::vector<std::pair<uintptr_t, uintptr_t>> scratch_;  // [begin, end)
+  bool drop_scratch_ = false;
+  std::vector<std::pair<uintptr_t, uintptr_t>> kept_;  // [begin, end), this trace
+  std::function<bool()> keep_scratch_if_;
+  // Buffers the trace under way wrote over some range of (a run again would
+  // read them stale unless donated: then their successors are read).
+  std::unordered_set<const Buffer*> overwritten_;
 };
 
 }  // namespace convoy::pjrt
