@@ -10,6 +10,7 @@
 
 #include "convoy/core/error.h"
 #include "convoy/core/threads.h"
+#include "core/tsan_openmp.h"
 
 namespace convoy::data {
 namespace {
@@ -109,6 +110,7 @@ Example gather_rows(const Tensor& images, const Tensor& labels, const Example& e
   // the next row while this one is copied keeps two in flight (a Fashion-MNIST
   // batch gathered in ~40% less time on the Xeon of docs/benchmarks.md).
   constexpr int64_t kLine = 64 / sizeof(float);
+  threads = openmp_team_for_tsan(threads);
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1 && count > 1)
   for (int64_t i = 0; i < count; ++i) {
     if (i + 1 < count) {
