@@ -6,7 +6,7 @@
 #include <string>
 
 #include "convoy/core/error.h"
-#include "convoy/train/checkpoint.h"
+#include "convoy/app/run_checkpoint.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   convoy::io::Metadata meta;
@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     at = value_end + 1;
   }
   try {
-    const convoy::train::Checkpoint c = convoy::train::parse_checkpoint_metadata(meta, "fuzz");
+    const convoy::train::RunCheckpoint c = convoy::train::parse_checkpoint_metadata(meta, "fuzz");
     if (c.epoch < 0 || c.progress.step < 0 || c.progress.metrics.correct > c.progress.metrics.count) __builtin_trap();
   } catch (const convoy::UserError&) {
   }

@@ -167,8 +167,7 @@ namespace convoy::train {
 TEST(CheckpointSaver, SaveBestOnlyKeepsTheBestEpochsWeights) {
   testing::TempDir dir;
   Harness h;
-  RunConfig config;
-  CheckpointSaver best(dir.file("best.safetensors"), h.model, config, {.save_best_only = true, .monitor = "val_loss"});
+  CheckpointSaver best(dir.file("best.safetensors"), h.model, "{}", {.save_best_only = true, .monitor = "val_loss"});
   h.epoch(best, 1.0f, 0.9);
   h.epoch(best, 2.0f, 0.5);  // best
   h.epoch(best, 3.0f, 0.7);

@@ -12,7 +12,7 @@
 #include "convoy/backends/executable_internals.h"
 #include "convoy/data/fashion_mnist.h"
 #include "convoy/io/atomic_file.h"
-#include "convoy/train/checkpoint.h"
+#include "convoy/app/run_checkpoint.h"
 #include "convoy/train/fit.h"
 #include "test_helpers.h"
 
@@ -44,7 +44,8 @@ struct Saved {
   void save(const std::string& path, int64_t step, bool keep_previous = false) {
     const EpochProgress p{.step = step, .metrics = {.loss_sum = 1.0 / 3.0 + step, .correct = 5, .count = 8 * step},
                           .train_seconds = 0.25};
-    save_checkpoint(path, model, *exe, config, history, {.progress = p, .keep_previous = keep_previous});
+    save_checkpoint(path, model, *exe, history,
+                    {.config = run_config_json(config), .progress = p, .keep_previous = keep_previous});
   }
 };
 
@@ -113,6 +114,38 @@ TEST(Checkpoint, KeepsThePreviousAndFallsBackToItWithOneWarning) {
   testing::TempDir empty;
   EXPECT_NE(testing::error_of([&] { load_latest_checkpoint(empty.path(), warn); }).find("no checkpoint.safetensors"),
             std::string::npos);
+}
+
+// train/ keeps what its caller records of the run as text and never reads
+// it: a library user's checkpoint, of any config or none, reads back through
+// the model it was written from.
+TEST(Checkpoint, TheTrainingLibraryKeepsTheConfigAsTextAndMatchesTensorsToTheModel) {
+  testing::TempDir dir;
+  Saved s;
+  s.exe->set_learning_rate(0.5f);
+  const std::string mine = R"({"trainer":"my own","lr":0.5})";
+  save_checkpoint(dir.file("c.safetensors"), s.model, *s.exe, s.history, {.config = mine});
+  CheckpointFile f = parse_checkpoint_file(read(dir.file("c.safetensors")), "c.safetensors");
+  EXPECT_EQ(f.config, mine);
+  EXPECT_EQ(f.checkpoint.lr, 0.5f);
+  EXPECT_EQ(f.checkpoint.epoch, 1);
+  const Checkpoint c = checkpoint_of(f, s.model, optimizer_options(s.config), "c.safetensors");
+  EXPECT_EQ(c.params, params_of(*s.exe));
+  EXPECT_EQ(c.state, s.exe->internals().copy_of(Held::state));
+  EXPECT_EQ(c.optimizer_state, s.exe->internals().copy_of(Held::optimizer_state));
+  EXPECT_FALSE(c.optimizer_state.empty());
+
+  // Another model, or another optimizer, is one UserError naming the file.
+  const nn::Sequential other({1, 28, 28}, {nn::Flatten{}, nn::Dense{.units = 10}});
+  for (const std::string& error :
+       {testing::error_of([&] { checkpoint_of(f, other, optimizer_options(s.config), "c.safetensors"); }),
+        testing::error_of([&] { checkpoint_of(f, s.model, {.kind = optim::Kind::adam}, "c.safetensors"); })}) {
+    EXPECT_NE(error.find("c.safetensors"), std::string::npos) << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  }
+  // A run's reader needs a run config there, and says so in one line.
+  const std::string run_error = testing::error_of([&] { load_checkpoint(dir.file("c.safetensors")); });
+  EXPECT_NE(run_error.find("(config)"), std::string::npos) << run_error;
 }
 
 // Bad files of every kind: one UserError naming the file, never a crash.
@@ -195,7 +228,8 @@ TEST(Checkpoint, AFitResumedMidEpochEndsBitIdentical) {
   const History stopped =
       fit(*cut, train, test,
           {.epochs = 2, .seed = 9, .callbacks = {std::make_shared<StopAt>(),
-                                                 std::make_shared<CheckpointSaver>(dir.file(kCheckpointFile), model, config)}});
+                                                 std::make_shared<CheckpointSaver>(dir.file(kCheckpointFile), model,
+                                                                                   run_config_json(config))}});
   EXPECT_TRUE(stopped.interrupted);
   EXPECT_EQ(stopped.epochs.size(), 1u);
 

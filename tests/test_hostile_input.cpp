@@ -22,7 +22,7 @@
 #include "convoy/io/safetensors.h"
 #include "convoy/records/csv.h"
 #include "convoy/records/manifest.h"
-#include "convoy/train/checkpoint.h"
+#include "convoy/app/run_checkpoint.h"
 #include "convoy/train/metrics.h"
 #include "convoy/config/run_config.h"
 #include "test_helpers.h"

@@ -8,12 +8,14 @@
 #include <iostream>
 #include <sstream>
 
+#include "convoy/core/untrusted.h"
 #include "convoy/data/fashion_mnist.h"
 #include "convoy/io/safetensors.h"
 #include "convoy/nn/sequential.h"
 #include "convoy/nn/zoo.h"
 #include "cli/plant_demo.h"
-#include "convoy/train/checkpoint.h"
+#include "convoy/app/model_files.h"
+#include "convoy/app/run_checkpoint.h"
 #include "convoy/app/image_data.h"
 #include "convoy/train/keras_model.h"
 #include "convoy/app/predict.h"
@@ -126,7 +128,34 @@ TEST(KerasModel, AMissingPjrtPluginFallsBackToTheCpu) {
   EXPECT_NE(model.device_note().find("/no/such/libpjrt.so"), std::string::npos) << model.device_note();
 }
 
-// save(dir) / load(dir): the folder `convoy train --out` writes, read both ways.
+// A library user's own checkpoints, no run config involved: a fit that saved
+// one continues from it, optimizer state and epoch count included, as if it
+// had never stopped.
+TEST(KerasModel, RestoringACheckpointContinuesAsIfNeverStopped) {
+  const auto train = data::take(fashion().train, 256);
+  const auto test = data::take(fashion().test, 64);
+  const CompileSettings settings{.optimizer = {.lr = 0.05f, .momentum = 0.9f}, .loss = Loss::nll, .batch_size = 64,
+                                 .device = "cpu"};
+  KerasModel whole(nn::seed_cnn());
+  whole.compile(settings);
+  whole.fit(train, {.epochs = 2, .verbose = 0});
+
+  testing::TempDir dir;
+  const std::string path = dir.file(kCheckpointFile);
+  KerasModel first(nn::seed_cnn());
+  first.compile(settings);
+  first.fit(train, {.epochs = 1, .callbacks = {std::make_shared<CheckpointSaver>(path, first.model(), "{}")},
+                    .verbose = 0});
+  KerasModel second(nn::seed_cnn());
+  second.compile(settings);
+  const CheckpointFile file = parse_checkpoint_file(read_file_bounded(path, kMaxModelBytes, "checkpoint"), path);
+  second.restore(checkpoint_of(file, second.model(), settings.optimizer, path));
+  second.fit(train, {.epochs = 1, .verbose = 0});
+  EXPECT_EQ(second.history().epochs.size(), 2u);
+  EXPECT_EQ(second.predict(test), whole.predict(test));
+}
+
+// save_model / load_model: the folder `convoy train --out` writes, read both ways.
 TEST(KerasModel, SavedFolderIsWhatConvoyEvaluateAndPredictRead) {
   const auto train = data::take(fashion().train, 512);
   const auto test = data::take(fashion().test, 200);
@@ -135,7 +164,7 @@ TEST(KerasModel, SavedFolderIsWhatConvoyEvaluateAndPredictRead) {
                  .device = "cpu"});
   model.fit(train, {.epochs = 1, .validation_data = &test, .verbose = 0});
   testing::TempDir dir;
-  model.save(dir.path());
+  save_model(model, dir.path());
   // What `convoy evaluate --checkpoint DIR` runs: the model rebuilt from the
   // folder's config, scored on Fashion-MNIST's test set.
   const Metrics cli = evaluate_checkpoint(dir.path());
@@ -143,7 +172,7 @@ TEST(KerasModel, SavedFolderIsWhatConvoyEvaluateAndPredictRead) {
   EXPECT_EQ(cli.count, own.count);
   EXPECT_EQ(cli.correct, own.correct);
   EXPECT_NEAR(cli.mean_loss(), own.mean_loss(), 1e-9);
-  const Checkpoint ck = load_latest_checkpoint(dir.path(), std::cerr);
+  const RunCheckpoint ck = load_latest_checkpoint(dir.path(), std::cerr);
   EXPECT_EQ(ck.config.model, "seed_cnn");  // the zoo model by name, not a layer list
   EXPECT_EQ(ck.config.lr, 0.05);           // as written, not 0.05000000074505806
   EXPECT_EQ(ck.config.optimizer, "adam");
@@ -157,7 +186,7 @@ TEST(KerasModel, SavedFolderIsWhatConvoyEvaluateAndPredictRead) {
   for (std::size_t i = 0; i < own_p.size(); ++i) worst = std::max(worst, std::abs(p.probabilities[i] - own_p[i]));
   EXPECT_LE(worst, 1e-6f);
   // And back: the same weights, optimizer state and history.
-  KerasModel back = KerasModel::load(dir.path());
+  KerasModel back = load_model(dir.path());
   EXPECT_EQ(back.history().epochs.size(), 1u);
   EXPECT_EQ(back.predict(test), model.predict(test));
 }
@@ -175,14 +204,14 @@ TEST(KerasModel, AModelOfItsOwnLayersSavesAsALayerListAndLoadsBack) {
   const data::LabeledImages x{images, labels};
   model.fit(x, {.epochs = 2, .validation_data = &x, .verbose = 0});
   testing::TempDir dir;
-  model.save(dir.path());
-  const Checkpoint ck = load_latest_checkpoint(dir.path(), std::cerr);
+  save_model(model, dir.path());
+  const RunCheckpoint ck = load_latest_checkpoint(dir.path(), std::cerr);
   EXPECT_EQ(ck.config.layers.size(), 5u);
   EXPECT_EQ(ck.config.data.kind, "folders");
   EXPECT_EQ(ck.config.data.classes.size(), 3u);
   EXPECT_EQ(ck.config.loss, "categorical_crossentropy");
   EXPECT_TRUE(ck.config.from_logits);
-  KerasModel back = KerasModel::load(dir.path());
+  KerasModel back = load_model(dir.path());
   EXPECT_EQ(back.predict(x), model.predict(x));
   EXPECT_EQ(back.history().epochs.size(), 2u);
 }
@@ -194,7 +223,7 @@ TEST(KerasModel, AModelARunConfigCannotRebuildIsRefusedByName) {
   KerasModel model(g.build());
   model.compile({.device = "cpu"});
   testing::TempDir dir;
-  const std::string error = testing::error_of([&] { model.save(dir.path()); });
+  const std::string error = testing::error_of([&] { save_model(model, dir.path()); });
   EXPECT_NE(error.find("'stem'"), std::string::npos) << error;
   EXPECT_NE(error.find("save_weights"), std::string::npos) << error;
 }
@@ -214,16 +243,16 @@ TEST(KerasModel, LoadReadsAConvoyTrainOutFolder) {
   c.out_dir = tmp.file("run");
   std::ostringstream log;
   run_training(c, log);
-  KerasModel model = KerasModel::load(c.out_dir);
+  KerasModel model = load_model(c.out_dir);
   EXPECT_EQ(model.history().epochs.size(), 1u);
   // Scored on the run's own validation split, as `convoy evaluate` does.
-  const Checkpoint ck = load_latest_checkpoint(c.out_dir, std::cerr);
+  const RunCheckpoint ck = load_latest_checkpoint(c.out_dir, std::cerr);
   const Metrics own = model.evaluate(load_image_data(ck.config, /*with_training=*/false).validation);
   const Metrics cli = evaluate_checkpoint(c.out_dir);
   EXPECT_EQ(own.count, cli.count);
   EXPECT_EQ(own.correct, cli.correct);
   EXPECT_NEAR(own.mean_loss(), cli.mean_loss(), 1e-9);
-  EXPECT_THROW(KerasModel::load(tmp.file("nothing")), UserError);
+  EXPECT_THROW(load_model(tmp.file("nothing")), UserError);
 }
 
 }  // namespace

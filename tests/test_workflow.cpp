@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "cli/plant_demo.h"
-#include "convoy/train/checkpoint.h"
+#include "convoy/app/run_checkpoint.h"
 #include "convoy/app/console_reporter.h"
 #include "convoy/app/run.h"
 #include "convoy/app/workflow.h"
@@ -102,7 +102,7 @@ TEST_F(WorkflowRun, AStoppedRunResumedThroughTheObjectEndsWithTheBitsOfOneNeverS
     EXPECT_EQ(out.stopped_by_signal, 0);
     EXPECT_FALSE(fs::exists(c.out_dir + "/model.safetensors")) << "an unfinished run writes no model";
   }
-  const Checkpoint ck = load_latest_checkpoint(c.out_dir, std::cerr);
+  const RunCheckpoint ck = load_latest_checkpoint(c.out_dir, std::cerr);
   EXPECT_EQ(ck.epoch, 1);
   EXPECT_EQ(ck.progress.step, 3);
   Recorder said;
@@ -156,7 +156,7 @@ TEST_F(WorkflowRun, WithoutPrintingEventsNothingReachesStdoutOrStderr) {
     Workflow(config("silent-donor", 1)).run();
     const RunConfig c = config("silent", text(3, tmp_->file("silent-donor") + "/model.safetensors"));
     Workflow(c, nullptr, {std::make_shared<StopAt>(3, 1)}).run();  // in the second phase
-    const Checkpoint ck = load_latest_checkpoint(c.out_dir, console);
+    const RunCheckpoint ck = load_latest_checkpoint(c.out_dir, console);
     Recorder quiet;  // events that print nothing
     Workflow(ck.config, &quiet).run(ck);
     EXPECT_EQ(quiet.ends, 1);

@@ -16,7 +16,7 @@
 #include "convoy/image/codec.h"
 #include "convoy/io/atomic_file.h"
 #include "convoy/records/manifest.h"
-#include "convoy/train/checkpoint.h"
+#include "convoy/app/run_checkpoint.h"
 #include "convoy/train/evaluation.h"
 #include "convoy/train/fit.h"
 #include "convoy/app/image_data.h"
@@ -57,7 +57,7 @@ records::Manifest folder_manifest(const std::string& dir) {
   return m;
 }
 
-Predictions of_images(const Checkpoint& ck, const records::Manifest& m, const std::string& kind) {
+Predictions of_images(const RunCheckpoint& ck, const records::Manifest& m, const std::string& kind) {
   const ImagePredictions p = predict_manifest(*restore(ck), ck.config, m);
   return {.output = {}, .input_kind = kind, .classes = ck.config.data.classes, .ids = p.ids,
           .probabilities = p.probabilities, .skipped = p.skipped};
@@ -65,7 +65,7 @@ Predictions of_images(const Checkpoint& ck, const records::Manifest& m, const st
 
 // A test CSV of ids, its images as the run's data.images/extension say
 // (relative to the CSV's folder), written as data.id_column + classes.
-Predictions of_csv(const Checkpoint& ck, const std::string& csv) {
+Predictions of_csv(const RunCheckpoint& ck, const std::string& csv) {
   RunConfig c = ck.config;
   c.data.kind = "csv";  // a class-folder run reads the CSV with the csv defaults
   const records::Manifest m = records::read_csv_manifest(
@@ -76,7 +76,7 @@ Predictions of_csv(const Checkpoint& ck, const std::string& csv) {
   return p;
 }
 
-Predictions of_idx(const Checkpoint& ck, const std::string& path) {
+Predictions of_idx(const RunCheckpoint& ck, const std::string& path) {
   const Tensor raw = data::read_idx_u8(path);
   const Shape& want = data::kFashionMnistShape;
   require(raw.shape().size() == 3 && raw.dim(1) == want[1] && raw.dim(2) == want[2],
@@ -103,7 +103,7 @@ Predictions of_idx(const Checkpoint& ck, const std::string& path) {
 }  // namespace
 
 Predictions predict(const std::string& dir, const PredictOptions& o) {
-  const Checkpoint ck = load_latest_checkpoint(dir, std::cerr);
+  const RunCheckpoint ck = load_latest_checkpoint(dir, std::cerr);
   const RunConfig& c = ck.config;
   Predictions p;
   std::string first_column = "file";

@@ -5,10 +5,10 @@
 #include <memory>
 
 #include "convoy/backends/executable.h"
-#include "convoy/train/checkpoint.h"
+#include "convoy/app/run_checkpoint.h"
 
 namespace convoy::train {
 
-std::unique_ptr<Executable> restore(const Checkpoint& ck);
+std::unique_ptr<Executable> restore(const RunCheckpoint& ck);
 
 }  // namespace convoy::train

@@ -11,7 +11,7 @@
 #include "convoy/core/error.h"
 #include "convoy/core/threads.h"
 #include "convoy/data/fashion_mnist.h"
-#include "convoy/train/checkpoint.h"
+#include "convoy/app/run_checkpoint.h"
 #include "convoy/app/console_reporter.h"
 #include "convoy/app/image_data.h"
 #include "convoy/app/workflow.h"
@@ -30,7 +30,7 @@ std::ostream& warnings_of(RunEvents* events) {
   return events && events->warnings() ? *events->warnings() : nowhere;
 }
 
-RunOutcome run(const RunConfig& c, const std::optional<Checkpoint>& resume, RunEvents* events,
+RunOutcome run(const RunConfig& c, const std::optional<RunCheckpoint>& resume, RunEvents* events,
                const FaultInjection& faults, const std::optional<History>& scratch = std::nullopt) {
   return Workflow(c, events, {}, faults).run(resume, scratch);
 }
@@ -61,7 +61,7 @@ RunOutcome run_scratch(const RunConfig& c, RunEvents* events, bool resuming, con
   return o;
 }
 
-RunOutcome run_compared(const RunConfig& c, const std::optional<Checkpoint>& resume, RunEvents* events,
+RunOutcome run_compared(const RunConfig& c, const std::optional<RunCheckpoint>& resume, RunEvents* events,
                         const FaultInjection& faults) {
   check_before_training(c);  // before the scratch comparison trains
   if (!c.compare_with_scratch) return run(c, resume, events, faults);
@@ -86,7 +86,7 @@ RunOutcome resume_training(const std::string& dir, RunEvents* events, const std:
   const auto say = [&](const std::string& line) {
     if (events) events->notice(line);
   };
-  Checkpoint ck = load_latest_checkpoint(dir, warnings_of(events));
+  RunCheckpoint ck = load_latest_checkpoint(dir, warnings_of(events));
   ck.config.out_dir = dir;
   if (adjust) adjust(ck.config);
   const bool unfinished_epoch = ck.progress.step > 0;
@@ -129,7 +129,7 @@ RunOutcome resume_training(const std::string& dir, std::ostream& log, const std:
 }
 
 // A checkpoint's model compiled with its weights, ready for inference.
-std::unique_ptr<Executable> restore(const Checkpoint& ck) {
+std::unique_ptr<Executable> restore(const RunCheckpoint& ck) {
   set_num_threads(ck.config.threads);
   RunConfig c = ck.config;
   // In the run's precision, so `evaluate` repeats its accuracy; where bf16 cannot
@@ -142,7 +142,7 @@ std::unique_ptr<Executable> restore(const Checkpoint& ck) {
 }
 
 Metrics evaluate_checkpoint(const std::string& dir) {
-  const Checkpoint ck = load_latest_checkpoint(dir, std::cerr);
+  const RunCheckpoint ck = load_latest_checkpoint(dir, std::cerr);
   if (ck.config.data.reads_images())  // the run's validation split, rebuilt from its seed
     return evaluate(*restore(ck), load_image_data(ck.config, /*with_training=*/false).validation);
   const data::TrainTest data = data::load_fashion_mnist(ck.config.data_dir);

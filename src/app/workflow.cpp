@@ -40,11 +40,12 @@ RunEvents& nobody() {
   return none;
 }
 
-// `saved` is the config checkpoints record (before scaling for replicas).
+// `saved` is the config checkpoints record (before scaling for replicas), as
+// JSON text.
 // Replicas other than the primary get only the callbacks that steer training
 // (fit makes them agree on stopping); what shows progress and the files are
 // the primary's.
-Callbacks make_callbacks(const RunConfig& c, const RunConfig& saved, const nn::Model& model, RunEvents& events,
+Callbacks make_callbacks(const RunConfig& c, const std::string& saved, const nn::Model& model, RunEvents& events,
                          const Callbacks& given, const FaultInjection& faults, bool primary) {
   Callbacks cbs;
   if (auto pacer = step_pacer(faults.step_delay_ms)) cbs.push_back(pacer);
@@ -234,7 +235,7 @@ Workflow::Workflow(const RunConfig& given, RunEvents* events, Callbacks callback
 
 Workflow::~Workflow() = default;
 
-void Workflow::start(const std::optional<Checkpoint>& resume) {
+void Workflow::start(const std::optional<RunCheckpoint>& resume) {
   State& s = *s_;
   nn::Model& model = *s.model;
   require(!s.exe, "Workflow::start: the run has started already");
@@ -288,7 +289,8 @@ bool Workflow::fit_phase() {
                          .run_epochs = c.epochs,
                          .initial_progress = s.progress, .on_nan = parse_on_nan(c.on_nan, "callbacks.on_nan"),
                          .steps_per_execution = c.steps_per_execution,
-                         .callbacks = make_callbacks(s.pc, s.config, model, *s.events, s.given, s.faults, s.primary),
+                         .callbacks = make_callbacks(s.pc, run_config_json(s.config), model, *s.events, s.given,
+                                                     s.faults, s.primary),
                          .warnings = s.warnings, .strategy = s.replicas.get()};
   s.exe->internals().set_profiling(c.profile);
   {
@@ -392,7 +394,7 @@ RunOutcome Workflow::finish(const std::optional<History>& scratch) {
   return out;
 }
 
-RunOutcome Workflow::run(const std::optional<Checkpoint>& resume, const std::optional<History>& scratch) {
+RunOutcome Workflow::run(const std::optional<RunCheckpoint>& resume, const std::optional<History>& scratch) {
   start(resume);
   while (fit_phase()) next_phase();
   return finish(scratch);

@@ -1,5 +1,5 @@
 #pragma once
-// Private to config/ (and KerasModel's files, which write a run config):
+// Private to config/ (and app/model_files.cpp, which writes a KerasModel's run config):
 // model layers written in a run config, both ways.
 //   model:
 //     layers:

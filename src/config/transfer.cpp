@@ -46,12 +46,4 @@ void set_phase_layers(nn::Model& model, const RunConfig& c, bool frozen) {
       model.set_trainable(false, layer.name);
 }
 
-int64_t trainable_parameters(const nn::Model& model) {
-  int64_t n = 0;
-  for (const auto& layer : model.layers())
-    if (layer.trainable)
-      for (const auto& p : layer.params) n += p.size();
-  return n;
-}
-
 }  // namespace convoy::train

@@ -30,7 +30,4 @@ std::string head_of(const nn::Model& model, const RunConfig& c);
 // Marks which layers train in a phase (see set_frozen in transfer.cpp).
 void set_phase_layers(nn::Model& model, const RunConfig& c, bool frozen);
 
-// The parameters the optimizer updates (and keeps state for).
-int64_t trainable_parameters(const nn::Model& model);
-
 }  // namespace convoy::train

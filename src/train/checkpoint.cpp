@@ -19,9 +19,6 @@
 #include "convoy/io/atomic_file.h"
 #include "convoy/io/model_weights.h"
 #include "convoy/train/history_json.h"
-#include "convoy/data/fashion_mnist.h"
-#include "convoy/nn/zoo.h"
-#include "config/transfer.h"
 
 namespace convoy::train {
 namespace {
@@ -100,10 +97,19 @@ int64_t parse_epoch_v1(const std::string& text, const std::string& where) {
   return epoch;
 }
 
+// The parameters the optimizer updates (and keeps state for).
+int64_t trainable_parameters(const nn::Model& model) {
+  int64_t n = 0;
+  for (const auto& layer : model.layers())
+    if (layer.trainable)
+      for (const auto& p : layer.params) n += p.size();
+  return n;
+}
+
 }  // namespace
 
-void save_checkpoint(const std::string& path, const nn::Model& model, const Executable& exe,
-                     const RunConfig& config, const History& history, const SaveOptions& options) {
+void save_checkpoint(const std::string& path, const nn::Model& model, const Executable& exe, const History& history,
+                     const SaveOptions& options) {
   io::NamedTensors tensors =
       io::to_named(model, exe.internals().copy_of(Held::parameters), exe.internals().copy_of(Held::state));
   Tensor optimizer_state(DType::f32, {exe.internals().size(Held::optimizer_state)});
@@ -112,7 +118,7 @@ void save_checkpoint(const std::string& path, const nn::Model& model, const Exec
   const int64_t epoch = history.epochs.empty() ? 0 : history.epochs.back().epoch;
   io::Metadata meta{{"format", kFormat},
                     {"position", position_json(epoch, options.progress, exe.learning_rate())},
-                    {"config", run_config_json(config)},
+                    {"config", options.config},
                     {"history", history_json(history)}};
   meta[kChecksumKey] = checksum(tensors, meta);
   io::AtomicWriteOptions write{.pause_before_rename_ms = options.pause_before_rename_ms};
@@ -120,19 +126,21 @@ void save_checkpoint(const std::string& path, const nn::Model& model, const Exec
   io::write_file_atomic(path, io::safetensors_bytes(tensors, meta), write);
 }
 
-Checkpoint parse_checkpoint_metadata(const io::Metadata& meta, const std::string& where) {
+CheckpointFile parse_checkpoint_file_metadata(const io::Metadata& meta, const std::string& where) {
   const auto format = meta.find("format");
   require(format != meta.end() && (format->second == kFormat || format->second == kFormatV1) &&
               meta.count("config") && meta.count("history"),
           where + ": not a convoy checkpoint (no convoy metadata); pass the folder of a convoy train --out run");
-  Checkpoint c;
-  c.config = parse_run_config(meta.at("config"), where + " (config)", /*yaml=*/false);
+  CheckpointFile f;
+  f.config = meta.at("config");
+  Checkpoint& c = f.checkpoint;
   c.history = parse_history_json(meta.at("history"), where);
   if (format->second == kFormatV1) {
     require(meta.count("epoch"), where + ": no epoch in the checkpoint metadata; the checkpoint is corrupt");
+    f.version = 1;
     c.epoch = parse_epoch_v1(meta.at("epoch"), where);
-    c.lr = static_cast<float>(c.history.epochs.empty() ? c.config.lr : c.history.epochs.back().lr);
-    return c;
+    c.lr = c.history.epochs.empty() ? 0.0f : static_cast<float>(c.history.epochs.back().lr);
+    return f;
   }
   require(meta.count("position"), where + ": no position in the checkpoint metadata; the checkpoint is corrupt");
   const json p = parse_json_bounded(meta.at("position"), where + ": the checkpoint is corrupt: bad position");
@@ -149,15 +157,15 @@ Checkpoint parse_checkpoint_metadata(const io::Metadata& meta, const std::string
   require(lr > 0 && lr <= std::numeric_limits<float>::max(),
           where + ": checkpoint learning rate out of range; the checkpoint is corrupt");
   c.lr = static_cast<float>(lr);
-  require(c.progress.metrics.correct <= c.progress.metrics.count && c.epoch <= c.config.epochs &&
+  require(c.progress.metrics.correct <= c.progress.metrics.count &&
               (c.history.epochs.empty() ? c.epoch == 0 : c.history.epochs.back().epoch == c.epoch),
           where + ": checkpoint position does not match its history; the checkpoint is corrupt");
-  return c;
+  return f;
 }
 
-Checkpoint parse_checkpoint(std::string_view bytes, const std::string& where) {
+CheckpointFile parse_checkpoint_file(std::string_view bytes, const std::string& where) {
   io::Metadata meta;
-  const io::NamedTensors tensors = io::parse_safetensors(bytes, where, &meta);
+  io::NamedTensors tensors = io::parse_safetensors(bytes, where, &meta);
   const auto stored = meta.find(kChecksumKey);
   if (stored != meta.end()) {
     require(stored->second == checksum(tensors, meta),
@@ -166,54 +174,27 @@ Checkpoint parse_checkpoint(std::string_view bytes, const std::string& where) {
     require(meta.count("format") && meta.at("format") == kFormatV1,
             where + ": has no checksum; the checkpoint is damaged or not convoy's");
   }
-  Checkpoint c = parse_checkpoint_metadata(meta, where);
-  nn::Model model = build_model(c.config, model_input_shape(c.config), model_classes(c.config));
-  io::FlatWeights w = io::from_named(model, tensors, where);
-  // The optimizer keeps state for the parameters that trained when the
-  // checkpoint was written (transfer learning freezes some).
-  const std::vector<Phase> phases = phases_of(c.config);
-  set_phase_layers(model, c.config, phases[phase_at(phases, c.epoch)].frozen);
+  CheckpointFile f = parse_checkpoint_file_metadata(meta, where);
+  f.tensors = std::move(tensors);
+  return f;
+}
+
+Checkpoint checkpoint_of(CheckpointFile file, const nn::Model& model, const optim::OptimizerOptions& optimizer,
+                         const std::string& where) {
+  Checkpoint c = std::move(file.checkpoint);
+  io::FlatWeights w = io::from_named(model, file.tensors, where);
   c.params = std::move(w.params);
   c.state = std::move(w.state);
-  auto it = tensors.find(kOptimizerTensor);
-  const int64_t want = optim::state_size(optimizer_options(c.config), trainable_parameters(model));
-  require(it != tensors.end() && it->second.dtype() == DType::f32 && it->second.numel() == want,
+  auto it = file.tensors.find(kOptimizerTensor);
+  const int64_t want = optim::state_size(optimizer, trainable_parameters(model));
+  require(it != file.tensors.end() && it->second.dtype() == DType::f32 && it->second.numel() == want,
           where + ": missing or mis-sized '" + std::string(kOptimizerTensor) + "'; the checkpoint is corrupt");
   const auto v = it->second.data<float>();
   c.optimizer_state.assign(v.begin(), v.end());
   return c;
 }
 
-Checkpoint load_checkpoint(const std::string& path) {
-  return parse_checkpoint(read_file_bounded(path, kMaxModelBytes, "checkpoint"), path);
-}
-
-Checkpoint load_latest_checkpoint(const std::string& dir, std::ostream& warn) {
-  const std::string latest = (fs::path(dir) / kCheckpointFile).string();
-  const std::string previous = (fs::path(dir) / kPreviousCheckpointFile).string();
-  const bool has_latest = fs::exists(latest), has_previous = fs::exists(previous);
-  require(has_latest || has_previous,
-          dir + ": no " + kCheckpointFile + " here; pass the --out folder of a convoy train run");
-  std::string latest_problem = latest + " is missing";
-  if (has_latest) {
-    try {
-      return load_checkpoint(latest);
-    } catch (const UserError& e) {
-      if (!has_previous) throw;
-      latest_problem = e.what();
-    }
-  }
-  try {
-    Checkpoint c = load_checkpoint(previous);
-    warn << "convoy: warning: " << latest_problem << "; using the previous checkpoint, " << kPreviousCheckpointFile
-         << std::endl;
-    return c;
-  } catch (const UserError& e) {
-    throw UserError(dir + ": no usable checkpoint (" + latest_problem + "; " + e.what() + ")");
-  }
-}
-
-CheckpointSaver::CheckpointSaver(std::string path, const nn::Model& model, RunConfig config,
+CheckpointSaver::CheckpointSaver(std::string path, const nn::Model& model, std::string config,
                                  CheckpointSaverOptions options)
     : path_(std::move(path)), model_(model), config_(std::move(config)), options_(std::move(options)),
       maximize_(options_.monitor.find("acc") != std::string::npos) {
@@ -235,8 +216,9 @@ void CheckpointSaver::on_step_end(FitState& s) {
   if (options_.save_best_only) return;
   const bool periodic = options_.every_steps > 0 && s.step % options_.every_steps == 0 && s.step < s.steps_per_epoch;
   if (periodic || s.interrupted)
-    save_checkpoint(path_, model_, s.exe, config_, s.history,
-                    {.progress = s.progress(),
+    save_checkpoint(path_, model_, s.exe, s.history,
+                    {.config = config_,
+                     .progress = s.progress(),
                      .keep_previous = options_.keep_previous,
                      .pause_before_rename_ms = options_.pause_before_rename_ms});
 }
@@ -247,8 +229,8 @@ void CheckpointSaver::on_epoch_end(FitState& s, const EpochRecord& r) {
     if (!improved(v)) return;
     best_ = v;
   }
-  save_checkpoint(path_, model_, s.exe, config_, s.history,
-                  {.keep_previous = options_.keep_previous, .pause_before_rename_ms = options_.pause_before_rename_ms});
+  save_checkpoint(path_, model_, s.exe, s.history,
+                  {.config = config_, .keep_previous = options_.keep_previous, .pause_before_rename_ms = options_.pause_before_rename_ms});
 }
 
 }  // namespace convoy::train

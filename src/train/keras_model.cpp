@@ -82,6 +82,16 @@ void KerasModel::load_weights(const std::string& path) {
   exe_->internals().write(Held::state, w.state);
 }
 
+void KerasModel::restore(const Checkpoint& checkpoint) {
+  Executable& exe = executable();
+  exe.internals().write(Held::parameters, checkpoint.params);
+  exe.internals().write(Held::state, checkpoint.state);
+  if (static_cast<int64_t>(checkpoint.optimizer_state.size()) == exe.internals().size(Held::optimizer_state))
+    exe.internals().write(Held::optimizer_state, checkpoint.optimizer_state);
+  exe.set_learning_rate(checkpoint.lr);
+  history_ = checkpoint.history;
+}
+
 Executable& KerasModel::executable() {
   require(exe_ != nullptr, "call compile() before fit, evaluate or predict");
   return *exe_;

@@ -27,7 +27,7 @@
 #include "convoy/backends/executable.h"
 #include "convoy/nn/model.h"
 #include "convoy/train/callbacks.h"
-#include "convoy/train/checkpoint.h"
+#include "convoy/app/run_checkpoint.h"
 #include "convoy/train/evaluation.h"
 #include "convoy/app/run.h"
 #include "convoy/config/run_config.h"
@@ -111,8 +111,8 @@ class Workflow {
   // Compiles the phase to train: the first, with fresh or model.pretrained
   // weights, or the checkpoint's, with its weights, optimizer state,
   // learning rate and history (the checkpoint must be this config's run:
-  // Checkpoint::config).
-  void start(const std::optional<Checkpoint>& resume = std::nullopt);
+  // RunCheckpoint::config).
+  void start(const std::optional<RunCheckpoint>& resume = std::nullopt);
   // Trains the current phase to its last epoch. True when another phase
   // follows (call next_phase()); false when the run ended: all its epochs,
   // early stopping, a stop (signal or callback) or a numerical fault.
@@ -127,7 +127,7 @@ class Workflow {
   // trained from random weights, compared in the report.
   RunOutcome finish(const std::optional<History>& scratch = std::nullopt);
   // start, every phase, finish.
-  RunOutcome run(const std::optional<Checkpoint>& resume = std::nullopt,
+  RunOutcome run(const std::optional<RunCheckpoint>& resume = std::nullopt,
                  const std::optional<History>& scratch = std::nullopt);
 
   // The config as checkpoints record it (the data's classes filled in).

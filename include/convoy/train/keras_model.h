@@ -22,6 +22,7 @@
 #include "convoy/data/labeled_images.h"
 #include "convoy/nn/model.h"
 #include "convoy/train/callbacks.h"
+#include "convoy/train/checkpoint.h"
 #include "convoy/train/fit.h"
 
 namespace convoy::train {
@@ -79,24 +80,19 @@ class KerasModel {
   // the weights wait for it.
   void save_weights(const std::string& path);
   void load_weights(const std::string& path);
-  // Keras's model.save(dir) and keras.models.load_model(dir), in the layout
-  // of `convoy train --out DIR`: DIR/checkpoint.safetensors (weights,
-  // optimizer state, history and a run config that rebuilds this model) and
-  // DIR/model.safetensors (save_weights'). So `convoy evaluate/predict/export
-  // --checkpoint DIR` read a saved model, and load() reads a train run's
-  // folder, compiled as that run was (optimizer, loss, batch size, device).
-  // save() writes the least run config that describes the model: a zoo name
-  // when the model is that zoo model, else its layer list; the data section
-  // says only the input shape (idx for Fashion-MNIST's [1, 28, 28], else a
-  // class-folder run of that size with classes "class_0"...), since the
-  // model does not know how its inputs were prepared. Throws UserError when
-  // the config cannot express the model (layers renamed outside the zoo).
-  void save(const std::string& dir);
-  static KerasModel load(const std::string& dir);
+  // Continues from a checkpoint of this model (train/checkpoint.h), after
+  // compile(): its weights, batch-norm statistics, learning rate and history,
+  // and its optimizer state when that covers this model's parameters (a
+  // transfer run's last phase keeps its pretrained batch norms frozen, so its
+  // state covers fewer: the optimizer then starts afresh, as Keras's compile()
+  // does). To save and load whole models as `convoy train --out` folders, see
+  // save_model and load_model (app/model_files.h).
+  void restore(const Checkpoint& checkpoint);
   // Keras-style table: layers, output shapes, parameter counts.
   std::string summary() const { return model_.summary(); }
 
   const nn::Model& model() const { return model_; }
+  const CompileSettings& compile_settings() const { return settings_; }  // the last compile()'s
   const History& history() const { return history_; }
   // The compiled executable (weights, learning rate); throws before compile().
   Executable& executable();

@@ -1,6 +1,8 @@
-// KerasModel::save and KerasModel::load (keras_model.h): a model folder in
-// the layout `convoy train --out DIR` writes, so the CLI and the library read
+// save_model and load_model (model_files.h): a KerasModel as a folder in the
+// layout `convoy train --out DIR` writes, so the CLI and the library read
 // each other's.
+#include "convoy/app/model_files.h"
+
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -8,14 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "convoy/backends/executable_internals.h"
+#include "convoy/app/run_checkpoint.h"
 #include "convoy/core/error.h"
 #include "convoy/data/fashion_mnist.h"
-#include "convoy/io/model_weights.h"
-#include "convoy/io/safetensors.h"
 #include "convoy/nn/zoo.h"
-#include "convoy/train/checkpoint.h"
-#include "convoy/train/keras_model.h"
 #include "config/float_text.h"
 #include "config/layer_config.h"
 
@@ -120,33 +118,27 @@ RunConfig config_describing(const nn::Model& m, const CompileSettings& s, int64_
 
 }  // namespace
 
-void KerasModel::save(const std::string& dir) {
-  Executable& exe = executable();
-  const int64_t epochs = history_.epochs.empty() ? 0 : history_.epochs.back().epoch;
-  const RunConfig c = config_describing(model_, settings_, epochs);
+void save_model(KerasModel& model, const std::string& dir) {
+  Executable& exe = model.executable();
+  const History& history = model.history();
+  const int64_t epochs = history.epochs.empty() ? 0 : history.epochs.back().epoch;
+  const RunConfig c = config_describing(model.model(), model.compile_settings(), epochs);
   std::error_code ec;
   fs::create_directories(dir, ec);
   require(!ec, "save: cannot create " + dir + " (" + ec.message() + ")");
-  save_checkpoint((fs::path(dir) / kCheckpointFile).string(), model_, exe, c, history_);
-  save_weights((fs::path(dir) / "model.safetensors").string());
+  save_checkpoint((fs::path(dir) / kCheckpointFile).string(), model.model(), exe, history,
+                  {.config = run_config_json(c)});
+  model.save_weights((fs::path(dir) / "model.safetensors").string());
 }
 
-KerasModel KerasModel::load(const std::string& dir) {
-  const Checkpoint ck = load_latest_checkpoint(dir, std::cerr);
+KerasModel load_model(const std::string& dir) {
+  const RunCheckpoint ck = load_latest_checkpoint(dir, std::cerr);
   const RunConfig& c = ck.config;
   KerasModel m(build_model(c, model_input_shape(c), model_classes(c)));
   m.compile({.optimizer = optimizer_options(c), .loss = loss_kind(c),
              .label_smoothing = static_cast<float>(c.label_smoothing), .batch_size = c.batch_size,
              .steps_per_execution = c.steps_per_execution, .seed = c.seed, .device = c.device});
-  m.exe_->internals().write(Held::parameters, ck.params);
-  m.exe_->internals().write(Held::state, ck.state);
-  // A transfer run's last phase keeps its pretrained batch norms frozen, so
-  // its optimizer state covers fewer parameters than this model (every layer
-  // trains): the optimizer then starts afresh, as Keras's compile() does.
-  if (static_cast<int64_t>(ck.optimizer_state.size()) == m.exe_->internals().size(Held::optimizer_state))
-    m.exe_->internals().write(Held::optimizer_state, ck.optimizer_state);
-  m.exe_->set_learning_rate(ck.lr);
-  m.history_ = ck.history;
+  m.restore(ck);
   return m;
 }
 
