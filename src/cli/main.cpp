@@ -141,7 +141,9 @@ convoy::train::FaultInjection fault_injection_from_environment() {
     return v ? std::max(0, std::atoi(v)) : 0;
   };
   return {.step_delay_ms = milliseconds("CONVOY_TEST_STEP_DELAY_MS"),
-          .checkpoint_pause_ms = milliseconds("CONVOY_TEST_CHECKPOINT_DELAY_MS")};
+          .checkpoint_pause_ms = milliseconds("CONVOY_TEST_CHECKPOINT_DELAY_MS"),
+          .load_pause_ms = milliseconds("CONVOY_TEST_LOAD_DELAY_MS"),
+          .report_pause_ms = milliseconds("CONVOY_TEST_REPORT_DELAY_MS")};
 }
 
 int run_train(const TrainFlags& f) {
@@ -450,6 +452,9 @@ int main(int argc, char** argv) {
     std::cerr << "convoy: error: " << convoy::one_line(e.what()) << "; see 'convoy --help'" << std::endl;
     return 2;
   }
+  // SIGINT/SIGTERM from here on: one line and exit 130 / 143 at once, or,
+  // inside a training run's fit, a checkpoint after the step (graceful_stop.h).
+  const convoy::train::ExitOnSignals exit_on_signals;
   try {
     if (train->parsed()) return run_train(f);
     if (evaluate->parsed()) return run_evaluate(checkpoint);
