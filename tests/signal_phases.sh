@@ -150,5 +150,28 @@ else
   fi
 fi
 
+# --- a crash names itself: SIGABRT (what an uncaught exception or a failed
+# check raises) writes one line and the stack to stderr, then the process
+# dies by it as before (exit 134)
+dir="$tmp/abort"
+CONVOY_TEST_LOAD_DELAY_MS=3000 "$convoy" train --data "$tmp/data" --epochs 1 "${args[@]}" --out "$dir" \
+  >/dev/null 2>"$tmp/abort.err" &
+pid=$!
+if ! await "$dir/.convoy-lock"; then
+  fail "SIGABRT" "the run never locked its folder"; kill -KILL "$pid"; wait "$pid"
+else
+  kill -ABRT "$pid"
+  wait "$pid" 2>/dev/null
+  rc=$?
+  if [[ $rc -ne 134 ]]; then
+    fail "SIGABRT" "exit $rc, wanted 134"
+  elif ! head -n 1 "$tmp/abort.err" | grep -q "^convoy: internal error: SIGABRT" ||
+       [[ $(grep -c "convoy(+0x" "$tmp/abort.err") -lt 3 ]]; then
+    fail "SIGABRT" "wanted a line naming it and the stack, got: $(head -c 1000 "$tmp/abort.err")"
+  else
+    echo "ok   SIGABRT names itself: exit 134, one line and $(grep -c "(+0x" "$tmp/abort.err") frames"
+  fi
+fi
+
 echo "$failures failed"
 [[ $failures -eq 0 ]]

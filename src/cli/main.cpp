@@ -28,6 +28,7 @@
 #include "convoy/app/console_reporter.h"
 #include "convoy/config/data_defaults.h"
 #include "convoy/app/export.h"
+#include "convoy/app/crash_report.h"
 #include "convoy/app/graceful_stop.h"
 #include "convoy/app/predict.h"
 #include "convoy/app/run.h"
@@ -348,6 +349,7 @@ int main(int argc, char** argv) {
   // A file-size limit (ulimit -f) then makes write() fail with EFBIG, which
   // convoy reports like a full disk, instead of killing the process.
   std::signal(SIGXFSZ, SIG_IGN);
+  convoy::train::install_crash_report();  // an abort or fault names itself on stderr
   CLI::App app{"convoy: train convolutional networks fast, in C++"};
   app.require_subcommand(1);
   TrainFlags f;
