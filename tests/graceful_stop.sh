@@ -60,7 +60,7 @@ wait "$pid"
 rc=$?
 waited_ms=$((($(date +%s%N) - start) / 1000000))
 if [[ $rc -ne 130 || $waited_ms -gt 1000 ]]; then
-  fail "second SIGINT" "exit $rc after $waited_ms ms, wanted 130 at once; it said: $(head -c 2000 "$tmp/twice.err")"
+  fail "second SIGINT" "exit $rc after $waited_ms ms, wanted 130 at once; it said: $(head -c 4000 "$tmp/twice.err")"
 elif ! compgen -G "$dir/checkpoint.safetensors.convoy-tmp.*" >/dev/null; then
   fail "second SIGINT" "it did not land inside the stop's checkpoint write"
 elif ! cmp -s "$dir/checkpoint.safetensors" "$tmp/before.safetensors"; then

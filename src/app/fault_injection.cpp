@@ -24,6 +24,10 @@ class StepPacer final : public Callback {
 
 }  // namespace
 
+void test_pause(int ms) {
+  if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
 std::shared_ptr<Callback> step_pacer(int step_delay_ms) {
   return step_delay_ms > 0 ? std::make_shared<StepPacer>(step_delay_ms) : nullptr;
 }

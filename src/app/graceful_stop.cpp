@@ -5,40 +5,86 @@
 
 #include <atomic>
 #include <csignal>
+#include <cstddef>
 
 namespace convoy::train {
 namespace {
 
-// Lock-free, so reading and writing it in a handler is async-signal-safe.
+// Lock-free, so reading and writing them in a handler is async-signal-safe.
 std::atomic<int> g_received{0};
-static_assert(std::atomic<int>::is_always_lock_free);
+std::atomic<bool> g_in_fit{false};  // a StopSignals lives: the first signal stops after the step
+static_assert(std::atomic<int>::is_always_lock_free && std::atomic<bool>::is_always_lock_free);
 
-struct sigaction g_previous_int, g_previous_term;
+// write(2) of a literal: all a handler may print.
+template <std::size_t N>
+void say(const char (&text)[N]) {
+  const std::size_t n = N - 1;
+  std::size_t done = 0;
+  while (done < n) {
+    const ssize_t w = ::write(STDERR_FILENO, text + done, n - done);
+    if (w <= 0) return;
+    done += static_cast<std::size_t>(w);
+  }
+}
 
 extern "C" void on_stop_signal(int signal) {
   int expected = 0;
-  if (!g_received.compare_exchange_strong(expected, signal)) _exit(128 + signal);  // the second one: at once
+  if (g_in_fit.load() && g_received.compare_exchange_strong(expected, signal)) return;  // stop after the step
+  // At once: no destructor runs, so no thread meets a destroyed static.
+  const bool second = g_in_fit.load();
+  if (second) say("convoy: a second signal: stopped at once; the checkpoints written before are as they were\n");
+  else if (signal == SIGINT) say("convoy: stopped by SIGINT\n");
+  else say("convoy: stopped by SIGTERM\n");
+  _exit(128 + signal);
 }
+
+struct Previous {
+  struct sigaction int_action, term_action;
+};
+
+Previous install() {
+  Previous previous;
+  struct sigaction action{};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  // Either signal waits while the handler runs for the other, so the two
+  // never race for the flag.
+  sigaddset(&action.sa_mask, SIGINT);
+  sigaddset(&action.sa_mask, SIGTERM);
+  action.sa_flags = SA_RESTART;  // reads and writes in progress carry on
+  sigaction(SIGINT, &action, &previous.int_action);
+  sigaction(SIGTERM, &action, &previous.term_action);
+  return previous;
+}
+
+void restore(const Previous& previous) {
+  sigaction(SIGINT, &previous.int_action, nullptr);
+  sigaction(SIGTERM, &previous.term_action, nullptr);
+}
+
+// One of each scope at a time (a fit inside a command); the previous
+// handlers of each are kept here, not in the objects, so that the header
+// stays free of <signal.h>.
+Previous g_before_fit, g_before_command;
 
 }  // namespace
 
 StopSignals::StopSignals() {
   g_received.store(0);
-  struct sigaction action{};
-  action.sa_handler = on_stop_signal;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;  // reads and writes in progress carry on
-  sigaction(SIGINT, &action, &g_previous_int);
-  sigaction(SIGTERM, &action, &g_previous_term);
+  g_in_fit.store(true);
+  g_before_fit = install();
 }
 
 StopSignals::~StopSignals() {
-  sigaction(SIGINT, &g_previous_int, nullptr);
-  sigaction(SIGTERM, &g_previous_term, nullptr);
+  g_in_fit.store(false);  // from here a signal ends the process (or meets the handler from before)
+  restore(g_before_fit);
 }
 
 int StopSignals::received() { return g_received.load(); }
 void StopSignals::reset() { g_received.store(0); }
+
+ExitOnSignals::ExitOnSignals() { g_before_command = install(); }
+ExitOnSignals::~ExitOnSignals() { restore(g_before_command); }
 
 void StopOnSignal::on_step_end(FitState& s) {
   if (StopSignals::received() != 0) s.interrupted = true;

@@ -207,6 +207,7 @@ Workflow::Workflow(const RunConfig& given, RunEvents* events, Callbacks callback
   require(c.pretrained.empty() || fs::is_regular_file(c.pretrained),
           "model.pretrained: " + c.pretrained +
               " is missing; for the EfficientNet-Lite0 weights run bash tools/fetch_pretrained.sh, else fix the path");
+  test_pause(s.faults.load_pause_ms);
   if (s.config.data.reads_images()) {
     s.images = load_image_data(s.config, /*with_training=*/true);
     check_test_images(s.config);  // found now, not after training
@@ -297,7 +298,12 @@ bool Workflow::fit_phase() {
     const StopSignals stop_signals;  // SIGINT/SIGTERM: finish the step, checkpoint, stop
     s.out.history = s.images ? fit(*s.exe, *s.images->training, fit_options, std::move(s.history))
                              : fit(*s.exe, s.data.train, s.data.test, fit_options, std::move(s.history));
-    if (s.out.history.interrupted) s.out.stopped_by_signal = StopSignals::received();
+    // A signal after the last step (in the last epoch's evaluation or
+    // checkpoint writes) stops the run too: its epoch-end checkpoint has the
+    // position, and resuming writes the reports.
+    const int signal = StopSignals::received();
+    if (signal != 0 && !s.out.history.fault) s.out.history.interrupted = true;
+    if (s.out.history.interrupted) s.out.stopped_by_signal = signal;
   }
   s.fitted = true;
   const int64_t reached = s.out.history.epochs.empty() ? s.done : s.out.history.epochs.back().epoch;
@@ -351,6 +357,7 @@ RunOutcome Workflow::finish(const std::optional<History>& scratch) {
   const std::vector<std::string>& classes = look.classes;
   s.events->finished(h, ev, classes, s.images ? "validation" : "test");
   if (c.out_dir.empty()) return out;
+  test_pause(s.faults.report_pause_ms);
   const fs::path dir(c.out_dir);
   report::RunInfo info{.model = c.model, .dataset = c.data_dir, .device = out.device,
                        .cpu_kernels = out.device == "cpu" ? kernel_set_name(best_kernel_set()) : "",

@@ -28,6 +28,7 @@
 #include "convoy/app/console_reporter.h"
 #include "convoy/config/data_defaults.h"
 #include "convoy/app/export.h"
+#include "convoy/app/crash_report.h"
 #include "convoy/app/graceful_stop.h"
 #include "convoy/app/predict.h"
 #include "convoy/app/run.h"
@@ -141,7 +142,9 @@ convoy::train::FaultInjection fault_injection_from_environment() {
     return v ? std::max(0, std::atoi(v)) : 0;
   };
   return {.step_delay_ms = milliseconds("CONVOY_TEST_STEP_DELAY_MS"),
-          .checkpoint_pause_ms = milliseconds("CONVOY_TEST_CHECKPOINT_DELAY_MS")};
+          .checkpoint_pause_ms = milliseconds("CONVOY_TEST_CHECKPOINT_DELAY_MS"),
+          .load_pause_ms = milliseconds("CONVOY_TEST_LOAD_DELAY_MS"),
+          .report_pause_ms = milliseconds("CONVOY_TEST_REPORT_DELAY_MS")};
 }
 
 int run_train(const TrainFlags& f) {
@@ -346,6 +349,7 @@ int main(int argc, char** argv) {
   // A file-size limit (ulimit -f) then makes write() fail with EFBIG, which
   // convoy reports like a full disk, instead of killing the process.
   std::signal(SIGXFSZ, SIG_IGN);
+  convoy::train::install_crash_report();  // an abort or fault names itself on stderr
   CLI::App app{"convoy: train convolutional networks fast, in C++"};
   app.require_subcommand(1);
   TrainFlags f;
@@ -450,6 +454,9 @@ int main(int argc, char** argv) {
     std::cerr << "convoy: error: " << convoy::one_line(e.what()) << "; see 'convoy --help'" << std::endl;
     return 2;
   }
+  // SIGINT/SIGTERM from here on: one line and exit 130 / 143 at once, or,
+  // inside a training run's fit, a checkpoint after the step (graceful_stop.h).
+  const convoy::train::ExitOnSignals exit_on_signals;
   try {
     if (train->parsed()) return run_train(f);
     if (evaluate->parsed()) return run_evaluate(checkpoint);

@@ -1,9 +1,17 @@
 #pragma once
-// Stopping a run gracefully. While a StopSignals lives, the first SIGINT or
-// SIGTERM only sets a flag (async-signal-safe); StopOnSignal turns it into
-// FitState::interrupted after the step in progress, so the fit stops there and
-// the CheckpointSaver writes the position. A second SIGINT/SIGTERM exits at
-// once with 128 + signal (130 / 143), as an impatient user expects.
+// Stopping on SIGINT/SIGTERM. One handler serves two scopes:
+//  - While a StopSignals lives (a fit), the first SIGINT or SIGTERM only sets
+//    a flag (async-signal-safe); StopOnSignal turns it into
+//    FitState::interrupted after the step in progress, so the fit stops there
+//    and the CheckpointSaver writes the position.
+//  - Anywhere else while an ExitOnSignals lives (the CLI's commands: data
+//    loading, compiling, the final evaluation and reports, predict), and for
+//    a second signal inside a fit, the handler writes one line and ends the
+//    process at once with _exit(128 + signal) (130 / 143). Never exit(): that
+//    would run static destructors while the input pipeline's, the pool's or
+//    OpenMP's threads still use what they destroy. Outputs are written to a
+//    temporary file and renamed (io/atomic_file.h), so an exit at any instant
+//    leaves each output whole or absent.
 #include "convoy/train/callbacks.h"
 
 namespace convoy::train {
@@ -17,6 +25,14 @@ class StopSignals {
   // The first signal received while installed (SIGINT or SIGTERM), or 0.
   static int received();
   static void reset();  // forget a received signal (tests)
+};
+
+class ExitOnSignals {
+ public:
+  ExitOnSignals();   // installs the handler for SIGINT and SIGTERM
+  ~ExitOnSignals();  // puts the previous ones back
+  ExitOnSignals(const ExitOnSignals&) = delete;
+  ExitOnSignals& operator=(const ExitOnSignals&) = delete;
 };
 
 class StopOnSignal : public Callback {

@@ -16,12 +16,18 @@ class RunEvents;  // workflow.h
 // graceful_stop.sh): each training step sleeps step_delay_ms after it runs,
 // so runs killed at random instants last as long on an idle machine as on a
 // loaded one; each checkpoint write pauses checkpoint_pause_ms between its
-// flushed temporary file and the rename, so kills land inside writes. The
-// CLI reads them from CONVOY_TEST_STEP_DELAY_MS and
-// CONVOY_TEST_CHECKPOINT_DELAY_MS; the library never reads the environment.
+// flushed temporary file and the rename, so kills land inside writes. So
+// that signals land outside the steps (tests/signal_phases.sh), a run pauses
+// load_pause_ms before it loads its data and report_pause_ms after its final
+// evaluation, before model.safetensors and the reports. The CLI reads them
+// from CONVOY_TEST_STEP_DELAY_MS, CONVOY_TEST_CHECKPOINT_DELAY_MS,
+// CONVOY_TEST_LOAD_DELAY_MS and CONVOY_TEST_REPORT_DELAY_MS; the library
+// never reads the environment.
 struct FaultInjection {
   int step_delay_ms = 0;
   int checkpoint_pause_ms = 0;
+  int load_pause_ms = 0;
+  int report_pause_ms = 0;
 };
 
 struct RunOutcome {
