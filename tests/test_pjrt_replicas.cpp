@@ -9,6 +9,7 @@
 // does: the tests compare the two.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -187,6 +188,29 @@ TEST(PjrtReplicas, PerReplicaBatchNormUsesEachPartsOwnStatistics) {
     losses.push_back(many->metrics(Metrics::reset).mean_loss());
   }
   EXPECT_LT(losses.back(), 0.7 * losses.front()) << "first step " << losses.front() << ", last " << losses.back();
+}
+
+// A NaN in the last replica's rows: the guard's verdict is every
+// replica's (the loss sums are all-reduced), so no replica changes a weight,
+// and the report, scanning every replica's buffers, names the input.
+TEST(PjrtReplicas, ANonFiniteRowOnOneReplicaStopsThemAllAndIsReported) {
+  REQUIRE_PJRT_DEVICES(kReplicas);
+  const nn::Model model = nn::seed_cnn();
+  const int64_t global = 2 * kReplicas, example = numel(model.input_shape());
+  auto many = compile_pjrt(model, sgd(global, kReplicas), 3);
+  const std::vector<float> before = parameters(*many);
+  Batch b = batch(model, global, 70);
+  b.x[(global - 1) * example + 10] = NAN;
+  many->train_step(b.x.data(), b.y.data());
+  EXPECT_FALSE(many->last_step_finite());
+  EXPECT_EQ(many->internals().nonfinite_report(), "the input batch (check the data)");
+  EXPECT_EQ(parameters(*many), before);
+  EXPECT_EQ(many->metrics(Metrics::reset).count, 0);
+  b.x[(global - 1) * example + 10] = 0.5f;
+  many->train_step(b.x.data(), b.y.data());
+  EXPECT_TRUE(many->last_step_finite());
+  EXPECT_NE(parameters(*many), before);
+  EXPECT_EQ(many->metrics(Metrics::reset).count, global);
 }
 
 // The CPU plugin makes as many devices as replicas ask for; a program for
