@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -116,6 +118,7 @@ class PjrtDevice final : public Device {
       if (what == "scalars") {
         at.push_back(allocate_scalars(r.bytes));
         scalars_at_ = static_cast<DeviceScalars*>(at.back());
+        packed_ = static_cast<double*>(mem_.reserve(sizeof(double) * std::size(kScalarFields), "f64"));
         continue;
       }
       at.push_back(mem_.reserve(r.bytes, what == "run table" ? "i64" : "f32"));
@@ -146,17 +149,24 @@ class PjrtDevice final : public Device {
 
   // --- copies
   void to_device(void* dst, const void* src, std::size_t bytes) override {
+    if (in_scalars(dst, bytes)) packed_fresh_ = false;
     mem_.upload(dst, src, bytes);
     if (dst == runs_) {  // the run table: gathers slice by it at trace time
       host_runs_.resize(bytes / sizeof(int64_t));
       copy_bytes(host_runs_.data(), src, bytes);
     }
   }
-  void to_host(void* dst, const void* src, std::size_t bytes) const override { mem_.download(dst, src, bytes); }
+  void to_host(void* dst, const void* src, std::size_t bytes) const override {
+    if (src == scalars_at_ && bytes == sizeof(DeviceScalars) && packed_fresh_) return unpack_scalars(dst);
+    mem_.download(dst, src, bytes);
+  }
   void replicas_to_host(void* dst, const void* src, std::size_t bytes) const override {
     mem_.download_each(dst, src, bytes);
   }
-  void zero(void* dst, std::size_t bytes) override { mem_.zero(dst, bytes); }
+  void zero(void* dst, std::size_t bytes) override {
+    if (in_scalars(dst, bytes)) packed_fresh_ = false;
+    mem_.zero(dst, bytes);
+  }
   bool all_finite(const float* values, int64_t n) const override {
     std::vector<float> host(static_cast<std::size_t>(n * replicas()));
     mem_.download_each(host.data(), values, sizeof(float) * static_cast<std::size_t>(n));
@@ -190,7 +200,10 @@ class PjrtDevice final : public Device {
   }
   Slot slot(int bank, int64_t i) const override { return banks_[bank][static_cast<std::size_t>(i)]; }
   // The work of a batch is all enqueued: it runs now, as one module.
-  void release(int) override { mem_.run(); }
+  void release(int) override {
+    pack_scalars();
+    mem_.run();
+  }
   void load_input(const float* x, int64_t) override {
     mem_.drop_scratch();  // a step's scratch is dead after it (kept after a fault), but its output
     mem_.write(input_, mem_.read(x, with_batch(shape_.batch, shape_.input)));  // stage zeroed the rows past `rows`
@@ -391,6 +404,51 @@ class PjrtDevice final : public Device {
     return at;
   }
 
+  // The host reads DeviceScalars after each chunk of work: one download of
+  // every field as f64 (the counts are far below 2^53), written at the end
+  // of the trace, rather than one per field. Not norm_partials (no kernel
+  // here writes it: read apart).
+  bool in_scalars(const void* at, std::size_t bytes) const {
+    const auto b = reinterpret_cast<uintptr_t>(at), s = reinterpret_cast<uintptr_t>(scalars_at_);
+    return b < s + sizeof(DeviceScalars) && b + bytes > s;
+  }
+  static bool packed(const Field& f) { return f.bytes == elem_size(f.elem); }
+  static std::size_t elem_size(const char* elem) { return pjrt::elem_bytes(elem); }
+  void pack_scalars() {
+    auto& b = mem_.builder();
+    std::vector<Val> parts;
+    const char* at = reinterpret_cast<const char*>(scalars_at_);
+    for (const Field& f : kScalarFields)
+      parts.push_back(packed(f) ? b.reshape(b.convert(mem_.read(at + f.offset, {}), "f64"), {1}) : b.constant(0, {1}, "f64"));
+    mem_.write(packed_, b.concatenate(parts, 0));
+    packed_fresh_ = true;
+  }
+  void unpack_scalars(void* dst) const {
+    double v[std::size(kScalarFields)];
+    mem_.download(v, packed_, sizeof v);
+    char* out = static_cast<char*>(dst);
+    const char* at = reinterpret_cast<const char*>(scalars_at_);
+    for (std::size_t k = 0; k < std::size(kScalarFields); ++k) {
+      const Field& f = kScalarFields[k];
+      char* to = out + f.offset;
+      const std::string elem = f.elem;
+      if (!packed(f)) {
+        mem_.download_now(to, at + f.offset, f.bytes);
+      } else if (elem == "f64") {
+        std::memcpy(to, &v[k], sizeof(double));
+      } else if (elem == "i64") {
+        const auto i = static_cast<int64_t>(v[k]);
+        std::memcpy(to, &i, sizeof i);
+      } else if (elem == "f32") {
+        const auto x = static_cast<float>(v[k]);
+        std::memcpy(to, &x, sizeof x);
+      } else {
+        const auto i = static_cast<int32_t>(v[k]);
+        std::memcpy(to, &i, sizeof i);
+      }
+    }
+  }
+
   void add_to(void* at, const Val& v) { mem_.write(at, mem_.builder().add(mem_.read(at, v.shape), v)); }
 
   // `all` holds the whole batch's rows of `width` elements: replica r's part to it.
@@ -467,6 +525,8 @@ class PjrtDevice final : public Device {
   std::unique_ptr<pjrt::LayerEmitter> layers_;
   float *params_ = nullptr, *state_ = nullptr, *input_ = nullptr;
   DeviceScalars* scalars_at_ = nullptr;
+  double* packed_ = nullptr;  // pack_scalars' copy of the fields
+  bool packed_fresh_ = false;
   void* runs_ = nullptr;
   std::vector<int64_t> host_runs_;
   std::vector<Slot> banks_[2];
