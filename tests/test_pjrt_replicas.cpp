@@ -4,14 +4,19 @@
 // of batch 8B (the bar: updated weights within 1e-5). Without it each
 // replica normalises with its own part's statistics: what the CPU backend
 // computes on each part alone, gradients then averaged. Skips, saying why,
-// without the plugin (bash setup.sh installs it into .peers/py).
+// without the plugin (bash setup.sh installs it into .peers/py). Replicas
+// run on the PJRT device behind the Program (pjrt_device.h), as one replica
+// does: the tests compare the two.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "backends/pjrt/plugin.h"
-#include "backends/pjrt/stablehlo_step.h"
+#if CONVOY_PJRT_RUNTIME
+#include "backends/pjrt/pjrt_device.h"
+#endif
 #include "convoy/backends/devices.h"
 #include "convoy/backends/executable.h"
 #include "convoy/backends/executable_internals.h"
@@ -185,6 +190,29 @@ TEST(PjrtReplicas, PerReplicaBatchNormUsesEachPartsOwnStatistics) {
   EXPECT_LT(losses.back(), 0.7 * losses.front()) << "first step " << losses.front() << ", last " << losses.back();
 }
 
+// A NaN in the last replica's rows: the guard's verdict is every
+// replica's (the loss sums are all-reduced), so no replica changes a weight,
+// and the report, scanning every replica's buffers, names the input.
+TEST(PjrtReplicas, ANonFiniteRowOnOneReplicaStopsThemAllAndIsReported) {
+  REQUIRE_PJRT_DEVICES(kReplicas);
+  const nn::Model model = nn::seed_cnn();
+  const int64_t global = 2 * kReplicas, example = numel(model.input_shape());
+  auto many = compile_pjrt(model, sgd(global, kReplicas), 3);
+  const std::vector<float> before = parameters(*many);
+  Batch b = batch(model, global, 70);
+  b.x[(global - 1) * example + 10] = NAN;
+  many->train_step(b.x.data(), b.y.data());
+  EXPECT_FALSE(many->last_step_finite());
+  EXPECT_EQ(many->internals().nonfinite_report(), "the input batch (check the data)");
+  EXPECT_EQ(parameters(*many), before);
+  EXPECT_EQ(many->metrics(Metrics::reset).count, 0);
+  b.x[(global - 1) * example + 10] = 0.5f;
+  many->train_step(b.x.data(), b.y.data());
+  EXPECT_TRUE(many->last_step_finite());
+  EXPECT_NE(parameters(*many), before);
+  EXPECT_EQ(many->metrics(Metrics::reset).count, global);
+}
+
 // The CPU plugin makes as many devices as replicas ask for; a program for
 // more replicas than a client has devices is one line naming --replicas (a
 // TPU's or GPU's chips are what they are).
@@ -197,7 +225,10 @@ TEST(PjrtReplicas, TooManyReplicasIsOneLine) {
   const int have = static_cast<int>(standard.devices().size());
   EXPECT_GE(pjrt::Client::open(plugin, have + 4).devices().size(), static_cast<std::size_t>(have + 4));
   const nn::Model model = bn_dropout_graph();
-  const std::string mlir = pjrt::emit_eval_module(model, {.batch = 2, .replicas = have + 1});
+  const std::string replicas = std::to_string(have + 1);
+  const std::string mlir = "module @m attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = " + replicas +
+                           " : i32} {\n  func.func public @main(%a: tensor<f32>) -> tensor<f32> {\n"
+                           "    func.return %a : tensor<f32>\n  }\n}\n";
   try {
     standard.compile(mlir, have + 1);
     ADD_FAILURE() << "compiled for more replicas than devices";
@@ -212,14 +243,20 @@ TEST(PjrtReplicas, TooManyReplicasIsOneLine) {
 #endif
 }
 
+// A training step of 8 replicas is one module for 8 replicas whose
+// all-reduces average the gradients, sum the loss and correct count, and
+// average each batch norm's running statistics; synchronised, each batch
+// norm (2) all-reduces two forward sums and one backward pair instead.
 TEST(PjrtReplicas, ModulesCarryTheReplicaCountAndAllReduces) {
+  REQUIRE_PJRT_DEVICES(kReplicas);
+#if CONVOY_PJRT_RUNTIME
   const nn::Model model = nn::seed_cnn();
-  pjrt::StepOptions o{.batch = 4, .optimizer = {.kind = optim::Kind::sgd}, .replicas = 8};
-  const std::string per_replica = pjrt::emit_train_module(model, o);
-  EXPECT_NE(per_replica.find("mhlo.num_replicas = 8"), std::string::npos);
-  EXPECT_NE(per_replica.find("replica_groups = dense<[[0, 1, 2, 3, 4, 5, 6, 7]]>"), std::string::npos);
-  o.sync_batch_norm = true;
-  const std::string synced = pjrt::emit_train_module(model, o);
+  const Batch b = batch(model, 4 * kReplicas, 3);
+  auto step_module = [&](int replicas, bool sync) {
+    auto e = compile_pjrt(model, sgd(4 * kReplicas, replicas, sync), 1);
+    e->train_step(b.x.data(), b.y.data());
+    return pjrt_last_module(*e);
+  };
   auto count = [](const std::string& text) {
     std::size_t n = 0;
     for (std::size_t at = text.find("stablehlo.all_reduce"); at != std::string::npos;
@@ -227,11 +264,15 @@ TEST(PjrtReplicas, ModulesCarryTheReplicaCountAndAllReduces) {
       ++n;
     return n;
   };
-  // Gradients, loss sums and running statistics; synchronised: no running
-  // statistics, but per batch norm (2) two forward sums and one backward pair.
-  EXPECT_EQ(count(per_replica), 3u);
-  EXPECT_EQ(count(synced), 2u + 2u * 3u);
-  EXPECT_EQ(pjrt::emit_train_module(model, {.batch = 4}).find("all_reduce"), std::string::npos);
+  const std::string per_replica = step_module(kReplicas, false);
+  EXPECT_NE(per_replica.find("mhlo.num_replicas = 8"), std::string::npos);
+  EXPECT_NE(per_replica.find("replica_groups = dense<[[0, 1, 2, 3, 4, 5, 6, 7]]>"), std::string::npos);
+  EXPECT_EQ(count(per_replica), 1u + 1u + 2u);
+  EXPECT_EQ(count(step_module(kReplicas, true)), 1u + 1u + 2u * 3u);
+  const std::string one = step_module(1, false);
+  EXPECT_NE(one.find("mhlo.num_replicas = 1"), std::string::npos);
+  EXPECT_EQ(one.find("all_reduce"), std::string::npos);
+#endif
 }
 
 }  // namespace

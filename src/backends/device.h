@@ -52,7 +52,8 @@ struct Slot {
 // as the CPU's loss_forward (backends/cpu/softmax_kernels.h). d_out, when
 // set, receives d(mean loss)/d(out) over grad_rows rows. Sinks in device
 // memory, each optional: step_loss (overwritten), loss_sum and correct
-// (added to).
+// (added to). With replicas, rows counts the whole batch's (replica r's are
+// those of its part) and each replica's d_out is of the mean over its own.
 struct LossCall {
   Loss loss = Loss::nll;
   float smoothing = 0;
@@ -67,7 +68,7 @@ struct LossCall {
 
 // What a device stages and runs: fixed at compile time.
 struct DeviceShape {
-  int64_t batch = 0;
+  int64_t batch = 0;    // rows one replica computes (the whole batch / replicas())
   Shape input;          // one example, without the batch
   int64_t classes = 0;  // floats per target row
   int64_t slots = 1;    // batches per bank (steps one call may run)
@@ -80,10 +81,18 @@ class CapturedSteps {
   virtual ~CapturedSteps() = default;
 };
 
+// Replicas inside one device (PJRT's num_replicas): replicas() copies of
+// one program run at once, each on its own rows of every batch (replica r
+// on rows [r * b, (r + 1) * b) of a batch of replicas() * b). Every pointer
+// names the same range on each replica; the Program's calls are the same for
+// all (SPMD) and speak of the whole batch (rows, counts), which the device
+// splits. Loss sinks receive sums over all replicas, and the gradient
+// reducer the device accepts keeps the replicas' copies identical.
 class Device {
  public:
   virtual ~Device() = default;
   virtual std::string name() const = 0;
+  virtual int replicas() const { return 1; }
   // How many batches one train_steps call should take (1: hand them one by one).
   virtual int64_t steps_per_call(const CompileOptions& options) const = 0;
 
@@ -107,10 +116,13 @@ class Device {
   // --- copies
   // Returns once `src` may be reused (the copy may wait for earlier work).
   virtual void to_device(void* dst, const void* src, std::size_t bytes) = 0;
-  // Waits for the work enqueued before it, then copies.
+  // Waits for the work enqueued before it, then copies (replica 0's).
   virtual void to_host(void* dst, const void* src, std::size_t bytes) const = 0;
+  // Every replica's [src, src + bytes), one after the other (their rows of
+  // the model's output).
+  virtual void replicas_to_host(void* dst, const void* src, std::size_t bytes) const { to_host(dst, src, bytes); }
   virtual void zero(void* dst, std::size_t bytes) = 0;
-  // True when none of n values is NaN or infinite (after a fault only).
+  // True when none of n values is NaN or infinite, on any replica (after a fault only).
   virtual bool all_finite(const float* values, int64_t n) const = 0;
 
   // --- feeding

@@ -22,6 +22,10 @@ Program::Program(const nn::Model& model, const CompileOptions& options, uint64_t
       classes_(model.output_shape().at(0)),
       device_(std::move(device)) {
   require(batch_ >= 1, "batch size must be at least 1, got " + std::to_string(batch_));
+  const int replicas = device_->replicas();
+  require(batch_ % replicas == 0, "batch size " + std::to_string(batch_) + " does not split into " +
+                                      std::to_string(replicas) + " replicas");
+  rows_ = batch_ / replicas;
   require(model.output_shape().size() == 1,
           "model: the last layer must output [classes] for a classification loss, got " +
               to_string(model.output_shape()));
@@ -32,7 +36,7 @@ Program::Program(const nn::Model& model, const CompileOptions& options, uint64_t
   layers_ = layers.size();
   std::vector<uint64_t> seeds;
   for (std::size_t i = 0; i < layers_; ++i) seeds.push_back(dropout_layer_seed(seed, i));
-  device_->make_ops(model, {.batch = batch_, .input = model.input_shape(), .classes = classes_, .slots = slots_},
+  device_->make_ops(model, {.batch = rows_, .input = model.input_shape(), .classes = classes_, .slots = slots_},
                     seeds);
   for (const auto& layer : layers) {
     const nn::LayerFlops f = nn::layer_flops(layer);
@@ -64,7 +68,7 @@ void Program::plan_memory(const nn::Model& model) {
   optimizer_state_count_ = optim::state_size(options_.optimizer, trainable_count_);
   std::vector<bool> views;
   for (std::size_t i = 0; i < layers_; ++i) views.push_back(device_->is_view(i));
-  plan_ = plan_graph(model, batch_, options_.input_gradient, views, device_->align_floats());
+  plan_ = plan_graph(model, rows_, options_.input_gradient, views, device_->align_floats());
   const auto floats = [](int64_t n) { return sizeof(float) * static_cast<std::size_t>(n); };
   const std::vector<void*> at = device_->allocate({
       {"parameters", floats(params_count_)},
@@ -391,7 +395,7 @@ std::string Program::nonfinite_report() const {
   if (!fault_was_last_step_)
     return "the loss or the gradients (later steps of the same call overwrote the faulty one's buffers; "
            "steps_per_execution 1 says where)";
-  if (!device_->all_finite(input_, batch_ * example_size_)) return "the input batch (check the data)";
+  if (!device_->all_finite(input_, rows_ * example_size_)) return "the input batch (check the data)";
   for (const auto& l : report_layers_)
     if (!l.is_view && !device_->all_finite(l.output, l.size)) return "the forward output of " + l.name;
   if (!std::isfinite(read_scalars().step_loss_sum)) return "the loss";
@@ -449,6 +453,7 @@ void Program::read(Held held, std::span<float> to) const {
   const int64_t count = size(held);
   require_room(to.size(), count, held_name(held));
   if (held == Held::input_gradient) return device_->read_input_gradient(to);
+  if (held == Held::output) return device_->replicas_to_host(to.data(), output_, sizeof(float) * rows_ * classes_);
   device_->to_host(to.data(), flat(held), sizeof(float) * count);
 }
 

@@ -8,7 +8,8 @@
 // order; with profiling on, the same loop records timestamps. On a device
 // that captures steps (CUDA graphs), train_steps captures each (bank, n,
 // target kind) the second time it sees it and replays it after that; a
-// capture that fails falls back to eager steps.
+// capture that fails falls back to eager steps. A device with replicas
+// (device.h) runs them all: the Program plans one replica's memory and rows.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -84,6 +85,7 @@ class Program final : public Executable, public ExecutableInternals {
   CompileOptions options_;
   BatchSlice slice_;
   int64_t batch_, example_size_, classes_;
+  int64_t rows_;    // of each replica (the device's): batch_ / device_->replicas()
   int64_t slots_;  // batches per bank: what one chunk of train_steps runs
   CompiledFor compiled_for_;
   std::unique_ptr<Device> device_;

@@ -94,7 +94,7 @@ struct CompileOptions {
   } gpu;
   // PJRT only (other backends ignore it; the trainer allows replicas > 1 only
   // on a PJRT device): data parallelism inside the
-  // program (backends/pjrt/stablehlo_step.h). batch_size is the global batch,
+  // program (backends/pjrt/pjrt_device.h). batch_size is the global batch,
   // split into `replicas` equal contiguous parts, one per device.
   struct Pjrt {
     // The plugin file (choose_device finds it for a device name); empty: the

@@ -134,18 +134,6 @@ Val HloBuilder::concatenate(const std::vector<Val>& parts, int64_t dim) {
   return emit("concatenate", parts, "dimension = " + std::to_string(dim) + " : i64", out, parts[0].elem);
 }
 
-Val HloBuilder::dynamic_slice(const Val& x, const std::vector<Val>& start, const std::vector<int64_t>& sizes) {
-  std::vector<Val> operands{x};
-  operands.insert(operands.end(), start.begin(), start.end());
-  return emit("dynamic_slice", operands, "slice_sizes = " + i64_array(sizes), sizes, x.elem);
-}
-
-Val HloBuilder::dynamic_update_slice(const Val& x, const Val& update, const std::vector<Val>& start) {
-  std::vector<Val> operands{x, update};
-  operands.insert(operands.end(), start.begin(), start.end());
-  return emit("dynamic_update_slice", operands, "", x.shape, x.elem);
-}
-
 Val HloBuilder::reverse(const Val& x, const std::vector<int64_t>& dims) {
   return emit("reverse", {x}, "dimensions = " + i64_array(dims), x.shape, x.elem);
 }

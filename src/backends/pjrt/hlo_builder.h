@@ -62,10 +62,6 @@ class HloBuilder {
   Val slice(const Val& x, const std::vector<int64_t>& start, const std::vector<int64_t>& limit,
             const std::vector<int64_t>& strides = {});
   Val concatenate(const std::vector<Val>& parts, int64_t dim);
-  // The block of `sizes` at run-time start indices (i32 scalars), and x with
-  // `update` written there.
-  Val dynamic_slice(const Val& x, const std::vector<Val>& start, const std::vector<int64_t>& sizes);
-  Val dynamic_update_slice(const Val& x, const Val& update, const std::vector<Val>& start);
   Val reverse(const Val& x, const std::vector<int64_t>& dims);
   // Edge and interior padding with a scalar value, per dimension.
   Val pad(const Val& x, const Val& value, const std::vector<int64_t>& low, const std::vector<int64_t>& high,
@@ -90,12 +86,6 @@ class HloBuilder {
   // No batch dimensions; contracting lhs_c with rhs_c.
   Val dot(const Val& lhs, const Val& rhs, int64_t lhs_c, int64_t rhs_c);
 
-  // A while loop over `state` (their names are the loop's results); `cond`
-  // and `body` are given the region's arguments and emit into this builder.
-  template <class Cond, class Body>
-  std::vector<Val> while_loop(const std::vector<Val>& state, Cond cond, Body body);
-
-  Val result_of(const std::string& name, const Val& like) const { return {name, like.shape, like.elem}; }
   std::string fresh() { return "%v" + std::to_string(next_++); }
   void line(const std::string& text) { body_ += "    " + text + "\n"; }
 
@@ -110,33 +100,5 @@ class HloBuilder {
 
 std::string type_list(const std::vector<Val>& vals);
 std::string i64_array(const std::vector<int64_t>& v);  // "array<i64: 1, 2>"
-
-template <class Cond, class Body>
-std::vector<Val> HloBuilder::while_loop(const std::vector<Val>& state, Cond cond, Body body) {
-  const std::string result = fresh();
-  std::string operands, args_c, args_b;
-  std::vector<Val> in_cond, in_body, out;
-  for (std::size_t i = 0; i < state.size(); ++i) {
-    operands += (i ? ", " : "") + state[i].name;
-    Val c{fresh(), state[i].shape, state[i].elem}, b{fresh(), state[i].shape, state[i].elem};
-    args_c += (i ? ", " : "") + c.name + ": " + c.type();
-    args_b += (i ? ", " : "") + b.name + ": " + b.type();
-    in_cond.push_back(c);
-    in_body.push_back(b);
-    out.push_back({result + "#" + std::to_string(i), state[i].shape, state[i].elem});
-  }
-  line(result + ":" + std::to_string(state.size()) + " = \"stablehlo.while\"(" + operands + ") ({");
-  line("^bb0(" + args_c + "):");
-  const Val go = cond(in_cond);
-  line("\"stablehlo.return\"(" + go.name + ") : (" + go.type() + ") -> ()");
-  line("}, {");
-  line("^bb0(" + args_b + "):");
-  const std::vector<Val> next = body(in_body);
-  std::string names;
-  for (std::size_t i = 0; i < next.size(); ++i) names += (i ? ", " : "") + next[i].name;
-  line("\"stablehlo.return\"(" + names + ") : (" + type_list(next) + ") -> ()");
-  line("}) : (" + type_list(state) + ") -> (" + type_list(state) + ")");
-  return out;
-}
 
 }  // namespace convoy::pjrt

@@ -1,5 +1,6 @@
 // The PJRT parts of choosing a device that need no plugin and no PJRT
 // header (backends/devices.h): names and model coverage.
+#include "backends/pjrt/coverage.h"
 #include "backends/pjrt/plugin_names.h"
 #include "backends/pjrt/stablehlo_layers.h"
 #include "convoy/backends/devices.h"
@@ -12,6 +13,16 @@ std::string pjrt_unsupported(const nn::Model& model) {
   if (std::string why = pjrt::layers_unsupported(model); !why.empty()) return why;
   if (model.output_shape().size() != 1)
     return "the PJRT backend needs a last layer that outputs [classes], got " + to_string(model.output_shape());
+  return "";
+}
+
+std::string pjrt::pjrt_unsupported(const nn::Model& model, const CompileOptions& options) {
+  if (std::string why = convoy::pjrt_unsupported(model); !why.empty()) return why;
+  if (options.pjrt.replicas > 1)
+    for (const auto& plan : model.layers())
+      if (!plan.trainable)
+        return "frozen layers (trainable: false, layer " + plan.name + ") train on one replica only (drop --replicas)";
+  if (options.input_gradient) return "the PJRT backend does not compute input gradients (gradient checks run on the CPU)";
   return "";
 }
 

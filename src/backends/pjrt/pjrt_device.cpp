@@ -4,9 +4,13 @@
 // commit_guarded_step (device_scalars.h) select for branch.
 #include "backends/pjrt/pjrt_device.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <iterator>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <variant>
@@ -53,6 +57,22 @@ Shape with_batch(int64_t batch, const Shape& s) {
   return out;
 }
 
+// Replicas' gradient reducer (replica_hooks.h): the mean over replicas, an
+// all-reduce in the trace, so every replica applies the same update.
+class AllReduceInTrace final : public GradientReducer {
+ public:
+  explicit AllReduceInTrace(pjrt::TracedMemory& mem) : mem_(mem) {}
+  void finish(std::span<float> gradients) override {
+    if (gradients.empty()) return;
+    const Val sum = mem_.builder().all_reduce_sum(mem_.read(gradients.data(), {static_cast<int64_t>(gradients.size())}),
+                                                  mem_.replicas());
+    mem_.write(gradients.data(), mem_.builder().div(sum, mem_.builder().constant(mem_.replicas(), sum.shape)));
+  }
+
+ private:
+  pjrt::TracedMemory& mem_;
+};
+
 // One layer's op: the Program's buffers for it and the trace its forward ran in.
 struct LayerOp {
   OpBuffers b;
@@ -62,10 +82,15 @@ struct LayerOp {
 
 class PjrtDevice final : public Device {
  public:
-  PjrtDevice(pjrt::Client& client) : mem_(client), platform_(client.platform()) {}
+  PjrtDevice(pjrt::Client& client, int replicas)
+      : mem_(client, replicas), platform_(client.platform()), all_reduce_(mem_) {}
   ~PjrtDevice() override = default;
 
   std::string name() const override { return "pjrt:" + platform_; }
+  int replicas() const override { return mem_.replicas(); }
+  // What set_gradient_reducer must be given with replicas (null: one replica).
+  GradientReducer* replica_reducer() { return replicas() > 1 ? &all_reduce_ : nullptr; }
+  const std::string& last_module() const { return mem_.last_module(); }
   int64_t steps_per_call(const CompileOptions& options) const override {
     return std::max<int64_t>(options.steps_per_execution, 1);
   }
@@ -93,6 +118,7 @@ class PjrtDevice final : public Device {
       if (what == "scalars") {
         at.push_back(allocate_scalars(r.bytes));
         scalars_at_ = static_cast<DeviceScalars*>(at.back());
+        packed_ = static_cast<double*>(mem_.reserve(sizeof(double) * std::size(kScalarFields), "f64"));
         continue;
       }
       at.push_back(mem_.reserve(r.bytes, what == "run table" ? "i64" : "f32"));
@@ -123,47 +149,61 @@ class PjrtDevice final : public Device {
 
   // --- copies
   void to_device(void* dst, const void* src, std::size_t bytes) override {
+    if (in_scalars(dst, bytes)) packed_fresh_ = false;
     mem_.upload(dst, src, bytes);
     if (dst == runs_) {  // the run table: gathers slice by it at trace time
       host_runs_.resize(bytes / sizeof(int64_t));
       copy_bytes(host_runs_.data(), src, bytes);
     }
   }
-  void to_host(void* dst, const void* src, std::size_t bytes) const override { mem_.download(dst, src, bytes); }
-  void zero(void* dst, std::size_t bytes) override { mem_.zero(dst, bytes); }
+  void to_host(void* dst, const void* src, std::size_t bytes) const override {
+    if (src == scalars_at_ && bytes == sizeof(DeviceScalars) && packed_fresh_) return unpack_scalars(dst);
+    mem_.download(dst, src, bytes);
+  }
+  void replicas_to_host(void* dst, const void* src, std::size_t bytes) const override {
+    mem_.download_each(dst, src, bytes);
+  }
+  void zero(void* dst, std::size_t bytes) override {
+    if (in_scalars(dst, bytes)) packed_fresh_ = false;
+    mem_.zero(dst, bytes);
+  }
   bool all_finite(const float* values, int64_t n) const override {
-    std::vector<float> host(static_cast<std::size_t>(n));
-    mem_.download(host.data(), values, sizeof(float) * host.size());
+    std::vector<float> host(static_cast<std::size_t>(n * replicas()));
+    mem_.download_each(host.data(), values, sizeof(float) * static_cast<std::size_t>(n));
     for (float v : host)
       if (!std::isfinite(v)) return false;
     return true;
   }
 
-  // --- feeding: each slot uploaded whole, rows past `rows` zero.
+  // --- feeding: each slot uploaded whole, rows past `rows` zero; replica r
+  // gets rows [r * batch, (r + 1) * batch) of the whole batch.
   int stage(const float* x, Targets y, int64_t n, int64_t rows) override {
     const int bank = next_bank_;
     next_bank_ ^= 1;
-    const int64_t batch = shape_.batch, example = numel(shape_.input), classes = shape_.classes;
+    const int64_t all = shape_.batch * replicas(), example = numel(shape_.input), classes = shape_.classes;
     for (int64_t i = 0; i < n; ++i) {
       const Slot s = slot(bank, i);
-      staging_.assign(batch * example, 0.0f);
-      copy_bytes(staging_.data(), x + i * batch * example, sizeof(float) * rows * example);
-      mem_.upload(const_cast<float*>(s.x), staging_.data(), sizeof(float) * staging_.size());
+      staging_.assign(all * example, 0.0f);
+      copy_bytes(staging_.data(), x + i * all * example, sizeof(float) * rows * example);
+      upload_parts(s.x, staging_.data(), example);
       if (y.dense) {
-        staging_.assign(batch * classes, 0.0f);
-        copy_bytes(staging_.data(), y.dense + i * batch * classes, sizeof(float) * rows * classes);
-        mem_.upload(const_cast<float*>(s.dense), staging_.data(), sizeof(float) * staging_.size());
+        staging_.assign(all * classes, 0.0f);
+        copy_bytes(staging_.data(), y.dense + i * all * classes, sizeof(float) * rows * classes);
+        upload_parts(s.dense, staging_.data(), classes);
       } else {
-        labels_.assign(batch, 0);
-        copy_bytes(labels_.data(), y.labels + i * batch, sizeof(int32_t) * rows);
-        mem_.upload(const_cast<int32_t*>(s.labels), labels_.data(), sizeof(int32_t) * labels_.size());
+        labels_.assign(all, 0);
+        copy_bytes(labels_.data(), y.labels + i * all, sizeof(int32_t) * rows);
+        upload_parts(s.labels, labels_.data(), 1);
       }
     }
     return bank;
   }
   Slot slot(int bank, int64_t i) const override { return banks_[bank][static_cast<std::size_t>(i)]; }
   // The work of a batch is all enqueued: it runs now, as one module.
-  void release(int) override { mem_.run(); }
+  void release(int) override {
+    pack_scalars();
+    mem_.run();
+  }
   void load_input(const float* x, int64_t) override {
     mem_.drop_scratch();  // a step's scratch is dead after it (kept after a fault), but its output
     mem_.write(input_, mem_.read(x, with_batch(shape_.batch, shape_.input)));  // stage zeroed the rows past `rows`
@@ -187,7 +227,15 @@ class PjrtDevice final : public Device {
     mem_.write(op.b.dst, y);
     op.forward_trace = mem_.trace();
     if (training && plan.trainable && std::holds_alternative<nn::BatchNorm>(plan.layer)) {
-      const auto [mean, var] = layers_->running_statistics(layer);
+      auto [mean, var] = layers_->running_statistics(layer);
+      if (replicas() > 1 && !sync_batch_norm_) {  // each replica's own: their mean, the same everywhere
+        auto& b = mem_.builder();
+        const int64_t c = mean.shape.at(0);
+        const Val both = b.all_reduce_sum(b.concatenate({mean, var}, 0), replicas());
+        const Val avg = b.div(both, b.constant(replicas(), both.shape));
+        mean = b.slice(avg, {0}, {c});
+        var = b.slice(avg, {c}, {2 * c});
+      }
       mem_.write(state_ + plan.state[0].offset, mean);
       mem_.write(state_ + plan.state[1].offset, var);
     }
@@ -216,25 +264,36 @@ class PjrtDevice final : public Device {
 
   void loss(const LossCall& c) override {
     auto& b = mem_.builder();
-    const Shape rows_cols{c.rows, c.cols};
+    // This replica's rows, all of them counted but in a short batch of
+    // several replicas (each its own rows of it, by weights).
+    const int64_t rows = replicas() == 1 ? c.rows : shape_.batch;
+    std::optional<Val> valid;
+    if (c.rows != shape_.batch * replicas() && replicas() > 1) valid = counted_rows(c.rows);
+    const Shape rows_cols{rows, c.cols};
     const Val out = mem_.read(c.out, rows_cols);
-    mem_.keep(c.out, sizeof(float) * static_cast<std::size_t>(c.rows * c.cols));  // Held::output
+    mem_.keep(c.out, sizeof(float) * static_cast<std::size_t>(rows * c.cols));  // Held::output
     Val targets;
     if (c.targets.dense) {
       targets = mem_.read(c.targets.dense, rows_cols);
     } else {  // class indices as one-hot rows: the same targets, bit for bit
-      const Val labels = b.broadcast(mem_.read(c.targets.labels, {c.rows}), rows_cols, {0});
+      const Val labels = b.broadcast(mem_.read(c.targets.labels, {rows}), rows_cols, {0});
       targets = b.convert(b.compare(b.iota(rows_cols, 1), labels, "EQ"), "f32");
     }
-    const pjrt::LossOut r = pjrt::emit_loss(b, c.loss, c.smoothing, out, targets, std::nullopt, c.d_out != nullptr);
+    const pjrt::LossOut r = pjrt::emit_loss(b, c.loss, c.smoothing, out, targets, valid, c.d_out != nullptr);
     if (c.d_out) {
       if (c.grad_rows != c.rows) throw std::logic_error("pjrt device: a loss gradient over other rows than the loss's");
       mem_.write(c.d_out, *r.d_out);
     }
-    const Val loss = b.convert(r.loss_sum, "f64");
+    // The sums over replicas (one all-reduce): the same on every replica.
+    Val loss = b.convert(r.loss_sum, "f64"), correct = b.convert(r.correct, "f64");
+    if (replicas() > 1 && (c.step_loss || c.loss_sum || c.correct)) {
+      const Val both = b.all_reduce_sum(b.concatenate({b.reshape(loss, {1}), b.reshape(correct, {1})}, 0), replicas());
+      loss = b.reshape(b.slice(both, {0}, {1}), {});
+      correct = b.reshape(b.slice(both, {1}, {2}), {});
+    }
     if (c.step_loss) mem_.write(c.step_loss, loss);
     if (c.loss_sum) add_to(c.loss_sum, loss);
-    if (c.correct) add_to(c.correct, b.convert(r.correct, "i64"));
+    if (c.correct) add_to(c.correct, b.convert(correct, "i64"));
   }
 
   void sum(float* into, const std::vector<const float*>& parts, int64_t n) override {
@@ -317,11 +376,19 @@ class PjrtDevice final : public Device {
 
   void synchronize() override { mem_.run(); }
 
+  // Replicas are the program's own: only their in-trace all-reduce will do
+  // (a process's reducer, --strategy mpi, cannot reach into the program).
   void accept_gradient_reducer(GradientReducer* reducer) override {
-    require(reducer == nullptr, name() + ": this backend cannot train as one of several replicas");
+    require(reducer == replica_reducer(), name() + ": this backend cannot train as one of several replicas");
   }
-  void set_batch_norm_reducer(StatisticsReducer reducer, GradientReducer*) override {
-    require(!reducer, name() + ": this backend has no synchronised batch norm");
+  // Synchronised batch norm: the emitter all-reduces each batch norm's sums
+  // in the trace (the host function is never called: the sums never leave
+  // the devices).
+  void set_batch_norm_reducer(StatisticsReducer reducer, GradientReducer* gradient_reducer) override {
+    require(!reducer || (gradient_reducer != nullptr && gradient_reducer == replica_reducer()),
+            name() + ": synchronised batch norm needs the program's replicas (--replicas)");
+    sync_batch_norm_ = static_cast<bool>(reducer);
+    layers_->synchronise(sync_batch_norm_ ? replicas() : 1);
   }
 
  private:
@@ -337,7 +404,72 @@ class PjrtDevice final : public Device {
     return at;
   }
 
+  // The host reads DeviceScalars after each chunk of work: one download of
+  // every field as f64 (the counts are far below 2^53), written at the end
+  // of the trace, rather than one per field. Not norm_partials (no kernel
+  // here writes it: read apart).
+  bool in_scalars(const void* at, std::size_t bytes) const {
+    const auto b = reinterpret_cast<uintptr_t>(at), s = reinterpret_cast<uintptr_t>(scalars_at_);
+    return b < s + sizeof(DeviceScalars) && b + bytes > s;
+  }
+  static bool packed(const Field& f) { return f.bytes == elem_size(f.elem); }
+  static std::size_t elem_size(const char* elem) { return pjrt::elem_bytes(elem); }
+  void pack_scalars() {
+    auto& b = mem_.builder();
+    std::vector<Val> parts;
+    const char* at = reinterpret_cast<const char*>(scalars_at_);
+    for (const Field& f : kScalarFields)
+      parts.push_back(packed(f) ? b.reshape(b.convert(mem_.read(at + f.offset, {}), "f64"), {1}) : b.constant(0, {1}, "f64"));
+    mem_.write(packed_, b.concatenate(parts, 0));
+    packed_fresh_ = true;
+  }
+  void unpack_scalars(void* dst) const {
+    double v[std::size(kScalarFields)];
+    mem_.download(v, packed_, sizeof v);
+    char* out = static_cast<char*>(dst);
+    const char* at = reinterpret_cast<const char*>(scalars_at_);
+    for (std::size_t k = 0; k < std::size(kScalarFields); ++k) {
+      const Field& f = kScalarFields[k];
+      char* to = out + f.offset;
+      const std::string elem = f.elem;
+      if (!packed(f)) {
+        mem_.download_now(to, at + f.offset, f.bytes);
+      } else if (elem == "f64") {
+        std::memcpy(to, &v[k], sizeof(double));
+      } else if (elem == "i64") {
+        const auto i = static_cast<int64_t>(v[k]);
+        std::memcpy(to, &i, sizeof i);
+      } else if (elem == "f32") {
+        const auto x = static_cast<float>(v[k]);
+        std::memcpy(to, &x, sizeof x);
+      } else {
+        const auto i = static_cast<int32_t>(v[k]);
+        std::memcpy(to, &i, sizeof i);
+      }
+    }
+  }
+
   void add_to(void* at, const Val& v) { mem_.write(at, mem_.builder().add(mem_.read(at, v.shape), v)); }
+
+  // `all` holds the whole batch's rows of `width` elements: replica r's part to it.
+  template <class T>
+  void upload_parts(const T* at, const T* all, int64_t width) {
+    const int64_t part = shape_.batch * width;
+    std::vector<const void*> parts;
+    for (int r = 0; r < replicas(); ++r) parts.push_back(all + r * part);
+    mem_.upload_each(const_cast<T*>(at), parts, sizeof(T) * static_cast<std::size_t>(part));
+  }
+
+  // f32[batch] per replica: 1 for each of its rows among the first `count`
+  // of the whole batch, 0 past them (the weights of a short batch's loss).
+  Val counted_rows(int64_t count) {
+    const int64_t batch = shape_.batch;
+    weights_.assign(static_cast<std::size_t>(batch * replicas()), 0.0f);
+    std::fill_n(weights_.begin(), count, 1.0f);
+    std::vector<const void*> parts;
+    for (int r = 0; r < replicas(); ++r) parts.push_back(weights_.data() + r * batch);
+    return mem_.argument(mem_.copies(parts, "f32", batch), batch, "f32");
+  }
 
   // Run r of the run table: its flat start, packed start and length.
   std::tuple<int64_t, int64_t, int64_t> run(int64_t r, int64_t count, int64_t packed_n) const {
@@ -370,17 +502,22 @@ class PjrtDevice final : public Device {
   }
   DeviceScalars* scalars() const { return scalars_at_; }
 
+  // The whole batch's masks, drawn as the CPU draws them for one batch of
+  // that size; replica r gets its rows'.
   Val dropout_mask(std::size_t layer, float rate) {
     const Shape& example = model_->layers()[layer].output_shape;
     const int64_t batch = shape_.batch, n = batch * numel(example);
-    mask_.resize(static_cast<std::size_t>(n));
-    pjrt::draw_dropout_masks(mask_, example, rate, seeds_[layer], steps_done(), batch);
-    auto buffer = std::make_shared<pjrt::Buffer>(mem_.client().upload(mask_, std::span<const int64_t>(&n, 1)));
-    return mem_.builder().reshape(mem_.argument(std::move(buffer), n, "f32"), with_batch(batch, example));
+    mask_.resize(static_cast<std::size_t>(n * replicas()));
+    pjrt::draw_dropout_masks(mask_, example, rate, seeds_[layer], steps_done(), batch * replicas());
+    std::vector<const void*> parts;
+    for (int r = 0; r < replicas(); ++r) parts.push_back(mask_.data() + r * n);
+    return mem_.builder().reshape(mem_.argument(mem_.copies(parts, "f32", n), n, "f32"), with_batch(batch, example));
   }
 
   mutable pjrt::TracedMemory mem_;
   std::string platform_;
+  AllReduceInTrace all_reduce_;
+  bool sync_batch_norm_ = false;
   std::unique_ptr<nn::Model> model_;
   DeviceShape shape_;
   std::vector<uint64_t> seeds_;
@@ -388,11 +525,13 @@ class PjrtDevice final : public Device {
   std::unique_ptr<pjrt::LayerEmitter> layers_;
   float *params_ = nullptr, *state_ = nullptr, *input_ = nullptr;
   DeviceScalars* scalars_at_ = nullptr;
+  double* packed_ = nullptr;  // pack_scalars' copy of the fields
+  bool packed_fresh_ = false;
   void* runs_ = nullptr;
   std::vector<int64_t> host_runs_;
   std::vector<Slot> banks_[2];
   int next_bank_ = 0;
-  std::vector<float> staging_, mask_;
+  std::vector<float> staging_, mask_, weights_;
   std::vector<int32_t> labels_;
   uint64_t steps_trace_ = ~uint64_t{0}, guards_trace_ = ~uint64_t{0};
   int64_t steps_at_start_ = 0, guards_ = 0;
@@ -402,7 +541,21 @@ class PjrtDevice final : public Device {
 
 std::unique_ptr<Executable> compile_pjrt_program(const nn::Model& model, const CompileOptions& options, uint64_t seed,
                                                  pjrt::Client& client) {
-  return std::make_unique<Program>(model, options, seed, std::make_unique<PjrtDevice>(client));
+  auto device = std::make_unique<PjrtDevice>(client, options.pjrt.replicas);
+  GradientReducer* all_reduce = device->replica_reducer();
+  auto program = std::make_unique<Program>(model, options, seed, std::move(device));
+  if (all_reduce) program->set_gradient_reducer(all_reduce);
+  if (all_reduce && options.pjrt.sync_batch_norm)
+    program->set_batch_norm_reducer([](std::span<double>) {
+      throw std::logic_error("pjrt device: batch-norm sums are all-reduced in the trace, not on the host");
+    });
+  return program;
+}
+
+const std::string& pjrt_last_module(Executable& e) {
+  auto* program = dynamic_cast<Program*>(&e);
+  if (!program) throw std::logic_error("pjrt_last_module: not a Program");
+  return dynamic_cast<PjrtDevice&>(program->device_for_tests()).last_module();
 }
 
 }  // namespace convoy

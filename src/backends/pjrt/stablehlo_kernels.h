@@ -1,7 +1,6 @@
 #pragma once
-// The loss and the optimizer update as StableHLO, shared by the whole-step
-// modules (stablehlo_step.h, replicas) and the PJRT device (pjrt_device.cpp).
-// Both follow the CPU backend's arithmetic (backends/cpu/softmax_kernels.cpp,
+// The loss and the optimizer update as StableHLO, for the PJRT device
+// (pjrt_device.cpp). Both follow the CPU backend's arithmetic (backends/cpu/softmax_kernels.cpp,
 // optim/optimizer_update.cpp) operation for operation where it matters.
 #include <optional>
 

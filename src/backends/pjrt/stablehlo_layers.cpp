@@ -56,22 +56,9 @@ std::string layers_unsupported(const nn::Model& model) {
   return "";
 }
 
-LayerEmitter::LayerEmitter(HloBuilder& b, const nn::Model& model, int64_t batch, Val params, Val state,
-                           int64_t sync_replicas)
-    : b_(b), model_(model), batch_(batch), params_(std::move(params)), state_(std::move(state)),
-      sync_replicas_(sync_replicas), saved_(model.layers().size()) {
-  auto from = [this](const Val& flat) {
-    return [this, &flat](const nn::ParamSlot& slot) {
-      return b_.reshape(b_.slice(flat, {slot.offset}, {slot.offset + slot.size()}), slot.shape);
-    };
-  };
-  params_slot_ = from(params_);
-  state_slot_ = from(state_);
-}
-
 LayerEmitter::LayerEmitter(HloBuilder& b, const nn::Model& model, int64_t batch, SlotSource params, SlotSource state)
     : b_(b), model_(model), batch_(batch), params_slot_(std::move(params)), state_slot_(std::move(state)),
-      sync_replicas_(1), saved_(model.layers().size()) {}
+      saved_(model.layers().size()) {}
 
 Val LayerEmitter::over_replicas(const Val& sums) {
   return sync_replicas_ > 1 ? b_.all_reduce_sum(sums, sync_replicas_) : sums;
@@ -81,23 +68,6 @@ Shape LayerEmitter::batched(const Shape& s) const {
   Shape out{batch_};
   out.insert(out.end(), s.begin(), s.end());
   return out;
-}
-
-Val LayerEmitter::forward(const Val& x, bool training, const std::vector<Val>& masks) {
-  const auto& layers = model_.layers();
-  std::vector<Val> act{x};  // act[0] = input, act[i + 1] = layer i's output
-  std::size_t next_mask = 0;
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    std::vector<Val> in;
-    for (int k : layers[i].inputs) in.push_back(act[k + 1]);
-    const Val* mask = nullptr;
-    if (training && std::holds_alternative<nn::Dropout>(layers[i].layer)) {
-      if (next_mask >= masks.size()) throw std::logic_error("LayerEmitter: a dropout mask per dropout layer expected");
-      mask = &masks[next_mask++];
-    }
-    act.push_back(layer_forward(i, in, training, mask));
-  }
-  return act.back();
 }
 
 Val LayerEmitter::layer_forward(std::size_t i, const std::vector<Val>& in, bool training, const Val* mask) {
@@ -234,44 +204,6 @@ std::pair<Val, Val> LayerEmitter::running_statistics(std::size_t i) const {
   const auto& v = saved_[i].vals;
   if (v.size() < 5) throw std::logic_error("LayerEmitter: no training forward for " + model_.layers()[i].name);
   return {v[3], v[4]};
-}
-
-Val LayerEmitter::new_state() {
-  const auto& layers = model_.layers();
-  std::vector<Val> parts;
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    const auto& plan = layers[i];
-    if (plan.state.empty()) continue;
-    const auto [mean, var] = running_statistics(i);
-    parts.push_back(b_.reshape(mean, {plan.state[0].size()}));
-    parts.push_back(b_.reshape(var, {plan.state[1].size()}));
-  }
-  if (parts.empty()) return state_;
-  return b_.concatenate(parts, 0);
-}
-
-Val LayerEmitter::backward(const Val& d_output) {
-  const auto& layers = model_.layers();
-  std::vector<std::optional<Val>> grad(layers.size() + 1);
-  grad.back() = d_output;
-  std::vector<std::vector<Val>> param_grads(layers.size());
-  for (std::size_t i = layers.size(); i-- > 0;) {
-    if (!grad[i + 1]) throw std::logic_error("LayerEmitter::backward: no gradient reaches " + layers[i].name);
-    std::vector<bool> wants;  // the model input's gradient is never used
-    for (int k : layers[i].inputs) wants.push_back(k != nn::kModelInput);
-    const std::vector<Val> dx = layer_backward(i, *grad[i + 1], param_grads[i], wants);
-    for (std::size_t k = 0; k < dx.size(); ++k) {
-      const int a = layers[i].inputs[k] + 1;
-      if (a == 0) continue;  // the model input: not wanted
-      grad[a] = grad[a] ? b_.add(*grad[a], dx[k]) : dx[k];
-    }
-  }
-  std::vector<Val> flat;
-  for (std::size_t i = 0; i < layers.size(); ++i)
-    for (std::size_t k = 0; k < param_grads[i].size(); ++k)
-      flat.push_back(b_.reshape(param_grads[i][k], {layers[i].params[k].size()}));
-  if (flat.empty()) return b_.constant(0, params_.shape);
-  return b_.concatenate(flat, 0);
 }
 
 std::vector<Val> LayerEmitter::layer_backward(std::size_t i, const Val& dy, std::vector<Val>& pg,

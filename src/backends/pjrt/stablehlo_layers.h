@@ -9,9 +9,8 @@
 // (trainable: false) as the CPU's: no parameter gradients (the caller
 // writes zeros), batch norm in inference mode in training steps too.
 //
-// Parameters and state arrive as the model's flat buffers (one f32 vector
-// each, in parameter order); gradients leave as one flat vector too, so the
-// optimizer and the host see what the CPU backend's buffers hold.
+// One layer at a time (the PJRT device's ops): parameters and state slots
+// come from wherever the caller keeps them (the device's flat buffers).
 #include <functional>
 #include <optional>
 #include <utility>
@@ -32,25 +31,11 @@ class LayerEmitter {
   // Where a layer's parameter and state slots come from (reshaped to the slot's shape).
   using SlotSource = std::function<Val(const nn::ParamSlot&)>;
 
-  // params: f32[max(P, 1)], state: f32[max(Q, 1)] (the flat buffers).
-  // sync_replicas > 1: synchronised batch norm over that many replicas of the
-  // program (the per-channel sums of the forward and backward all-reduced,
-  // as the CPU backend's StatisticsReducer); 1: this replica's batch alone.
-  LayerEmitter(HloBuilder& b, const nn::Model& model, int64_t batch, Val params, Val state,
-               int64_t sync_replicas = 1);
-  // One layer at a time (the PJRT device's ops): slots read from wherever
-  // the caller keeps them.
   LayerEmitter(HloBuilder& b, const nn::Model& model, int64_t batch, SlotSource params, SlotSource state);
-
-  // Activations from the input x [batch, input_shape...]; masks: one per
-  // dropout layer in layer order (training only). Returns the model output.
-  Val forward(const Val& x, bool training, const std::vector<Val>& masks = {});
-  // After a training forward: the running statistics after this step (the
-  // whole flat state vector).
-  Val new_state();
-  // After a training forward: d loss / d parameters as the flat vector,
-  // given d loss / d output.
-  Val backward(const Val& d_output);
+  // From now on, batch norm synchronised over `replicas` replicas of the
+  // program (the per-channel sums of the forward and backward all-reduced,
+  // as the CPU backend's StatisticsReducer); 1: each replica's batch alone.
+  void synchronise(int64_t replicas) { sync_replicas_ = replicas; }
 
   // Layer i alone: its output from its inputs (mask: dropout's, training
   // only); what its backward needs is kept until the next forward of i.
@@ -77,9 +62,8 @@ class LayerEmitter {
   HloBuilder& b_;
   const nn::Model& model_;
   int64_t batch_;
-  Val params_, state_;
   SlotSource params_slot_, state_slot_;
-  int64_t sync_replicas_;
+  int64_t sync_replicas_ = 1;
   std::vector<Saved> saved_;
 };
 

@@ -19,6 +19,22 @@ std::size_t elem_bytes(const std::string& elem) {
   throw std::logic_error("pjrt device memory: no element type " + elem);
 }
 
+const std::string TracedMemory::kNoModule;
+
+// One replica runs on the client's first device. Several run where XLA
+// places them: a module that does nothing, compiled for that many, says
+// where (every buffer must live on its replica's device before any run).
+TracedMemory::TracedMemory(Client& client, int replicas) : client_(client), devices_{0} {
+  if (replicas <= 1) return;
+  const std::string f32 = "tensor<f32>";
+  devices_ = client_
+                 .compile("module @convoy_placement attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = " +
+                              std::to_string(replicas) + " : i32} {\n  func.func public @main(%arg0: " + f32 +
+                              ") -> " + f32 + " {\n    func.return %arg0 : " + f32 + "\n  }\n}\n",
+                          replicas)
+                 ->devices();
+}
+
 TracedMemory::~TracedMemory() {
   args_.clear();
   pieces_.clear();
@@ -93,7 +109,7 @@ void TracedMemory::put(Piece p) {
   pieces_[p.begin] = std::move(p);
 }
 
-Val TracedMemory::argument_of(const std::shared_ptr<Buffer>& buffer, int64_t length, const std::string& elem,
+Val TracedMemory::argument_of(const std::shared_ptr<Copies>& buffer, int64_t length, const std::string& elem,
                               uintptr_t home) {
   if (auto it = arg_index_.find(buffer.get()); it != arg_index_.end()) return args_[it->second].val;
   Val v{"%arg" + std::to_string(args_.size()), {length}, elem};
@@ -102,8 +118,18 @@ Val TracedMemory::argument_of(const std::shared_ptr<Buffer>& buffer, int64_t len
   return v;
 }
 
-Val TracedMemory::argument(std::shared_ptr<Buffer> buffer, int64_t length, const std::string& elem) {
-  return argument_of(buffer, length, elem, 0);
+Val TracedMemory::argument(std::shared_ptr<Copies> buffers, int64_t length, const std::string& elem) {
+  return argument_of(buffers, length, elem, 0);
+}
+
+std::shared_ptr<Copies> TracedMemory::copies(const std::vector<const void*>& from, const std::string& elem, int64_t n) {
+  if (from.size() != 1 && from.size() != devices_.size())
+    throw std::logic_error("pjrt device memory: values for " + std::to_string(from.size()) + " of " +
+                           std::to_string(devices_.size()) + " replicas");
+  auto out = std::make_shared<Copies>();
+  for (std::size_t r = 0; r < devices_.size(); ++r)
+    out->push_back(client_.upload(from[from.size() == 1 ? 0 : r], elem, std::span<const int64_t>(&n, 1), devices_[r]));
+  return out;
 }
 
 void TracedMemory::scratch(const void* at, std::size_t bytes) {
@@ -158,7 +184,7 @@ Val TracedMemory::read(const void* at, const Shape& shape) {
       Piece z = p;
       z.kind = Kind::buffer;
       const int64_t n = p.count();
-      z.buffer = std::make_shared<Buffer>(client_.upload(zeros.data(), p.elem, std::span<const int64_t>(&n, 1)));
+      z.buffer = copies({zeros.data()}, p.elem, n);
       z.length = n;
       z.offset = 0;
       put(z);
@@ -191,14 +217,15 @@ void TracedMemory::zero(const void* at, std::size_t bytes) {
   }
 }
 
-void TracedMemory::upload(void* at, const void* src, std::size_t bytes) {
+void TracedMemory::upload(void* at, const void* src, std::size_t bytes) { upload_each(at, {src}, bytes); }
+
+void TracedMemory::upload_each(void* at, const std::vector<const void*>& from, std::size_t bytes) {
   if (bytes == 0) return;
   run();
   const auto b = reinterpret_cast<uintptr_t>(at);
   const std::string elem = overlap(b, b + 1)[0].elem;
   const int64_t n = static_cast<int64_t>(bytes / elem_bytes(elem));
-  put({.begin = b, .end = b + bytes, .elem = elem, .kind = Kind::buffer,
-       .buffer = std::make_shared<Buffer>(client_.upload(src, elem, std::span<const int64_t>(&n, 1))), .length = n});
+  put({.begin = b, .end = b + bytes, .elem = elem, .kind = Kind::buffer, .buffer = copies(from, elem, n), .length = n});
 }
 
 void TracedMemory::download(void* dst, const void* at, std::size_t bytes) {
@@ -206,7 +233,12 @@ void TracedMemory::download(void* dst, const void* at, std::size_t bytes) {
   download_now(dst, at, bytes);
 }
 
-void TracedMemory::download_now(void* dst, const void* at, std::size_t bytes) {
+void TracedMemory::download_each(void* dst, const void* at, std::size_t bytes) {
+  run();
+  for (int r = 0; r < replicas(); ++r) download_now(static_cast<char*>(dst) + r * bytes, at, bytes, r);
+}
+
+void TracedMemory::download_now(void* dst, const void* at, std::size_t bytes, int replica) {
   if (bytes == 0) return;
   const auto b = reinterpret_cast<uintptr_t>(at);
   auto* out = static_cast<char*>(dst);
@@ -225,7 +257,7 @@ void TracedMemory::download_now(void* dst, const void* at, std::size_t bytes) {
     if (p.kind != Kind::buffer) throw std::logic_error("pjrt device memory: a host read of a value still being traced");
     const std::size_t es = elem_bytes(p.elem);
     whole.resize(static_cast<std::size_t>(p.length) * es);
-    client_.download(*p.buffer, whole.data(), whole.size());
+    client_.download(p.buffer->at(static_cast<std::size_t>(replica)), whole.data(), whole.size());
     std::memcpy(to, whole.data() + static_cast<std::size_t>(p.offset) * es, n);
   }
 }
@@ -253,7 +285,8 @@ std::string TracedMemory::module_text(const std::vector<Val>& results, const std
     if (donated[i] >= 0) sig += " {tf.aliasing_output = " + std::to_string(donated[i]) + " : i32}";
   }
   for (std::size_t i = 0; i < results.size(); ++i) names += (i ? ", " : "") + results[i].name;
-  return "module @convoy_trace attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {\n"
+  return "module @convoy_trace attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = " +
+         std::to_string(devices_.size()) + " : i32} {\n"
          "  func.func public @main(" + sig + ") -> (" + type_list(results) + ") {\n" + b_.body() +
          "    func.return " + names + " : " + type_list(results) + "\n  }\n}\n";
 }
@@ -268,15 +301,27 @@ void TracedMemory::reset_trace() {
   ++trace_;
 }
 
-void TracedMemory::execute(const std::string& text, const std::vector<PJRT_Buffer*>& in,
-                           const std::vector<Piece*>& into) {
-  auto& program = compiled_[text];
-  if (!program) program = client_.compile(text);
-  std::vector<Buffer> out = std::move(client_.execute(*program, {in}).at(0));
+TracedMemory::Arguments TracedMemory::arguments_in(const std::vector<const Copies*>& buffers) const {
+  Arguments in(devices_.size());
+  for (std::size_t r = 0; r < devices_.size(); ++r)
+    for (const Copies* c : buffers) in[r].push_back(c->at(r).get());
+  return in;
+}
+
+void TracedMemory::execute(const std::string& text, const Arguments& in, const std::vector<Piece*>& into) {
+  auto found = compiled_.find(text);
+  if (found == compiled_.end()) {
+    std::unique_ptr<Program> program = client_.compile(text, replicas());
+    if (program->devices() != devices_) throw std::logic_error("pjrt device memory: a module placed on other devices");
+    found = compiled_.emplace(text, std::move(program)).first;
+  }
+  last_module_ = &found->first;
+  std::vector<std::vector<Buffer>> out = client_.execute(*found->second, in);
   for (std::size_t i = 0; i < into.size(); ++i) {
     Piece& p = *into[i];
     p.kind = Kind::buffer;
-    p.buffer = std::make_shared<Buffer>(std::move(out.at(i)));
+    p.buffer = std::make_shared<Copies>();
+    for (auto& replica : out) p.buffer->push_back(std::move(replica.at(i)));
     p.length = p.count();
     p.offset = 0;
     p.value = {};
@@ -300,9 +345,9 @@ void TracedMemory::run() {
     if (!written.empty()) {
       donated = donations(written);
       donated_ = static_cast<std::size_t>(std::count_if(donated.begin(), donated.end(), [](int j) { return j >= 0; }));
-      std::vector<PJRT_Buffer*> in;
-      for (const Argument& a : args_) in.push_back(a.buffer->get());
-      execute(module_text(results, donated), in, written);
+      std::vector<const Copies*> in;
+      for (const Argument& a : args_) in.push_back(a.buffer.get());
+      execute(module_text(results, donated), arguments_in(in), written);
     }
   } catch (...) {
     for (Piece* p : written) p->kind = Kind::lost;
@@ -328,15 +373,14 @@ void TracedMemory::run() {
 // would be read stale: the values stay dead then.
 void TracedMemory::keep_scratch(const std::vector<Piece*>& dead, const std::vector<int>& donated) {
   bool again = keep_scratch_if_ && keep_scratch_if_();
-  std::vector<PJRT_Buffer*> in;
+  std::vector<const Copies*> in;
   for (std::size_t i = 0; again && i < args_.size(); ++i) {
     if (donated[i] < 0) {
       again = !overwritten_.count(args_[i].buffer.get());
-      in.push_back(args_[i].buffer->get());
+      in.push_back(args_[i].buffer.get());
       continue;
     }
-    const Piece& now = pieces_.at(args_[i].home);
-    in.push_back(now.buffer->get());
+    in.push_back(pieces_.at(args_[i].home).buffer.get());
   }
   if (!again) {
     for (Piece* p : dead) {
@@ -347,7 +391,7 @@ void TracedMemory::keep_scratch(const std::vector<Piece*>& dead, const std::vect
   }
   std::vector<Val> results;
   for (Piece* p : dead) results.push_back(flat(*p));
-  execute(module_text(results, std::vector<int>(args_.size(), -1)), in, dead);
+  execute(module_text(results, std::vector<int>(args_.size(), -1)), arguments_in(in), dead);
 }
 
 }  // namespace convoy::pjrt
