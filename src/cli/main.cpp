@@ -319,13 +319,22 @@ int run_export(const std::string& checkpoint, const std::string& onnx, bool keep
   return 0;
 }
 
+// `--output -`: the CSV alone on standard output (for a pipe), every other line on stderr.
 int run_predict(const std::string& checkpoint, const std::string& input, const std::string& output, int top_k) {
+  const bool to_stdout = output == "-";
   const convoy::train::Predictions p = convoy::train::predict(checkpoint, {.input = input, .output = output});
   for (const auto& s : p.skipped) std::cerr << "convoy: skipped " << s << "\n";
-  if (top_k > 0) std::cout << convoy::train::top_k_table(p, top_k);
-  std::printf("wrote %s (%zu row%s: %s, then the probabilities of %zu classes)\n", p.output.c_str(), p.ids.size(),
-              p.ids.size() == 1 ? "" : "s", p.input_kind == "idx" ? "id" : p.input_kind == "csv" ? "id" : "file",
-              p.classes.size());
+  std::ostream& say = to_stdout ? std::cerr : std::cout;
+  if (top_k > 0) say << convoy::train::top_k_table(p, top_k);
+  if (to_stdout) {
+    std::cout << p.csv << std::flush;
+    convoy::require(std::cout.good(), "--output -: cannot write the predictions to standard output (is it closed or "
+                                      "a full disk?); name a file with --output");
+  }
+  const std::size_t n = p.ids.size();
+  say << "wrote " << (to_stdout ? "to standard output" : p.output) << " (" << n << " row" << (n == 1 ? "" : "s")
+      << ": " << (p.input_kind == "idx" || p.input_kind == "csv" ? "id" : "file") << ", then the probabilities of "
+      << p.classes.size() << " classes)" << std::endl;
   return 0;
 }
 
@@ -374,8 +383,8 @@ int main(int argc, char** argv) {
                       "An image, a folder of images (searched below too) or a test CSV of ids [the run's "
                       "data.test_csv]; a Fashion-MNIST run: an IDX file of uint8 [N, 28, 28] images");
   predict->add_option("--output", output,
-                      "CSV to write: file (or id) and one probability column per class [DIR/predictions.csv; for a "
-                      "CSV input DIR/submission.csv]");
+                      "CSV to write: file (or id) and one probability column per class; - for standard output "
+                      "[DIR/predictions.csv; for a CSV input DIR/submission.csv]");
   int top_k = 0;
   predict->add_option("--top-k", top_k, "Also print each input's K most probable classes")->check(CLI::PositiveNumber);
   std::string onnx_path;
