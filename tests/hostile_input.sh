@@ -154,6 +154,18 @@ cfg ok.yaml "$tmp/plant"
 [[ -f keep/thesis.tmp.4000000 && -f keep/model.safetensors.tmp.4000001 ]] || fail "a user's *.tmp.<pid> file was deleted"
 [[ -e keep/.convoy-lock ]] && fail "the lock file outlived its run"
 
+# 7b. A new run into a folder holding an earlier run's outputs (or a user's
+#     files of those names) replaces them only with --overwrite.
+mkdir -p mine && echo "my weights" >mine/model.safetensors && echo "notes" >mine/notes.txt
+refused "a new run over a user's model.safetensors" "holds an earlier run's outputs (model.safetensors)" mine -- \
+  train --config ok.yaml --out mine
+refused "a new run over an earlier run" "continue it with --resume keep, pass --overwrite" keep -- \
+  train --config ok.yaml --out keep
+"$convoy" train --config ok.yaml --out mine --overwrite >/dev/null 2>err.txt || { fail "--overwrite: $(cat err.txt)"; }
+[[ "$(cat mine/notes.txt)" == notes ]] && ! grep -q "my weights" mine/model.safetensors ||
+  fail "--overwrite: model.safetensors not replaced, or notes.txt touched"
+refused "--overwrite with --resume" "pass no other training flags" keep -- train --resume keep --overwrite
+
 # 8. A corrupt test image fails before the first step; nothing is left.
 copy_of corrupt_test && head -c 200 plant/images/Test_1.jpg >corrupt_test/images/Test_1.jpg
 cfg corrupt_test.yaml "$tmp/corrupt_test"
@@ -182,7 +194,7 @@ else
 fi
 wait $first || { fail "the first run failed"; cat first.txt; }
 echo "convoy pid 999999 on elsewhere, started long ago" >shared/.convoy-lock  # a dead holder's
-"$convoy" train --config ok.yaml --out shared >/dev/null 2>err.txt || { fail "a stale lock was not taken over"; cat err.txt; }
+"$convoy" train --config ok.yaml --out shared --overwrite >/dev/null 2>err.txt || { fail "a stale lock was not taken over"; cat err.txt; }
 refused "--resume with --threads" "--threads" shared -- train --resume shared --threads 2
 # (the run in shared/ finished its epoch: --epochs 2 continues it)
 "$convoy" train --resume shared --progress lines --epochs 2 >out.txt 2>err.txt || { fail "--resume --progress lines"; cat err.txt; }
