@@ -153,7 +153,11 @@ std::vector<std::string> earlier_outputs(const std::string& dir) {
   std::vector<std::string> found;
   std::error_code ec;
   for (const std::string& name : run_outputs())
-    if (fs::exists(fs::symlink_status(fs::path(dir) / name, ec))) found.push_back(name);
+    // Not evidence of a run worth keeping: TensorBoard files get new names at
+    // each start (none is replaced), and history.csv alone is what a run
+    // killed before its first checkpoint leaves (nothing there to resume).
+    if (name != "tensorboard" && name != "history.csv" && fs::exists(fs::symlink_status(fs::path(dir) / name, ec)))
+      found.push_back(name);
   std::sort(found.begin(), found.end());
   return found;
 }

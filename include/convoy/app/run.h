@@ -69,7 +69,9 @@ RunOutcome resume_training(const std::string& dir, std::ostream& log,
 // tensorboard/ and scratch/); nothing else there is touched.
 std::vector<std::string> run_outputs();
 // Those of them that `dir` holds now (an earlier run's, or a user's files of
-// those names), sorted; empty when `dir` is missing.
+// those names), sorted; empty when `dir` is missing. Left out: tensorboard/
+// (each start writes new files there) and history.csv (a run killed before
+// its first checkpoint leaves it, with nothing to resume).
 std::vector<std::string> earlier_outputs(const std::string& dir);
 
 // Inference-mode loss and accuracy of the checkpoint in `dir` on its test data.
