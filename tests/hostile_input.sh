@@ -154,6 +154,18 @@ cfg ok.yaml "$tmp/plant"
 [[ -f keep/thesis.tmp.4000000 && -f keep/model.safetensors.tmp.4000001 ]] || fail "a user's *.tmp.<pid> file was deleted"
 [[ -e keep/.convoy-lock ]] && fail "the lock file outlived its run"
 
+# 7b. A new run into a folder holding an earlier run's outputs (or a user's
+#     files of those names) replaces them only with --overwrite.
+mkdir -p mine && echo "my weights" >mine/model.safetensors && echo "notes" >mine/notes.txt
+refused "a new run over a user's model.safetensors" "holds an earlier run's outputs (model.safetensors)" mine -- \
+  train --config ok.yaml --out mine
+refused "a new run over an earlier run" "continue it with --resume keep, pass --overwrite" keep -- \
+  train --config ok.yaml --out keep
+"$convoy" train --config ok.yaml --out mine --overwrite >/dev/null 2>err.txt || { fail "--overwrite: $(cat err.txt)"; }
+[[ "$(cat mine/notes.txt)" == notes ]] && ! grep -q "my weights" mine/model.safetensors ||
+  fail "--overwrite: model.safetensors not replaced, or notes.txt touched"
+refused "--overwrite with --resume" "pass no other training flags" keep -- train --resume keep --overwrite
+
 # 8. A corrupt test image fails before the first step; nothing is left.
 copy_of corrupt_test && head -c 200 plant/images/Test_1.jpg >corrupt_test/images/Test_1.jpg
 cfg corrupt_test.yaml "$tmp/corrupt_test"
@@ -182,7 +194,7 @@ else
 fi
 wait $first || { fail "the first run failed"; cat first.txt; }
 echo "convoy pid 999999 on elsewhere, started long ago" >shared/.convoy-lock  # a dead holder's
-"$convoy" train --config ok.yaml --out shared >/dev/null 2>err.txt || { fail "a stale lock was not taken over"; cat err.txt; }
+"$convoy" train --config ok.yaml --out shared --overwrite >/dev/null 2>err.txt || { fail "a stale lock was not taken over"; cat err.txt; }
 refused "--resume with --threads" "--threads" shared -- train --resume shared --threads 2
 # (the run in shared/ finished its epoch: --epochs 2 continues it)
 "$convoy" train --resume shared --progress lines --epochs 2 >out.txt 2>err.txt || { fail "--resume --progress lines"; cat err.txt; }
@@ -193,7 +205,7 @@ copy_of fifo_test && rm fifo_test/images/Test_1.jpg && mkfifo fifo_test/images/T
 cfg fifo_test.yaml "$tmp/fifo_test"
 refused "a FIFO named like a test image (its open waited forever)" "Test_1.jpg: not a regular file" o19 -- \
   train --config fifo_test.yaml --out o19
-refused "/dev/zero as --config (read until out of memory)" "/dev/zero: a device or socket, not a file" o20 -- \
+refused "/dev/zero as --config (read until out of memory)" "/dev/zero: not a regular file (a device or socket)" o20 -- \
   train --config /dev/zero --out o20
 copy_of bomb && python3 - "$here/fixtures/images/progressive.jpg" bomb/images/Train_3.jpg <<'PY'
 import sys
@@ -214,6 +226,67 @@ rm classes/everything
 refused "--out inside the class folders" "inside the data folder" classes -- \
   train --data classes --out classes/cat/run --epochs 1
 refused "--out the data folder itself" "inside the data folder" classes -- train --data classes --out classes --epochs 1
+
+# 12. Paths that are no plain files, and standard streams.
+# A config through a pipe (/dev/fd/N, no extension) is read by its content
+# (YAML here: it was read as JSON); its relative paths are the working folder's.
+sed "s|$tmp/plant|plant|" ok.yaml >relative.yaml
+if "$convoy" train --config <(cat relative.yaml) --out piped >out.txt 2>err.txt && [[ -f piped/model.safetensors ]]; then
+  echo "ok   YAML config through a pipe, relative data.dir"
+else
+  fail "YAML config through a pipe: $(cat err.txt)"
+fi
+refused "a piped YAML config's error names the key" "training.epochs (--epochs) must be at least 1" o23 -- \
+  train --config <(printf 'training:\n  epochs: 0\n') --out o23
+# predict --output -: the CSV alone on stdout, the rest on stderr, no file named '-'.
+"$convoy" predict --checkpoint keep --input plant/images --output predicted.csv >/dev/null 2>err.txt ||
+  fail "predict to a file: $(cat err.txt)"
+"$convoy" predict --checkpoint keep --input plant/images --output - --top-k 2 >stdout.csv 2>err.txt
+rc=$?
+if [[ $rc -ne 0 ]] || ! cmp -s stdout.csv predicted.csv || [[ -e - ]] || ! grep -q "wrote to standard output" err.txt; then
+  fail "predict --output -: rc=$rc, stdout differs from the file's CSV or '-' was written: $(head -c 300 err.txt)"
+else
+  echo "ok   predict --output -: $(wc -l <stdout.csv) CSV lines on stdout, the rest on stderr"
+fi
+if [[ -w /dev/full ]]; then
+  "$convoy" predict --checkpoint keep --input plant/images --output - >/dev/full 2>err.txt
+  rc=$?
+  if [[ $rc -ne 2 || $(wc -l <err.txt) -ne 1 ]] || ! grep -q "cannot write the predictions to standard output" err.txt; then
+    fail "predict --output - onto a full stdout: rc=$rc: $(cat err.txt)"
+  else
+    echo "ok   predict --output - onto a full stdout: $(cat err.txt)"
+  fi
+fi
+# An output whose name is a FIFO, a link or a device node is not replaced
+# (the rename replaced them: as root, --output /dev/null replaced the device).
+mkdir -p specials && mkfifo specials/fifo.csv && ln -s loop.onnx specials/loop.onnx && ln -s /etc/hostname specials/link.csv
+refused "predict --output onto a FIFO" "is a pipe (FIFO), not a file convoy may replace" specials -- \
+  predict --checkpoint keep --input plant/images --output specials/fifo.csv
+refused "predict --output onto a link" "is a symbolic link, not a file convoy may replace" specials -- \
+  predict --checkpoint keep --input plant/images --output specials/link.csv
+refused "export --onnx onto a link loop" "is a symbolic link" specials -- \
+  export --checkpoint keep --onnx specials/loop.onnx
+if [[ $(id -u) -eq 0 ]] && mknod specials/null c 1 3 2>/dev/null; then
+  refused "export --onnx onto a device node" "is a device or socket" specials -- export --checkpoint keep --onnx specials/null
+  [[ -c specials/null ]] || fail "the device node was replaced"
+else
+  echo "skip export --onnx onto a device node (mknod needs root)"
+fi
+# A checkpoint folder that is a link loop was an internal error (exit 1).
+ln -s loop_b loop_a && ln -s loop_a loop_b
+for cmd in "evaluate --checkpoint loop_a" "predict --checkpoint loop_a" "export --checkpoint loop_a --onnx m.onnx" \
+  "train --resume loop_a"; do
+  # shellcheck disable=SC2086
+  refused "$cmd" "loop_a: cannot be read (Too many levels of symbolic links)" o24 -- $cmd
+done
+# Unreadable files: root reads them anyway, so the check needs another user.
+chmod 000 ok.yaml
+if [[ -r ok.yaml ]]; then
+  echo "skip unreadable --config (running as root: chmod 000 does not stop root reading)"
+else
+  refused "unreadable --config" "ok.yaml: cannot open the run config (Permission denied)" o25 -- train --config ok.yaml --out o25
+fi
+chmod 644 ok.yaml
 
 if [[ $failures -gt 0 ]]; then
   echo "$failures failure(s)"

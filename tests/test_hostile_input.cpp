@@ -174,9 +174,9 @@ TEST(HostileInput, AnImageNameThatIsNoFileIsRefusedNotWaitedOn) {
   ASSERT_EQ(::mkfifo(dir.file("pipe.jpg").c_str(), 0644), 0);
   fs::create_directories(dir.file("folder.jpg"));
   expect_message(error_of([&] { image::read_image_file(dir.file("pipe.jpg")); }),
-                 "pipe.jpg: not a regular file (a pipe, socket or device); name an image file");
+                 "pipe.jpg: not a regular file (a pipe, socket or device); name an image");
   expect_message(error_of([&] { image::read_image_file(dir.file("folder.jpg")); }),
-                 "folder.jpg: a folder, not an image");
+                 "folder.jpg: is a folder; name an image");
   expect_message(error_of([&] { image::read_image_file("/dev/zero"); }), "/dev/zero: not a regular file");
 }
 
@@ -406,8 +406,8 @@ TEST(HostileInput, FilesReadWholeAreSizeBoundedBeforeReading) {
                  "big.yaml: 1073741825 bytes, more than the 16777216 a run config may have");
   // What has no size before it is read: a device never ends (it ran out of
   // memory), a pipe is read up to the limit, one nobody writes to is not empty.
-  expect_message(error_of([&] { train::load_run_config("/dev/zero"); }), "/dev/zero: a device or socket, not a file");
-  expect_message(error_of([&] { io::read_safetensors("/dev/zero"); }), "/dev/zero: a device or socket");
+  expect_message(error_of([&] { train::load_run_config("/dev/zero"); }), "/dev/zero: not a regular file (a device or socket); name a run config");
+  expect_message(error_of([&] { io::read_safetensors("/dev/zero"); }), "/dev/zero: not a regular file (a device or socket)");
   expect_message(error_of([&] { read_file_bounded(dir.path(), 10, "CSV file"); }), ": is a folder; name a CSV file");
   ASSERT_EQ(::mkfifo(dir.file("quiet.yaml").c_str(), 0644), 0);
   expect_message(error_of([&] { train::load_run_config(dir.file("quiet.yaml")); }),

@@ -145,7 +145,9 @@ Predictions predict(const std::string& dir, const PredictOptions& o) {
              : (fs::path(dir) / (csv ? "submission.csv" : "predictions.csv")).string();
   ImagePredictions rows{.ids = p.ids, .probabilities = p.probabilities,
                         .classes = static_cast<int64_t>(p.classes.size()), .skipped = {}};
-  io::write_file_atomic(p.output, predictions_csv(rows, first_column, p.classes));
+  std::string csv_text = predictions_csv(rows, first_column, p.classes);
+  if (p.output == "-") p.csv = std::move(csv_text);  // whole before a byte goes out: no half CSV on an error
+  else io::write_file_atomic(p.output, csv_text);
   return p;
 }
 

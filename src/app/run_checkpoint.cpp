@@ -56,7 +56,16 @@ RunCheckpoint load_checkpoint(const std::string& path) {
 RunCheckpoint load_latest_checkpoint(const std::string& dir, std::ostream& warn) {
   const std::string latest = (fs::path(dir) / kCheckpointFile).string();
   const std::string previous = (fs::path(dir) / kPreviousCheckpointFile).string();
-  const bool has_latest = fs::exists(latest), has_previous = fs::exists(previous);
+  // With error codes: a link loop or an unreadable folder is the user's to fix, not an internal error.
+  std::error_code ec;
+  const fs::file_status folder = fs::status(dir, ec);
+  require(fs::is_directory(folder),
+          dir + ": " +
+              (fs::exists(folder) ? std::string("not a folder")
+               : ec && ec != std::errc::no_such_file_or_directory ? "cannot be read (" + ec.message() + ")"
+                                                                   : std::string("no such folder")) +
+              "; pass the --out folder of a convoy train run");
+  const bool has_latest = fs::exists(latest, ec), has_previous = fs::exists(previous, ec);
   require(has_latest || has_previous,
           dir + ": no " + kCheckpointFile + " here; pass the --out folder of a convoy train run");
   std::string latest_problem = latest + " is missing";

@@ -77,14 +77,6 @@ Callbacks make_callbacks(const RunConfig& c, const std::string& saved, const nn:
   return cbs;
 }
 
-// What a run writes into its output folder (a failed run's FolderGuard removes
-// only these).
-std::vector<std::string> run_outputs() {
-  return {kCheckpointFile, kPreviousCheckpointFile, "best.safetensors", "model.safetensors", "history.csv",
-          "tensorboard",   "summary.json",          "curves.png",       "predictions.png",   "confusion.png",
-          "comparison.png", "report.html",          "submission.csv",   "scratch"};
-}
-
 // on_nan: stop (or a diverged step). The faulty step changed nothing, so the weights are the last
 // good step's: write them, then fail with one line saying where and what to do.
 [[noreturn]] void stop_for_fault(const NumericalFault& fault, const RunConfig& c, const nn::Model& model,
@@ -150,6 +142,26 @@ void load_pretrained(Executable& exe, const nn::Model& model, const RunConfig& c
 }
 
 }  // namespace
+
+// A failed run's FolderGuard removes only these.
+std::vector<std::string> run_outputs() {
+  return {kCheckpointFile, kPreviousCheckpointFile, "best.safetensors", "model.safetensors", "history.csv",
+          "tensorboard",   "summary.json",          "curves.png",       "predictions.png",   "confusion.png",
+          "comparison.png", "report.html",          "submission.csv",   "scratch"};
+}
+
+std::vector<std::string> earlier_outputs(const std::string& dir) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const std::string& name : run_outputs())
+    // Not evidence of a run worth keeping: TensorBoard files get new names at
+    // each start (none is replaced), and history.csv alone is what a run
+    // killed before its first checkpoint leaves (nothing there to resume).
+    if (name != "tensorboard" && name != "history.csv" && fs::exists(fs::symlink_status(fs::path(dir) / name, ec)))
+      found.push_back(name);
+  std::sort(found.begin(), found.end());
+  return found;
+}
 
 struct Workflow::State {
   RunConfig config;  // what checkpoints record: with the data's classes filled in

@@ -20,6 +20,7 @@
 #include "convoy/data/fashion_mnist.h"
 #include "plant_demo.h"
 #include "convoy/io/onnx.h"
+#include "convoy/io/output_folder.h"
 #include "convoy/io/pretrained.h"
 #include "convoy/nn/zoo.h"
 #include "convoy/records/shards.h"
@@ -51,6 +52,7 @@ struct TrainFlags {
   std::optional<int64_t> image_size;
   std::vector<std::string> sets;  // --set key=value, in order
   bool quiet = false;
+  bool overwrite = false;  // a new run may replace an earlier run's outputs in --out
   bool has(const std::string& key) const { return keys.at(key).given(); }
 };
 
@@ -147,9 +149,24 @@ convoy::train::FaultInjection fault_injection_from_environment() {
           .report_pause_ms = milliseconds("CONVOY_TEST_REPORT_DELAY_MS")};
 }
 
+// A new run into a folder that holds an earlier run's outputs (or a user's
+// files of those names) would replace them: only with --overwrite.
+void refuse_earlier_outputs(const std::string& dir, bool overwrite) {
+  if (dir.empty() || overwrite) return;
+  const std::vector<std::string> found = convoy::train::earlier_outputs(dir);
+  if (found.empty()) return;
+  { convoy::io::OutputLock live(dir); }  // a run writing there now is named as such (and waits for nobody)
+  std::string names;
+  for (std::size_t i = 0; i < found.size() && i < 3; ++i) names += (i ? ", " : "") + found[i];
+  if (found.size() > 3) names += " and " + std::to_string(found.size() - 3) + " more";
+  throw convoy::UserError("output.dir (--out) " + dir + ": holds an earlier run's outputs (" + names +
+                          "), which a new run would replace; continue it with --resume " + dir +
+                          ", pass --overwrite to replace them (nothing else there is touched), or pick another --out");
+}
+
 int run_train(const TrainFlags& f) {
   if (!f.resume.empty()) {
-    bool what_to_train = !f.config.empty() || f.image_size || !f.sets.empty();
+    bool what_to_train = !f.config.empty() || f.image_size || !f.sets.empty() || f.overwrite;
     for (const auto& key : convoy::train::config_schema())
       if (!key.flag.empty() && !key.how_to_run && key.name != "training.epochs" && key.name != "training.threads" &&
           key.name != "training.precision")
@@ -172,6 +189,7 @@ int run_train(const TrainFlags& f) {
   }
   std::string chosen;
   const RunConfig c = resolve(f, &chosen);
+  refuse_earlier_outputs(c.out_dir, f.overwrite);
   if (!chosen.empty() && c.progress != "quiet") std::cout << chosen << std::endl;
   // The library itself prints nothing: the console is this reporter.
   convoy::train::ConsoleReporter console(std::cout, c.progress, &std::cerr);
@@ -322,13 +340,22 @@ int run_export(const std::string& checkpoint, const std::string& onnx, bool keep
   return 0;
 }
 
+// `--output -`: the CSV alone on standard output (for a pipe), every other line on stderr.
 int run_predict(const std::string& checkpoint, const std::string& input, const std::string& output, int top_k) {
+  const bool to_stdout = output == "-";
   const convoy::train::Predictions p = convoy::train::predict(checkpoint, {.input = input, .output = output});
   for (const auto& s : p.skipped) std::cerr << "convoy: skipped " << s << "\n";
-  if (top_k > 0) std::cout << convoy::train::top_k_table(p, top_k);
-  std::printf("wrote %s (%zu row%s: %s, then the probabilities of %zu classes)\n", p.output.c_str(), p.ids.size(),
-              p.ids.size() == 1 ? "" : "s", p.input_kind == "idx" ? "id" : p.input_kind == "csv" ? "id" : "file",
-              p.classes.size());
+  std::ostream& say = to_stdout ? std::cerr : std::cout;
+  if (top_k > 0) say << convoy::train::top_k_table(p, top_k);
+  if (to_stdout) {
+    std::cout << p.csv << std::flush;
+    convoy::require(std::cout.good(), "--output -: cannot write the predictions to standard output (is it closed or "
+                                      "a full disk?); name a file with --output");
+  }
+  const std::size_t n = p.ids.size();
+  say << "wrote " << (to_stdout ? "to standard output" : p.output) << " (" << n << " row" << (n == 1 ? "" : "s")
+      << ": " << (p.input_kind == "idx" || p.input_kind == "csv" ? "id" : "file") << ", then the probabilities of "
+      << p.classes.size() << " classes)" << std::endl;
   return 0;
 }
 
@@ -369,6 +396,9 @@ int main(int argc, char** argv) {
                                      "('convoy help config' lists them)")
       ->allow_extra_args(false);
   train->add_flag("--quiet", f.quiet, "Print only the final test accuracy");
+  train->add_flag("--overwrite", f.overwrite,
+                  "Let a new run replace an earlier run's outputs in --out (checkpoints, model, history, reports); "
+                  "other files there are never touched");
   std::string checkpoint, input, output;
   CLI::App* evaluate = app.add_subcommand("evaluate", "Evaluate a checkpoint on its test data");
   evaluate->add_option("--checkpoint", checkpoint, "The --out folder of a train run")->required();
@@ -378,8 +408,8 @@ int main(int argc, char** argv) {
                       "An image, a folder of images (searched below too) or a test CSV of ids [the run's "
                       "data.test_csv]; a Fashion-MNIST run: an IDX file of uint8 [N, 28, 28] images");
   predict->add_option("--output", output,
-                      "CSV to write: file (or id) and one probability column per class [DIR/predictions.csv; for a "
-                      "CSV input DIR/submission.csv]");
+                      "CSV to write: file (or id) and one probability column per class; - for standard output "
+                      "[DIR/predictions.csv; for a CSV input DIR/submission.csv]");
   int top_k = 0;
   predict->add_option("--top-k", top_k, "Also print each input's K most probable classes")->check(CLI::PositiveNumber);
   std::string onnx_path;

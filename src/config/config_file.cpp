@@ -3,8 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <string_view>
 
 #include "convoy/core/error.h"
 #include "convoy/core/untrusted.h"
@@ -38,12 +37,32 @@ void resolve_paths(json& root, const fs::path& folder) {
   }
 }
 
-json read_file_json(const std::string& path) {
+// A config's format: its extension when it has one of ours; otherwise its
+// content (`--config <(...)` is /dev/fd/63): JSON is an object, so it opens
+// with '{' after blanks (and a byte-order mark); anything else is read as YAML.
+bool reads_as_yaml(const std::string& path, std::string_view text) {
+  const std::string ext = fs::path(path).extension().string();
+  if (ext == ".yaml" || ext == ".yml") return true;
+  if (ext == ".json") return false;
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
+  const auto first = text.find_first_not_of(" \t\r\n");
+  return first == std::string_view::npos || text[first] != '{';
+}
+
+struct ConfigFile {
+  json root;
+  bool regular = true;  // false: a pipe, whose folder (/dev/fd) anchors no relative path
+};
+
+ConfigFile read_config_file(const std::string& path) {
   std::error_code ec;
   require(!fs::is_directory(path, ec), path + ": is a folder, not a config file; pass a .yaml, .yml or .json file");
-  const std::string text = read_file_bounded(path, kMaxConfigBytes, "run config");
-  const bool yaml = path.ends_with(".yaml") || path.ends_with(".yml");
-  return config_text_to_json(text, path, yaml);
+  std::string text;
+  const FileRead read = read_file_into(path, {.what = "run config", .max_bytes = kMaxConfigBytes}, [&](std::size_t n) {
+    text.resize(n);
+    return text.data();
+  });
+  return {config_text_to_json(text, path, reads_as_yaml(path, text)), read.regular};
 }
 
 // "optimizer.lr=3e-4" as {"optimizer": {"lr": 0.0003}}, merged into `root`.
@@ -85,8 +104,10 @@ RunConfig load_run_config(const std::string& path) { return load_run_config(path
 LoadedConfig load_run_config(const std::string& path, const std::vector<std::string>& sets) {
   json root = json::object();
   if (!path.empty()) {
-    root = read_file_json(path);
-    if (root.is_object()) resolve_paths(root, fs::path(path).parent_path());
+    ConfigFile file = read_config_file(path);
+    root = std::move(file.root);
+    // A piped config's relative paths are the working folder's, as on the command line.
+    if (root.is_object() && file.regular) resolve_paths(root, fs::path(path).parent_path());
   }
   for (const auto& s : sets) {
     // Alone first, so that its own errors (unknown key, wrong type) name the --set, not the file.

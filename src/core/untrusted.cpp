@@ -115,45 +115,70 @@ std::string one_line(std::string_view message) {
   return line.substr(0, h) + " ... " + line.substr(t);
 }
 
-std::string read_file_bounded(const std::string& path, uint64_t max_bytes, const std::string& what) {
-  const char* a = std::string_view("AEIOU").find(what.empty() ? 'x' : what[0]) == std::string_view::npos ? "a " : "an ";
+FileRead read_file_into(const std::string& path, const FileLimit& limit,
+                        const std::function<char*(std::size_t)>& buffer, const std::string& name) {
+  const std::string& named = name.empty() ? path : name;
+  const std::string& what = limit.what;
+  const char* a = std::string_view("aeiouAEIOU").find(what.empty() ? 'x' : what[0]) == std::string_view::npos ? "a " : "an ";
+  const auto fail = [&](const std::string& why, const std::string& advice) {
+    return UserError(named + ": " + why + "; " + advice);
+  };
   const auto too_big = [&](const std::string& size) {
-    return UserError(path + ": " + size + " bytes, more than the " + std::to_string(max_bytes) + " " + a + what +
-                     " may have; is it the right file?");
+    return fail(size + " bytes, more than the " + std::to_string(limit.max_bytes) + " " + a + what + " may have" +
+                    (limit.limit_key.empty() ? "" : " (" + limit.limit_key + ")"),
+                limit.advice);
+  };
+  const auto system_error = [&](const char* doing) {
+    return fail(std::string(doing) + " the " + what + " (" + std::strerror(errno) + ")", "check the file");
   };
   // O_NONBLOCK for the open only: a FIFO without a writer would block it.
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) throw UserError(path + ": cannot open the " + what + " (" + std::strerror(errno) + "); check the path");
+  if (fd < 0) throw fail(std::string("cannot open the ") + what + " (" + std::strerror(errno) + ")", "check the path");
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)
-    throw UserError(path + ": cannot read the " + what + " (" + std::strerror(errno) + "); check the file");
-  if (S_ISDIR(st.st_mode)) throw UserError(path + ": is a folder; name " + a + what);
-  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
-    throw UserError(path + ": a device or socket, not a file; name " + a + what);
+  if (::fstat(fd, &st) != 0) throw system_error("cannot read");
+  if (S_ISDIR(st.st_mode)) throw fail("is a folder", std::string("name ") + a + what);
   const bool regular = S_ISREG(st.st_mode);
-  if (regular && static_cast<uint64_t>(st.st_size) > max_bytes) throw too_big(std::to_string(st.st_size));
-  std::string bytes(regular ? static_cast<std::size_t>(st.st_size) : 0, '\0');
-  std::size_t done = 0;
+  if (!regular && !(limit.pipes && S_ISFIFO(st.st_mode)))
+    throw fail(limit.pipes ? "not a regular file (a device or socket)" : "not a regular file (a pipe, socket or device)",
+               std::string("name ") + a + what);
+  if (::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) throw system_error("cannot read");
+  if (regular && static_cast<uint64_t>(st.st_size) > limit.max_bytes) throw too_big(std::to_string(st.st_size));
+  std::size_t room = regular ? static_cast<std::size_t>(st.st_size) : 0, done = 0;
+  char* bytes = buffer(room);
   for (;;) {
-    if (done == bytes.size()) {
+    if (done == room) {
       if (regular) break;  // no more than fstat said: a file growing meanwhile is read as it was
-      if (bytes.size() > max_bytes) throw too_big("over " + std::to_string(max_bytes));
-      bytes.resize(std::min<uint64_t>(max_bytes + 1, std::max<std::size_t>(2 * bytes.size(), 1 << 16)));
+      if (room > limit.max_bytes) throw too_big("over " + std::to_string(limit.max_bytes));
+      room = static_cast<std::size_t>(std::min<uint64_t>(limit.max_bytes + 1, std::max<std::size_t>(2 * room, 1 << 16)));
+      bytes = buffer(room);
     }
-    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    const ssize_t n = ::read(fd, bytes + done, room - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw UserError(path + ": cannot read the " + what + " (" + std::strerror(errno) + "); check the file");
-    if (n == 0) break;
+    if (n < 0) throw system_error("cannot read");
+    if (n == 0) {
+      // A regular file that got shorter since fstat: its bytes are not all there.
+      if (regular) throw fail("cannot read the " + what + " (it got shorter while read)", "check the file");
+      break;
+    }
     done += static_cast<std::size_t>(n);
   }
   // A pipe no program writes to ends at once: not an empty file, which a config could be.
   if (!regular && done == 0)
-    throw UserError(path + ": a pipe that gave nothing (does a program write to it?); name " + a + what);
-  bytes.resize(done);
+    throw fail("a pipe that gave nothing (does a program write to it?)", std::string("name ") + a + what);
+  if (!regular) buffer(done);
+  return {.size = done, .regular = regular};
+}
+
+std::string read_file_bounded(const std::string& path, uint64_t max_bytes, const std::string& what) {
+  std::string bytes;
+  read_file_into(path, {.what = what, .max_bytes = max_bytes}, [&](std::size_t n) {
+    bytes.resize(n);
+    return bytes.data();
+  });
   return bytes;
 }
 

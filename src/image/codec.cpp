@@ -1,16 +1,10 @@
 #include "convoy/image/codec.h"
 
-#include <algorithm>
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <vector>
 
 #include "codec_internal.h"
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 
 namespace convoy::image {
 
@@ -31,15 +25,6 @@ void check_dimensions(std::string_view name, const char* format, uint64_t width,
 
 }  // namespace detail
 
-namespace {
-
-std::string too_large(uint64_t size, uint64_t max_bytes) {
-  return std::to_string(size) + " bytes, more than the " + std::to_string(max_bytes) +
-         " an image may have (data.max_image_bytes); shrink it, raise the limit or set on_bad_example: skip";
-}
-
-}  // namespace
-
 ImageFormat detect_format(std::span<const uint8_t> b) {
   static constexpr uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
   if (b.size() >= 3 && b[0] == 0xff && b[1] == 0xd8 && b[2] == 0xff) return ImageFormat::jpeg;
@@ -56,12 +41,15 @@ int jpeg_scale_denominator(int width, int height, const DecodeOptions& o) {
   return 1;
 }
 
-Image decode_image(std::span<const uint8_t> bytes, std::string_view name, const DecodeOptions& options) {
+HeldImage decode_image_held(std::span<const uint8_t> bytes, std::string_view name, const DecodeOptions& options) {
   require(options.channels == 0 || options.channels == 1 || options.channels == 3,
           "decode_image: channels must be 0 (keep), 1 or 3, got " + std::to_string(options.channels));
   if (bytes.empty())
     throw UserError(std::string(name) + ": empty file, not an image; re-export it or set on_bad_example: skip");
-  if (bytes.size() > options.max_bytes) throw UserError(std::string(name) + ": " + too_large(bytes.size(), options.max_bytes));
+  if (bytes.size() > options.max_bytes)
+    throw UserError(std::string(name) + ": " + std::to_string(bytes.size()) + " bytes, more than the " +
+                    std::to_string(options.max_bytes) + " an image may have (data.max_image_bytes); shrink it, raise "
+                    "the limit or set on_bad_example: skip");
   switch (detect_format(bytes)) {
     case ImageFormat::jpeg: return detail::decode_jpeg(bytes, name, options);
     case ImageFormat::png: return detail::decode_png(bytes, name, options);
@@ -72,37 +60,23 @@ Image decode_image(std::span<const uint8_t> bytes, std::string_view name, const 
                   "and PNG files, convert it or set on_bad_example: skip");
 }
 
+Image decode_image(std::span<const uint8_t> bytes, std::string_view name, const DecodeOptions& options) {
+  return std::move(decode_image_held(bytes, name, options).image);
+}
+
 Tensor read_image_file(const std::string& path, uint64_t max_bytes, std::string_view where) {
-  const std::string named = where.empty() ? path : path + " (" + std::string(where) + ")";
-  // O_NONBLOCK: opening a FIFO named like an image would wait for a writer
-  // forever; it opens at once and fstat refuses it (and devices) below.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  auto fail = [&](const std::string& why, const char* advice) {
-    if (fd >= 0) ::close(fd);
-    throw UserError(named + ": " + why + "; " + advice);
-  };
-  if (fd < 0) fail(std::string("cannot open the image (") + std::strerror(errno) + ")", "check the path");
-  struct stat st {};
-  if (fstat(fd, &st) != 0) fail(std::string("cannot read the image (") + std::strerror(errno) + ")", "check the file");
-  if (!S_ISREG(st.st_mode))
-    fail(S_ISDIR(st.st_mode) ? "a folder, not an image file" : "not a regular file (a pipe, socket or device)",
-         "name an image file");
-  const auto size = static_cast<uint64_t>(st.st_size);
-  if (size > max_bytes) {
-    ::close(fd);
-    throw UserError(named + ": " + too_large(size, max_bytes));
-  }
-  Tensor bytes(DType::u8, {static_cast<int64_t>(size)});
-  auto* out = static_cast<char*>(bytes.raw());
-  for (uint64_t done = 0; done < size;) {
-    const ssize_t n = ::read(fd, out + done, size - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0)
-      fail(std::string("cannot read the image (") + (n < 0 ? std::strerror(errno) : "it got shorter") + ")",
-           "check the file");
-    done += static_cast<uint64_t>(n);
-  }
-  ::close(fd);
+  Tensor bytes;
+  read_file_into(path,
+                 {.what = "image",
+                  .max_bytes = max_bytes,
+                  .pipes = false,  // an image is read at every epoch: a pipe would give it once
+                  .limit_key = "data.max_image_bytes",
+                  .advice = "shrink it, raise the limit or set on_bad_example: skip"},
+                 [&](std::size_t n) {
+                   bytes = Tensor(DType::u8, {static_cast<int64_t>(n)});
+                   return static_cast<char*>(bytes.raw());
+                 },
+                 where.empty() ? path : path + " (" + std::string(where) + ")");
   return bytes;
 }
 

@@ -9,8 +9,9 @@
 
 namespace convoy::image::detail {
 
-Image decode_jpeg(std::span<const uint8_t> bytes, std::string_view name, const DecodeOptions& options);
-Image decode_png(std::span<const uint8_t> bytes, std::string_view name, const DecodeOptions& options);
+// Each reserves its decode's memory (decode_budget.h) after the header, before it allocates.
+HeldImage decode_jpeg(std::span<const uint8_t> bytes, std::string_view name, const DecodeOptions& options);
+HeldImage decode_png(std::span<const uint8_t> bytes, std::string_view name, const DecodeOptions& options);
 
 // "<name>: truncated or corrupt <format> (<why>); re-export it or set on_bad_example: skip"
 [[noreturn]] void throw_corrupt(std::string_view name, const char* format, const std::string& why);

@@ -53,9 +53,13 @@ struct DecodeJob {
   std::string_view name;
   DecodeOptions options;
   Image* out;
+  int channels = 0;  // set by read_header
+  bool cmyk = false;
 };
 
-bool run_decode(Decompressor* d, const DecodeJob* job) {
+// Up to the output size, which is all a decode's memory depends on: the
+// caller reserves it (decode_budget.h) before read_pixels allocates.
+bool read_header(Decompressor* d, DecodeJob* job) {
   jpeg_decompress_struct* cinfo = &d->cinfo;
   if (setjmp(d->err.jump)) return false;
   jpeg_mem_src(cinfo, job->bytes.data(), static_cast<unsigned long>(job->bytes.size()));
@@ -67,16 +71,32 @@ bool run_decode(Decompressor* d, const DecodeJob* job) {
   if (jpeg_has_multiple_scans(cinfo))
     detail::check_dimensions(job->name, "JPEG", cinfo->image_width, cinfo->image_height);
   const bool file_gray = cinfo->jpeg_color_space == JCS_GRAYSCALE;
-  const bool cmyk = cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK;
-  const int channels = job->options.channels != 0 ? job->options.channels : (file_gray ? 1 : 3);
-  cinfo->out_color_space = cmyk ? JCS_CMYK : (channels == 1 ? JCS_GRAYSCALE : JCS_RGB);
+  job->cmyk = cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK;
+  job->channels = job->options.channels != 0 ? job->options.channels : (file_gray ? 1 : 3);
+  cinfo->out_color_space = job->cmyk ? JCS_CMYK : (job->channels == 1 ? JCS_GRAYSCALE : JCS_RGB);
   cinfo->scale_num = 1;
   cinfo->scale_denom =
       static_cast<unsigned>(jpeg_scale_denominator(cinfo->image_width, cinfo->image_height, job->options));
   cinfo->dct_method = JDCT_ISLOW;  // the accurate one, as PIL and TF use
   jpeg_calc_output_dimensions(cinfo);
   detail::check_dimensions(job->name, "JPEG", cinfo->output_width, cinfo->output_height);
-  *job->out = Image(static_cast<int>(cinfo->output_width), static_cast<int>(cinfo->output_height), channels);
+  return true;
+}
+
+// What the decode will hold: the output pixels, and a progressive file's
+// coefficients (a 16-bit value per sample of every component, at full size).
+uint64_t decode_bytes(const jpeg_decompress_struct& cinfo, int channels) {
+  uint64_t bytes = uint64_t{cinfo.output_width} * cinfo.output_height * static_cast<uint64_t>(channels);
+  if (jpeg_has_multiple_scans(const_cast<jpeg_decompress_struct*>(&cinfo)))
+    bytes += uint64_t{cinfo.image_width} * cinfo.image_height * static_cast<uint64_t>(cinfo.num_components) * 2;
+  return bytes;
+}
+
+bool read_pixels(Decompressor* d, const DecodeJob* job) {
+  jpeg_decompress_struct* cinfo = &d->cinfo;
+  if (setjmp(d->err.jump)) return false;
+  const int channels = job->channels;
+  const bool cmyk = job->cmyk;
   jpeg_start_decompress(cinfo);
   detail::use_fast_huffman(cinfo);  // our entropy decoder for baseline files; the rest stays libjpeg's
   Image& out = *job->out;
@@ -147,11 +167,14 @@ bool run_encode(Compressor* c, ImageView image, int quality) {
 
 namespace detail {
 
-Image decode_jpeg(std::span<const uint8_t> bytes, std::string_view name, const DecodeOptions& options) {
+HeldImage decode_jpeg(std::span<const uint8_t> bytes, std::string_view name, const DecodeOptions& options) {
   Decompressor d;
-  Image out;
-  const DecodeJob job{bytes, name, options, &out};
-  if (!run_decode(&d, &job)) throw_corrupt(name, "JPEG", d.err.message);
+  HeldImage out;
+  DecodeJob job{bytes, name, options, &out.image};
+  if (!read_header(&d, &job)) throw_corrupt(name, "JPEG", d.err.message);
+  out.held = DecodeReservation(decode_bytes(d.cinfo, job.channels));
+  out.image = Image(static_cast<int>(d.cinfo.output_width), static_cast<int>(d.cinfo.output_height), job.channels);
+  if (!read_pixels(&d, &job)) throw_corrupt(name, "JPEG", d.err.message);
   return out;
 }
 

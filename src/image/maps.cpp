@@ -53,13 +53,15 @@ data::MapFn decode_map(std::string from, std::string to, DecodeMapOptions o) {
               "decode_map: feature '" + from + "' is " + dtype_name(bytes->dtype()) + " " + to_string(bytes->shape()) +
                   "; encoded images are u8 [N] tensors (or a text path)");
       const auto span = bytes->data<uint8_t>();
-      Tensor pixels = fit_into_tensor(decode_image(span, name_of_bytes(e, from), decode), o);
+      // The full-size pixels stay within the decode budget until resized.
+      Tensor pixels = fit_into_tensor(decode_image_held(span, name_of_bytes(e, from), decode).image, o);
       if (from != to) e = without(e, from);
       e.set(to, std::move(pixels));
       return e;
     }
     const std::string& path = e.text(from);  // names the features there are when `from` is missing
-    e.set(to, fit_into_tensor(read_image(path, decode), o));
+    const Tensor bytes = read_image_file(path, decode.max_bytes);
+    e.set(to, fit_into_tensor(decode_image_held(bytes.data<uint8_t>(), path, decode).image, o));
     return e;
   };
 }

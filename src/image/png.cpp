@@ -55,9 +55,13 @@ struct DecodeJob {
   DecodeOptions options;
   Image* out;
   std::vector<png_bytep>* rows;
+  png_uint_32 width = 0, height = 0;  // set by read_header
+  int channels = 0;
 };
 
-bool run_decode(Reader* r, const DecodeJob* job) {
+// Up to the output size, which is all a decode's memory depends on: the
+// caller reserves it (decode_budget.h) before read_pixels allocates.
+bool read_header(Reader* r, DecodeJob* job) {
   png_structp png = r->png;
   png_infop info = r->info;
   if (setjmp(png_jmpbuf(png))) return false;
@@ -82,9 +86,16 @@ bool run_decode(Reader* r, const DecodeJob* job) {
   png_read_update_info(png, info);
   if (png_get_rowbytes(png, info) != static_cast<png_size_t>(width) * channels)
     png_error(png, "unsupported pixel layout");
-  *job->out = Image(static_cast<int>(width), static_cast<int>(height), channels);
-  job->rows->resize(height);
-  for (png_uint_32 y = 0; y < height; ++y) (*job->rows)[y] = job->out->row(static_cast<int>(y));
+  job->width = width;
+  job->height = height;
+  job->channels = channels;
+  return true;
+}
+
+bool read_pixels(Reader* r, const DecodeJob* job) {
+  png_structp png = r->png;
+  if (setjmp(png_jmpbuf(png))) return false;
+  for (png_uint_32 y = 0; y < job->height; ++y) (*job->rows)[y] = job->out->row(static_cast<int>(y));
   png_read_image(png, job->rows->data());
   png_read_end(png, nullptr);
   return true;
@@ -126,13 +137,18 @@ bool run_encode(Writer* w, ImageView image, std::vector<png_bytep>* rows) {
 
 namespace detail {
 
-Image decode_png(std::span<const uint8_t> bytes, std::string_view name, const DecodeOptions& options) {
+HeldImage decode_png(std::span<const uint8_t> bytes, std::string_view name, const DecodeOptions& options) {
   Reader r;
   r.state.bytes = bytes;
-  Image out;
+  HeldImage out;
   std::vector<png_bytep> rows;
-  const DecodeJob job{name, options, &out, &rows};
-  if (!run_decode(&r, &job)) throw_corrupt(name, "PNG", r.state.message);
+  DecodeJob job{name, options, &out.image, &rows};
+  if (!read_header(&r, &job)) throw_corrupt(name, "PNG", r.state.message);
+  const uint64_t pixels = uint64_t{job.width} * job.height * static_cast<uint64_t>(job.channels);
+  out.held = DecodeReservation(pixels + uint64_t{job.height} * sizeof(png_bytep));
+  out.image = Image(static_cast<int>(job.width), static_cast<int>(job.height), job.channels);
+  rows.resize(job.height);
+  if (!read_pixels(&r, &job)) throw_corrupt(name, "PNG", r.state.message);
   return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -62,6 +63,16 @@ void keep_previous(const std::string& path, const std::string& keep_as) {
 std::string temporary_name(const std::string& path) { return path + kTemporaryMark + std::to_string(::getpid()); }
 
 void write_file_atomic(const std::string& path, std::string_view content, const AtomicWriteOptions& options) {
+  // The rename below replaces whatever has the name: a FIFO, a device node
+  // (as root, `--output /dev/null` replaced the device), a link or a folder
+  // is no file of ours to replace.
+  if (struct stat st {}; ::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    const char* kind = S_ISDIR(st.st_mode)   ? "a folder"
+                       : S_ISLNK(st.st_mode) ? "a symbolic link"
+                       : S_ISFIFO(st.st_mode) ? "a pipe (FIFO)"
+                                              : "a device or socket";
+    throw UserError(path + ": is " + kind + ", not a file convoy may replace; name a new file or a regular one");
+  }
   const std::string tmp = temporary_name(path);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail(path, "write");

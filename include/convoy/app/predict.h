@@ -14,11 +14,13 @@ struct PredictOptions {
   // run's data.test_csv). A Fashion-MNIST run: an IDX file of uint8 [N, 28, 28].
   std::string input;
   // Empty: DIR/predictions.csv for images, DIR/submission.csv for a CSV.
+  // "-": no file; the CSV is returned in Predictions::csv, for standard output.
   std::string output;
 };
 
 struct Predictions {
-  std::string output;                // the file written
+  std::string output;                // the file written ("-": none, see csv)
+  std::string csv;                   // with output "-": the whole CSV, written nowhere yet
   std::string input_kind;            // "image", "folder", "csv" or "idx"
   std::vector<std::string> classes;  // the run's, in label order
   std::vector<std::string> ids;      // first column: the file (relative to a folder input), id or row index
@@ -26,7 +28,7 @@ struct Predictions {
   std::vector<std::string> skipped;  // under on_bad_example: skip, images that could not be read
 };
 
-// Writes `output` atomically: the first column (`file` for images, the CSV's
+// Writes `output` atomically (or returns it in `csv` for "-"): the first column (`file` for images, the CSV's
 // id column, `id` for IDX rows), then one probability column per class, as a
 // Kaggle submission. A missing or unreadable input is one UserError naming it.
 Predictions predict(const std::string& checkpoint_dir, const PredictOptions& options);

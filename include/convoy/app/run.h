@@ -5,6 +5,7 @@
 #include <functional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "convoy/config/run_config.h"
 
@@ -69,6 +70,15 @@ RunOutcome resume_training(const std::string& dir, RunEvents* events,
 RunOutcome resume_training(const std::string& dir, std::ostream& log,
                            const std::function<void(RunConfig&)>& adjust = nullptr, int64_t epochs = 0,
                            const FaultInjection& faults = {});
+
+// The names a run writes into its output folder (files, and the folders
+// tensorboard/ and scratch/); nothing else there is touched.
+std::vector<std::string> run_outputs();
+// Those of them that `dir` holds now (an earlier run's, or a user's files of
+// those names), sorted; empty when `dir` is missing. Left out: tensorboard/
+// (each start writes new files there) and history.csv (a run killed before
+// its first checkpoint leaves it, with nothing to resume).
+std::vector<std::string> earlier_outputs(const std::string& dir);
 
 // Inference-mode loss and accuracy of the checkpoint in `dir` on its test data.
 Metrics evaluate_checkpoint(const std::string& dir);

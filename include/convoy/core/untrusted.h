@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,12 +40,36 @@ std::string shown(std::string_view value, std::size_t max = kShownChars);
 // whole: a 100,000-deep array is not walked).
 std::string shown_json(const nlohmann::json& value, std::size_t max = kShownChars);
 
-// The whole of the file at `path`, at most `max_bytes` of it: a regular
-// file's size is checked before a byte is read ("<path>: N bytes, more than
-// the M a <what> may have"), a pipe (`--config <(...)`) is read up to the
-// limit; a folder or a device (/dev/zero never ends) is refused, and a FIFO
-// with no writer reads as empty rather than waiting. Every failure is one
-// UserError naming the path.
+// What a file read whole may be, and how its errors read: "<name>: N bytes,
+// more than the M <a what> may have<limit_key>; <advice>".
+struct FileLimit {
+  std::string what;         // "run config", "image": what the user should name
+  uint64_t max_bytes = 0;
+  bool pipes = true;        // false: a pipe is refused like a device (image files)
+  std::string limit_key;    // the setting that raises the limit, shown as " (key)"; empty: none
+  std::string advice = "is it the right file?";
+};
+
+// How a file read whole turned out.
+struct FileRead {
+  std::size_t size = 0;
+  bool regular = true;  // false: a pipe (`--config <(...)`), whose folder means nothing
+};
+
+// The one reader of untrusted files read whole. It opens `path` without
+// blocking (a FIFO without a writer would wait forever), refuses a folder, a
+// device or socket (/dev/zero never ends) and, unless `limit.pipes`, a pipe;
+// checks a regular file's size before a byte is read; reads a pipe up to the
+// limit, refusing one that gives nothing. The bytes go to `buffer(n)`, which
+// must return room for n bytes keeping the first ones it already holds (as
+// std::string::resize); it is called once for a regular file, with its size,
+// and with growing sizes for a pipe, the last with the exact size. Every
+// failure is one UserError naming `name` (empty: the path).
+FileRead read_file_into(const std::string& path, const FileLimit& limit,
+                        const std::function<char*(std::size_t)>& buffer, const std::string& name = {});
+
+// The whole of the file at `path` through read_file_into: a <what> of at most
+// `max_bytes`, a pipe read up to the limit.
 std::string read_file_bounded(const std::string& path, uint64_t max_bytes, const std::string& what);
 
 // A message cut to kMaxMessageChars: its head and its tail (the advice) kept.

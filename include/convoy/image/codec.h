@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "convoy/core/tensor.h"
+#include "convoy/image/decode_budget.h"
 #include "convoy/image/image.h"
 
 namespace convoy::image {
@@ -43,7 +44,17 @@ struct DecodeOptions {
 // ceil(height / d) >= min_height.
 int jpeg_scale_denominator(int width, int height, const DecodeOptions& options);
 
-// `name` is only for messages (the file's path, or a record's key).
+// A decoded image and its share of the process-wide decode budget
+// (decode_budget.h), held until the full-size pixels are let go: a caller
+// that resizes keeps `held` until it has the small copy.
+struct HeldImage {
+  Image image;
+  DecodeReservation held;
+};
+
+// `name` is only for messages (the file's path, or a record's key). The
+// decode waits for its bytes of the decode budget before it allocates.
+HeldImage decode_image_held(std::span<const uint8_t> bytes, std::string_view name, const DecodeOptions& options = {});
 Image decode_image(std::span<const uint8_t> bytes, std::string_view name, const DecodeOptions& options = {});
 // Reads and decodes a file; errors name `path`.
 Image read_image(const std::string& path, const DecodeOptions& options = {});
