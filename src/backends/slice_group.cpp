@@ -1,7 +1,7 @@
 #include "backends/slice_group.h"
 
 #include <algorithm>
-#include <thread>
+#include <chrono>
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
@@ -29,21 +29,48 @@ class SliceGradients final : public GradientReducer {
 }  // namespace
 
 void SliceBarrier::wait() {
+  // The generation before the abort flag: abort() sets the flag, then moves
+  // the generation, so a wait that sees no abort here will see the move.
+  const uint32_t generation = generation_.load();
   if (aborted_.load()) throw SliceAborted{};
-  const uint64_t generation = generation_.load(std::memory_order_acquire);
   if (waiting_.fetch_add(1, std::memory_order_acq_rel) + 1 == parties_) {
     waiting_.store(0, std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_release);
+    generation_.fetch_add(1);
+    // seq_cst pairs with the waiter's parked_ increment before its last
+    // check: either it sees the new generation, or this sees it parked.
+    if (parked_.load() > 0) generation_.notify_all();
     return;
   }
-  constexpr int kSpinsBeforeYield = 1 << 12;  // ~0.1-0.3 ms of pause instructions
-  for (int spins = 0; generation_.load(std::memory_order_acquire) == generation; ++spins) {
-    if (aborted_.load(std::memory_order_relaxed)) throw SliceAborted{};
-    if (spins < kSpinsBeforeYield)
-      cpu_relax();
-    else
-      std::this_thread::yield();
+  await_generation(generation);
+  if (aborted_.load()) throw SliceAborted{};
+}
+
+void SliceBarrier::await_generation(uint32_t seen) {
+  // Spin first, for a bounded time rather than a count: a pause costs
+  // ~10 cycles on some CPUs and ~140 on others. The clock is read every 16.
+  using Clock = std::chrono::steady_clock;
+  constexpr auto kSpinFor = std::chrono::microseconds(20);
+  const auto until = Clock::now() + kSpinFor;
+  for (int spins = 1;; ++spins) {
+    if (generation_.load(std::memory_order_acquire) != seen) return;
+    cpu_relax();
+    if (spins % 16 == 0 && Clock::now() >= until) break;
   }
+  // Park. abort() moves the generation too, so a parked waiter wakes for it.
+  parked_.fetch_add(1);
+  while (generation_.load() == seen) generation_.wait(seen);
+  parked_.fetch_sub(1);
+}
+
+void SliceBarrier::abort() {
+  aborted_.store(true);
+  generation_.fetch_add(1);
+  generation_.notify_all();
+}
+
+void SliceBarrier::reset() {
+  aborted_.store(false);
+  waiting_.store(0);
 }
 
 SliceGroup::SliceGroup(int slices)

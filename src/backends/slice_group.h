@@ -25,20 +25,32 @@ namespace convoy {
 // with an exception (that exception is the one reported).
 struct SliceAborted {};
 
-// Waits for K threads; spins (the waits are microseconds), yielding after a
-// while in case the threads outnumber free cores.
+// Waits for K threads. A waiter spins for a few microseconds (on a quiet
+// machine the others arrive within that, and parking would cost a futex
+// round trip of about as much), then parks on the generation word (futex)
+// until the last party arrives. Parking matters when the threads outnumber
+// the free cores: a spinning waiter would hold the core that the party it
+// waits for needs (2 slices on 2 cores with two busy processes: 9.6 s an
+// epoch spinning, docs/benchmarks.md).
 class SliceBarrier {
  public:
   explicit SliceBarrier(int parties) : parties_(parties) {}
   void wait();
-  // Every wait() from now on throws SliceAborted, until reset().
-  void abort() { aborted_.store(true); }
-  void reset() { aborted_.store(false); }
+  // Every wait() from now on throws SliceAborted, until reset(); parked
+  // waiters are woken to throw.
+  void abort();
+  // Called while no thread waits (between steps): clears an abort and the
+  // count of parties an aborted wait left behind.
+  void reset();
 
  private:
+  // Returns once generation_ differs from `seen`.
+  void await_generation(uint32_t seen);
+
   const int parties_;
   std::atomic<int> waiting_{0};
-  std::atomic<uint64_t> generation_{0};
+  std::atomic<uint32_t> generation_{0};  // 32 bits: the futex word
+  std::atomic<int> parked_{0};           // waiters that may be asleep: the last one wakes them only then
   std::atomic<bool> aborted_{false};
 };
 
