@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "convoy/app/run_checkpoint.h"
 #include "convoy/config/run_config.h"
 #include "convoy/core/untrusted.h"
 #include "convoy/image/codec.h"
