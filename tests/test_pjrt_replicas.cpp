@@ -141,6 +141,31 @@ TEST(PjrtReplicas, BatchNormAndDropoutEightSyncReplicasAreOneReplicaOfTheEightfo
   expect_sync_replicas_are_one_big_batch(bn_dropout_graph(), 4);
 }
 
+// Transfer learning on replicas: a frozen first convolution and its batch
+// norm keep their weights and running statistics on every replica, and the
+// rest trains as one replica of the eightfold batch.
+TEST(PjrtReplicas, FrozenLayersOnEightSyncReplicasAreOneReplicaOfTheEightfoldBatch) {
+  REQUIRE_PJRT_DEVICES(kReplicas);
+  nn::Model model = bn_dropout_graph();
+  model.set_trainable(false, model.layers()[0].name);
+  model.set_trainable(false, model.layers()[1].name);
+  ASSERT_FALSE(model.layers()[0].params.empty());
+  auto many = compile_pjrt(model, sgd(4 * kReplicas, kReplicas, /*sync=*/true), 5);
+  const auto weights_before = parameters(*many), state_before = state(*many);
+  expect_sync_replicas_are_one_big_batch(model, 4);
+  const Batch steps = batch(model, 2 * 4 * kReplicas, 60);
+  for (int k = 0; k < 2; ++k)
+    many->train_step(steps.x.data() + k * 4 * kReplicas * numel(model.input_shape()), steps.y.data() + k * 4 * kReplicas);
+  const auto weights_after = parameters(*many), state_after = state(*many);
+  for (int layer : {0, 1}) {
+    for (const auto& slot : model.layers()[layer].params)
+      for (int64_t i = slot.offset; i < slot.offset + slot.size(); ++i) ASSERT_EQ(weights_after[i], weights_before[i]) << slot.name;
+    for (const auto& slot : model.layers()[layer].state)
+      for (int64_t i = slot.offset; i < slot.offset + slot.size(); ++i) ASSERT_EQ(state_after[i], state_before[i]) << slot.name;
+  }
+  EXPECT_NE(weights_after, weights_before) << "the trainable layers trained";
+}
+
 // Without synchronised batch norm each replica normalises its own part (as
 // on TPUs): the gradient is the mean of the CPU backend's on each part alone
 // and the running statistics the mean of its per-part ones — not what one

@@ -18,10 +18,6 @@ std::string pjrt_unsupported(const nn::Model& model) {
 
 std::string pjrt::pjrt_unsupported(const nn::Model& model, const CompileOptions& options) {
   if (std::string why = convoy::pjrt_unsupported(model); !why.empty()) return why;
-  if (options.pjrt.replicas > 1)
-    for (const auto& plan : model.layers())
-      if (!plan.trainable)
-        return "frozen layers (trainable: false, layer " + plan.name + ") train on one replica only (drop --replicas)";
   if (options.input_gradient) return "the PJRT backend does not compute input gradients (gradient checks run on the CPU)";
   return "";
 }
