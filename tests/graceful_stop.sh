@@ -28,7 +28,7 @@ stop_mid_run() {
   local rc=$?
   local line
   line=$(cat "$tmp/$signal.err")
-  if [[ $rc -ne $want ]]; then fail "$signal" "exit $rc, wanted $want"; return; fi
+  if [[ $rc -ne $want ]]; then fail "$signal" "exit $rc, wanted $want; it said: $(head -c 4000 "$tmp/$signal.err")"; return; fi
   if [[ $(wc -l <"$tmp/$signal.err") -ne 1 ]] || ! grep -qF "convoy train --resume $dir" "$tmp/$signal.err"; then
     fail "$signal" "wanted one line saying 'convoy train --resume $dir', got: $line"; return
   fi
