@@ -8,8 +8,12 @@
 //
 //   cpu_op_times [--model seed_cnn] [--channels 3 --size 64] [--batch 128] [--reps 200] [--input-gradient 0]
 //                [--conv-algo auto] [--kernels auto|base|avx2|avx512]
+//                [--fuse 1]
 // (--channels and --size shape a zoo model's input; the seed CNN's is fixed;
-// --conv-algo direct times oneDNN's convolutions where auto runs our own)
+// --conv-algo direct times oneDNN's convolutions where auto runs our own;
+// the ops are the CPU device's, so a fused first block (conv -> pool -> ReLU,
+// backends/cpu/conv_pool_op.h) is timed as its conv's line and its other
+// layers say "runs in"; --fuse 0 times every layer on its own op)
 #include <omp.h>
 
 #include <algorithm>
@@ -38,7 +42,7 @@ int main(int argc, char** argv) try {
   using namespace convoy;
   std::string model = "seed_cnn";
   int64_t channels = 3, size = 64, batch = 128, reps = 200;
-  bool input_gradient = false;
+  bool input_gradient = false, fuse = true;
   ConvAlgo algo = ConvAlgo::automatic;
   KernelSet kernels = KernelSet::automatic;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -51,9 +55,10 @@ int main(int argc, char** argv) try {
     else if (flag == "--kernels") kernels = parse_kernel_set(value);
     else if (flag == "--input-gradient") input_gradient = value == "1";
     else if (flag == "--conv-algo") algo = parse_conv_algo(value);
+    else if (flag == "--fuse") fuse = value == "1";
     else
       throw UserError("unknown flag " + flag +
-                      "; flags: --model --channels --size --batch --reps --input-gradient --conv-algo --kernels");
+                      "; flags: --model --channels --size --batch --reps --input-gradient --conv-algo --kernels --fuse");
   }
   const nn::Model m = nn::model_by_name(model, {.input = {channels, size, size}, .classes = 10});
   const bool cpu_clock = omp_get_max_threads() == 1;
@@ -63,31 +68,51 @@ int main(int argc, char** argv) try {
               cpu_clock ? "thread CPU time" : "wall clock", conv_algo_name(algo), "layer", "fwd ms", "bwd ms");
   Rng rng(7);
   const std::vector<float> params = m.initial_parameters(1), state = m.initial_state();
+  cpu::DnnlEnv env;
+  const std::vector<uint64_t> seeds(m.layers().size(), 1);
+  cpu::CpuOps made = cpu::backend(kernels).make_cpu_ops(env, m, batch, seeds, algo, input_gradient, fuse);
+  // Every layer's buffers live until the end: a fused chain's head reads its members'.
+  struct Buffers {
+    std::vector<float> x, y, dy, dx, p, g, s, scratch;
+  };
+  std::vector<Buffers> buffers(m.layers().size());
+  std::vector<bool> timed(m.layers().size());
   for (std::size_t i = 0; i < m.layers().size(); ++i) {
     const nn::LayerPlan& plan = m.layers()[i];
     if (plan.inputs.size() != 1) continue;  // joins read several buffers: left out
-    cpu::DnnlEnv env;
-    auto op = cpu::backend(kernels).make_cpu_op(env, plan, batch, 1, algo);
+    cpu::CpuOp& op = *made.ops[i];
     const int64_t in = batch * numel(plan.input_shape), out = batch * numel(plan.output_shape);
-    std::vector<float> x = uniform(in, rng), y(static_cast<std::size_t>(out)), dy = uniform(out, rng),
-                       dx(static_cast<std::size_t>(in)), p = params, g(params.size() + 1), s = state;
-    std::vector<float> scratch(op->scratchpad_bytes() / sizeof(float) + 16);
+    Buffers& d = buffers[i];
+    d.x = uniform(in, rng);
+    d.y.resize(static_cast<std::size_t>(out));
+    d.dy = uniform(out, rng);
+    d.dx.resize(static_cast<std::size_t>(in));
+    d.p = params;
+    d.g.resize(params.size() + 1);
+    d.s = state;
+    d.scratch.resize(op.scratchpad_bytes() / sizeof(float) + 16);
     cpu::OpBuffers b;
-    b.src = x.data();
-    b.dst = y.data();
-    b.diff_dst = dy.data();
-    b.diff_src = i == 0 && !input_gradient ? nullptr : dx.data();
+    b.src = d.x.data();
+    b.dst = d.y.data();
+    b.diff_dst = d.dy.data();
+    b.diff_src = i == 0 && !input_gradient ? nullptr : d.dx.data();
     if (!plan.params.empty()) {
-      b.params = p.data() + plan.params[0].offset;
-      b.grads = g.data() + plan.params[0].offset;
+      b.params = d.p.data() + plan.params[0].offset;
+      b.grads = d.g.data() + plan.params[0].offset;
     }
-    if (!plan.state.empty()) b.state = s.data() + plan.state[0].offset;
-    b.scratchpad = scratch.data();
+    if (!plan.state.empty()) b.state = d.s.data() + plan.state[0].offset;
+    b.scratchpad = d.scratch.data();
     b.srcs = {b.src};
     b.diff_srcs = {b.diff_src};
-    op->bind(env, b);
-    const bench::BestPasses best = bench::best_passes(*op, env, clock, reps, 3);
-    std::printf("%-16s %10.3f %10.3f\n", plan.name.c_str(), 1e3 * best.forward, 1e3 * best.backward);
+    op.bind(env, b);
+    timed[i] = true;
+  }
+  for (std::size_t i = 0; i < m.layers().size(); ++i) {
+    if (!timed[i]) continue;
+    const bench::BestPasses best = bench::best_passes(*made.ops[i], env, clock, reps, 3);
+    const int in = made.runs_in[i];
+    std::printf("%-16s %10.3f %10.3f%s%s\n", m.layers()[i].name.c_str(), 1e3 * best.forward, 1e3 * best.backward,
+                in < 0 ? "" : "   runs in ", in < 0 ? "" : m.layers()[static_cast<std::size_t>(in)].name.c_str());
   }
   return 0;
 } catch (const convoy::UserError& e) {

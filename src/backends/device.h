@@ -100,6 +100,12 @@ class Device {
   // One op per layer (seeds[i]: layer i's own, for dropout).
   virtual void make_ops(const nn::Model& model, const DeviceShape& shape, const std::vector<uint64_t>& seeds) = 0;
   virtual bool is_view(std::size_t layer) const = 0;
+  // The layer whose op does this layer's work (the device fused them: this
+  // layer's own passes do nothing and its time is in that layer's), or -1.
+  virtual int runs_in(std::size_t layer) const {
+    (void)layer;
+    return -1;
+  }
   // Buffers start at multiples of this many floats.
   virtual int64_t align_floats() const = 0;
   // The Program's regions, each zeroed, plus whatever the device needs for

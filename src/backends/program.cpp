@@ -38,9 +38,12 @@ Program::Program(const nn::Model& model, const CompileOptions& options, uint64_t
   for (std::size_t i = 0; i < layers_; ++i) seeds.push_back(dropout_layer_seed(seed, i));
   device_->make_ops(model, {.batch = rows_, .input = model.input_shape(), .classes = classes_, .slots = slots_},
                     seeds);
-  for (const auto& layer : layers) {
-    const nn::LayerFlops f = nn::layer_flops(layer);
-    profile_.push_back({.name = layer.name, .forward_flops = f.forward * batch_, .backward_flops = f.backward * batch_});
+  for (std::size_t i = 0; i < layers_; ++i) {
+    const nn::LayerFlops f = nn::layer_flops(layers[i]);
+    const int in = device_->runs_in(i);
+    profile_.push_back({.name = layers[i].name, .forward_flops = f.forward * batch_,
+                        .backward_flops = f.backward * batch_,
+                        .runs_in = in < 0 ? std::string() : layers[static_cast<std::size_t>(in)].name});
   }
   plan_memory(model);
   // Start values, then the ops (a GPU's convolutions time their algorithms on the real buffers).
@@ -136,6 +139,14 @@ void Program::bind_ops(const nn::Model& model) {
   d_output_ = at(plan_.gradient.back());
   device_->bind_edges(input_, d_input_);
   const auto& layers = model.layers();
+  // A fused chain (the layers that run in one, and that one) writes only its
+  // last layer's output and reads only that layer's output gradient.
+  std::vector<int> chain(layers.size(), -1), last(layers.size(), -1);
+  for (std::size_t i = 0; i < layers.size(); ++i)
+    if (const int head = device_->runs_in(i); head >= 0) {
+      chain[static_cast<std::size_t>(head)] = chain[i] = head;
+      last[static_cast<std::size_t>(head)] = static_cast<int>(i);
+    }
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const auto& layer = layers[i];
     OpBuffers b;
@@ -162,7 +173,8 @@ void Program::bind_ops(const nn::Model& model) {
 
     LayerBuffers r{.name = layer.name, .output = at(plan_.activation[i + 1]),
                    .output_gradient = at(plan_.gradient[i + 1]), .size = plan_.elements[i + 1],
-                   .is_view = device_->is_view(i)};
+                   .is_view = device_->is_view(i),
+                   .unwritten = chain[i] >= 0 && last[static_cast<std::size_t>(chain[i])] != static_cast<int>(i)};
     for (const auto& slot : layer.params) r.params.emplace_back(slot.offset, slot.size());
     report_layers_.push_back(std::move(r));
   }
@@ -397,10 +409,10 @@ std::string Program::nonfinite_report() const {
            "steps_per_execution 1 says where)";
   if (!device_->all_finite(input_, rows_ * example_size_)) return "the input batch (check the data)";
   for (const auto& l : report_layers_)
-    if (!l.is_view && !device_->all_finite(l.output, l.size)) return "the forward output of " + l.name;
+    if (!l.is_view && !l.unwritten && !device_->all_finite(l.output, l.size)) return "the forward output of " + l.name;
   if (!std::isfinite(read_scalars().step_loss_sum)) return "the loss";
   for (auto l = report_layers_.rbegin(); l != report_layers_.rend(); ++l) {
-    if (!l->is_view && l->output_gradient && !device_->all_finite(l->output_gradient, l->size))
+    if (!l->is_view && !l->unwritten && l->output_gradient && !device_->all_finite(l->output_gradient, l->size))
       return "the gradient at the output of " + l->name;
     for (const auto& [offset, size] : l->params)
       if (!device_->all_finite(grads_ + offset, size)) return "the gradient of " + l->name + "'s parameters";

@@ -121,6 +121,9 @@ class Program final : public Executable, public ExecutableInternals {
     const float *output = nullptr, *output_gradient = nullptr;
     int64_t size = 0;
     bool is_view = false;
+    // Its output and output gradient are never written: an inner layer of a
+    // chain the device fused (Device::runs_in), whose last layer's are.
+    bool unwritten = false;
     std::vector<std::pair<int64_t, int64_t>> params;  // (offset, size) in the flat buffers
   };
   std::vector<LayerBuffers> report_layers_;

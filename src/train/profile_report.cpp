@@ -24,10 +24,19 @@ std::string profile_table(const std::vector<LayerProfile>& layers, int64_t steps
   out += line;
   out += std::string(66, '-') + "\n";
   for (const auto& l : layers) {
+    const double share = total > 0 ? 100 * (l.forward_seconds + l.backward_seconds) / total : 0.0;
+    if (!l.runs_in.empty()) {  // fused: its work, and its FLOPs in the rates, are in that layer's line
+      std::snprintf(line, sizeof line, "%-16s %10.3f %10.3f %6.1f%%   runs in %s\n", l.name.c_str(),
+                    1e3 * l.forward_seconds / n, 1e3 * l.backward_seconds / n, share, l.runs_in.c_str());
+      out += line;
+      continue;
+    }
+    double forward_flops = l.forward_flops, backward_flops = l.backward_flops;
+    for (const auto& m : layers)
+      if (m.runs_in == l.name) forward_flops += m.forward_flops, backward_flops += m.backward_flops;
     std::snprintf(line, sizeof line, "%-16s %10.3f %10.3f %6.1f%% %9.1f %9.1f\n", l.name.c_str(),
-                  1e3 * l.forward_seconds / n, 1e3 * l.backward_seconds / n,
-                  total > 0 ? 100 * (l.forward_seconds + l.backward_seconds) / total : 0.0,
-                  gflops(l.forward_flops, l.forward_seconds), gflops(l.backward_flops, l.backward_seconds));
+                  1e3 * l.forward_seconds / n, 1e3 * l.backward_seconds / n, share,
+                  gflops(forward_flops, l.forward_seconds), gflops(backward_flops, l.backward_seconds));
     out += line;
   }
   out += std::string(66, '-') + "\n";

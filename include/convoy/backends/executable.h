@@ -112,6 +112,9 @@ struct LayerProfile {
   // layers (it runs each step as one fused module).
   double forward_seconds = 0, backward_seconds = 0;
   double forward_flops = 0, backward_flops = 0;      // per step (multiply-adds count 2)
+  // Non-empty: the device runs this layer's work inside that layer's op
+  // (fused), so its time is counted there and its own is ~0.
+  std::string runs_in;
 };
 
 // Sums over the steps since the metrics were last read with Metrics::reset.

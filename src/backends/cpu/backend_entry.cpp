@@ -6,6 +6,8 @@
 #include "core/isa_entry.h"
 
 extern "C" const convoy::cpu::BackendEntry* CONVOY_ISA_ENTRY(convoy_cpu_backend)() {
-  static const convoy::cpu::BackendEntry entry{&convoy::cpu::make_cpu_device, &convoy::optim::step, &convoy::cpu::make_cpu_op};
+  static const convoy::cpu::BackendEntry entry{&convoy::cpu::make_cpu_device, &convoy::optim::step,
+                                               &convoy::cpu::make_cpu_op, &convoy::cpu::make_unfused_cpu_device,
+                                               &convoy::cpu::make_cpu_ops};
   return &entry;
 }

@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 
+#include "backends/cpu/conv_pool_op.h"
 #include "backends/cpu/cpu_op.h"
 #include "backends/device.h"
 #include "convoy/backends/executable.h"
@@ -21,10 +22,17 @@ struct BackendEntry {
   // One layer's op (the per-op benchmarks time them one by one).
   std::unique_ptr<CpuOp> (*make_cpu_op)(DnnlEnv& env, const nn::LayerPlan& plan, int64_t batch, uint64_t seed,
                                         ConvAlgo algo);
+  // The CPU device with every layer on its own op, none fused
+  // (conv_pool_op.h): the tests' reference for make_device's.
+  std::unique_ptr<Device> (*make_unfused_device)(const CompileOptions& options);
+  // A whole model's ops as make_device makes them (fuse) or one per layer.
+  CpuOps (*make_cpu_ops)(DnnlEnv& env, const nn::Model& model, int64_t batch, const std::vector<uint64_t>& seeds,
+                         ConvAlgo algo, bool input_gradient, bool fuse);
 };
 
-// This copy's CPU device (cpu_device.cpp).
+// This copy's CPU device (cpu_device.cpp), and the same without fused ops.
 std::unique_ptr<Device> make_cpu_device(const CompileOptions& options);
+std::unique_ptr<Device> make_unfused_cpu_device(const CompileOptions& options);
 
 // The copy for `set` (automatic: the best this CPU runs); UserError when this
 // CPU cannot run it. Defined outside the copies, in src/backends/cpu_kernels.cpp.

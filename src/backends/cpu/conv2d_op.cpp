@@ -36,6 +36,7 @@ class Conv2dOp final : public WeightedOp {
     const nn::Window wy = nn::window(in[2], c.kernel, c.stride, c.padding, plan.name);
     const nn::Window wx = nn::window(in[3], c.kernel, c.stride, c.padding, plan.name);
     const memory::dims strides{c.stride, c.stride}, pad_l{wy.pad_begin, wx.pad_begin}, pad_r{wy.pad_end, wx.pad_end};
+    const ConvGeometry g = conv_geometry(plan, in, out);
     const memory::desc any_w = any_weights(), any_dw = any_weight_gradient();
     const auto attr = env.attr();
     const auto alg = algorithm::convolution_direct;
@@ -46,9 +47,6 @@ class Conv2dOp final : public WeightedOp {
     convolution_forward::primitive_desc fwd_pd(fwd_desc, attr, env.engine);
     const convolution_backward_data::primitive_desc bwd_data_pd(
         {alg, src_md_, any_w, diff_dst_in_md_, strides, pad_l, pad_r}, attr, env.engine, fwd_pd);
-    const ConvGeometry g{.batch = in[0], .channels = in[1], .height = in[2], .width = in[3], .filters = out[1],
-                         .out_height = out[2], .out_width = out[3], .kernel = c.kernel, .stride = c.stride,
-                         .groups = c.groups, .pad_top = wy.pad_begin, .pad_left = wx.pad_begin};
     if (PlanarConv::suits(g)) {
       set_own_kernels(fwd_pd, bwd_data_pd, std::make_unique<PlanarConv>(g));
       return;
@@ -71,6 +69,15 @@ class Conv2dOp final : public WeightedOp {
 };
 
 }  // namespace
+
+ConvGeometry conv_geometry(const nn::LayerPlan& plan, const Shape& in, const Shape& out) {
+  const auto& c = std::get<nn::Conv2d>(plan.layer);
+  const nn::Window wy = nn::window(in[2], c.kernel, c.stride, c.padding, plan.name);
+  const nn::Window wx = nn::window(in[3], c.kernel, c.stride, c.padding, plan.name);
+  return {.batch = in[0], .channels = in[1], .height = in[2], .width = in[3], .filters = out[1],
+          .out_height = out[2], .out_width = out[3], .kernel = c.kernel, .stride = c.stride,
+          .groups = c.groups, .pad_top = wy.pad_begin, .pad_left = wx.pad_begin};
+}
 
 std::unique_ptr<CpuOp> make_conv2d(DnnlEnv& env, const nn::LayerPlan& plan, const Shape& in, const Shape& out,
                                    ConvAlgo algo) {

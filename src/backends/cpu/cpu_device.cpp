@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "backends/cpu/backend_entry.h"
+#include "backends/cpu/conv_pool_op.h"
 #include "backends/cpu/cpu_op.h"
 #include "backends/cpu/finite_check.h"
 #include "backends/cpu/softmax_kernels.h"
@@ -22,7 +23,8 @@ namespace {
 
 class CpuDevice final : public Device {
  public:
-  explicit CpuDevice(const CompileOptions& options) : conv_algo_(options.conv_algo) {
+  CpuDevice(const CompileOptions& options, bool fuse)
+      : conv_algo_(options.conv_algo), input_gradient_(options.input_gradient), fuse_(fuse) {
     if (options.precision == Precision::bf16) env_.compute = dnnl::memory::data_type::bf16;  // compile_cpu checked the CPU
   }
   std::string name() const override { return "cpu"; }
@@ -31,10 +33,12 @@ class CpuDevice final : public Device {
   void make_ops(const nn::Model& model, const DeviceShape& shape, const std::vector<uint64_t>& seeds) override {
     shape_ = shape;
     require_memory_for_batch(model);
-    for (std::size_t i = 0; i < model.layers().size(); ++i)
-      ops_.push_back(make_cpu_op(env_, model.layers()[i], shape.batch, seeds[i], conv_algo_));
+    CpuOps made = make_cpu_ops(env_, model, shape.batch, seeds, conv_algo_, input_gradient_, fuse_);
+    ops_ = std::move(made.ops);
+    runs_in_ = std::move(made.runs_in);
   }
   bool is_view(std::size_t layer) const override { return ops_[layer]->is_view(); }
+  int runs_in(std::size_t layer) const override { return runs_in_[layer]; }
   int64_t align_floats() const override { return 16; }
 
   std::vector<void*> allocate(const std::vector<Region>& regions) override {
@@ -197,6 +201,8 @@ class CpuDevice final : public Device {
   }
 
   ConvAlgo conv_algo_;
+  bool input_gradient_, fuse_;
+  std::vector<int> runs_in_;  // per layer: the layer whose op does its work (conv_pool_op.h), or -1
   mutable DnnlEnv env_;
   DeviceShape shape_;
   std::vector<std::unique_ptr<CpuOp>> ops_;
@@ -214,7 +220,11 @@ class CpuDevice final : public Device {
 }  // namespace
 
 std::unique_ptr<Device> make_cpu_device(const CompileOptions& options) {
-  return std::make_unique<CpuDevice>(options);
+  return std::make_unique<CpuDevice>(options, true);
+}
+
+std::unique_ptr<Device> make_unfused_cpu_device(const CompileOptions& options) {
+  return std::make_unique<CpuDevice>(options, false);
 }
 
 }  // namespace convoy::cpu

@@ -31,12 +31,9 @@
 #include <utility>
 #include <vector>
 
-#if defined(__AVX2__)
-#include <immintrin.h>
-#endif
-
 #include "backends/cpu/ops.h"
 #include "backends/cpu/pool_geometry.h"
+#include "backends/cpu/pool_lanes.h"
 #include "backends/cpu/simd.h"
 #include "convoy/core/error.h"
 
@@ -131,52 +128,6 @@ void max_lanes(const float* image, int64_t corner, const Taps& t, float* y, uint
   }
 }
 
-// Vectors of W channels (simd.h: one source for every copy; W is the widest
-// the copy has that the channels fill, so 16 in the AVX-512 copy from 16
-// channels on) and the window positions as W lanes of int32 and of bytes.
-template <int W>
-struct Lanes {
-  using F = simd::VecOf<W>;
-  typedef int32_t I __attribute__((vector_size(W * sizeof(int32_t))));
-  typedef uint8_t B __attribute__((vector_size(W)));
-  typedef uint8_t Bytes __attribute__((vector_size(W * sizeof(int32_t))));  // an I seen as bytes
-};
-
-// The low byte of each lane (positions are below 256), and back: data
-// movement only, the same values in every copy. __builtin_convertvector is
-// one instruction with AVX-512 (vpmovdb, vpmovzxbd), but GCC 12 lowers it
-// lane by lane through general registers without (the AVX2 copy's pool ran
-// at half speed): there byte shuffles narrow, and vpmovzxbd widens in the
-// AVX2 copy.
-template <int W>
-typename Lanes<W>::B narrow(typename Lanes<W>::I w) {
-#if defined(__AVX512F__)
-  return __builtin_convertvector(w, typename Lanes<W>::B);
-#else
-  const auto v = reinterpret_cast<typename Lanes<W>::Bytes>(w);
-  return [&]<int... J>(std::integer_sequence<int, J...>) {
-    return __builtin_shufflevector(v, v, (4 * J)...);
-  }(std::make_integer_sequence<int, W>{});
-#endif
-}
-template <int W>
-typename Lanes<W>::I widen(const uint8_t* a) {
-  // GCC 12 lowers the conversion below lane by lane in the AVX-512 copy too
-  // (the 20-channel pool's backward pass: 0.053 -> 0.037 ms with vpmovzxbd).
-#if defined(__AVX512F__)
-  if constexpr (W == 16)
-    return reinterpret_cast<typename Lanes<W>::I>(
-        _mm512_maskz_cvtepu8_epi32(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(a))));
-#endif
-#if defined(__AVX2__)
-  if constexpr (W == 8)
-    return reinterpret_cast<typename Lanes<W>::I>(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a))));
-#endif
-  typename Lanes<W>::B b;
-  std::memcpy(&b, a, W);
-  return __builtin_convertvector(b, typename Lanes<W>::I);
-}
-
 // The maximum over the taps for Chunks blocks of W channels from c0, the last
 // block ending at channel c (it may overlap the one before: the same values).
 template <int W, int Chunks>
@@ -193,18 +144,11 @@ void max_blocks(const float* image, int64_t corner, const Taps& t, int64_t c, in
   for (int64_t i = 0; i < t.count; ++i) {
     const int32_t p = t.positions[i];
     const float* x = image + corner + t.offsets[p];
-    const typename L::I pos = typename L::I{} + p;
-    for (int j = 0; j < Chunks; ++j) {
-      const typename L::F xj = simd::load<typename L::F>(x + block[j]);
-      const typename L::I greater = xj > best[j];  // all ones where x wins; never for a NaN x
-      where[j] = greater ? pos : where[j];
-      best[j] = greater ? xj : best[j];
-    }
+    for (int j = 0; j < Chunks; ++j) take_greater<W>(simd::load<typename L::F>(x + block[j]), p, best[j], where[j]);
   }
   for (int j = 0; j < Chunks; ++j) {
     simd::store(y + block[j], best[j]);
-    const typename L::B bytes = narrow<W>(where[j]);
-    std::memcpy(a + block[j], &bytes, W);
+    store_bytes<W>(a + block[j], where[j]);
   }
 }
 
@@ -256,20 +200,13 @@ void max_row_wide(const float* x, int64_t row, int64_t c, int64_t windows, float
 #pragma GCC unroll 9
     for (int p = 0; p < K * K; ++p) {
       const float* xp = x + p / K * row + p % K * c;
-      const typename L::I pos = typename L::I{} + p;
 #pragma GCC unroll 4
-      for (int j = 0; j < NB; ++j) {
-        const typename L::F xj = simd::load<typename L::F>(xp + j * WV);
-        const typename L::I greater = xj > best[j];  // never for a NaN x, as max_blocks
-        where[j] = greater ? pos : where[j];
-        best[j] = greater ? xj : best[j];
-      }
+      for (int j = 0; j < NB; ++j) take_greater<WV>(simd::load<typename L::F>(xp + j * WV), p, best[j], where[j]);
     }
 #pragma GCC unroll 4
     for (int j = 0; j < NB; ++j) {
       simd::store(y + j * WV, best[j]);
-      const typename L::B bytes = narrow<WV>(where[j]);
-      std::memcpy(a + j * WV, &bytes, WV);
+      store_bytes<WV>(a + j * WV, where[j]);
     }
   }
 }

@@ -2,9 +2,12 @@
 // Constructors of the CPU ops, one file each; make_cpu_op picks among them.
 // in/out are the layer's shapes with the batch in front.
 #include "backends/cpu/cpu_op.h"
+#include "backends/cpu/planar_conv.h"
 
 namespace convoy::cpu {
 
+// Where a Conv2d layer's windows fall (padding resolved).
+ConvGeometry conv_geometry(const nn::LayerPlan& plan, const Shape& in, const Shape& out);
 std::unique_ptr<CpuOp> make_conv2d(DnnlEnv& env, const nn::LayerPlan& plan, const Shape& in, const Shape& out,
                                    ConvAlgo algo);
 std::unique_ptr<CpuOp> make_max_pool2d(const nn::LayerPlan& plan, const Shape& in, const Shape& out);

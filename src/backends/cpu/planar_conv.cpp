@@ -10,6 +10,7 @@
 #include <immintrin.h>
 #endif
 
+#include "backends/cpu/planar_pool.h"
 #include "backends/cpu/simd.h"
 
 namespace convoy::cpu {
@@ -300,8 +301,33 @@ void PlanarConv::stage_input(Workspace& w, int64_t n, int64_t y0, int64_t rows, 
   }
 }
 
+void PlanarConv::set_pooling(bool relu) {
+  if (!can_pool_2x2()) throw std::logic_error("PlanarConv asked to pool bands that hold no whole 2x2 windows");
+  pooling_ = true;
+  relu_ = relu;
+  pooled_height_ = g_.out_height / 2;
+  pooled_width_ = g_.out_width / 2;
+  pitch_ = planar_pool_pitch(pooled_width_);
+  // The pool's vectors read and write junk lanes past a band's last plane.
+  const int64_t slack = planar_pool_slack(pitch_);
+  const auto staged = static_cast<std::size_t>(band_ / 2 * g_.filters * pitch_);
+  for (Workspace& w : threads_) {
+    w.planes = AlignedBuffer(static_cast<std::size_t>(forward_filters_ * out_plane_ + slack));
+    w.grad = AlignedBuffer(static_cast<std::size_t>(grad_filters_ * out_plane_ + slack));
+    w.pooled = AlignedBuffer(staged);
+    w.d_pooled = AlignedBuffer(staged);  // the lanes past the pooled width stay zero
+  }
+}
+
+int64_t PlanarConv::positions_size() const { return g_.batch * pooled_height_ * g_.filters * pitch_; }
+
+PlanarPoolBand PlanarConv::pool_band(int64_t rows) const {
+  return {.filters = g_.filters, .plane = out_plane_, .cols = out_cols_, .rows = rows, .width = g_.out_width,
+          .pooled_cols = pooled_width_, .pitch = pitch_, .relu = relu_};
+}
+
 void PlanarConv::forward_images(Workspace& w, int64_t first_image, int64_t end_image, const float* src,
-                                float* dst) const {
+                                float* dst, uint8_t* positions) const {
   const ConvGeometry& g = g_;
   for (int64_t n = first_image; n < end_image; ++n)
     for (int64_t y0 = 0; y0 < g.out_height; y0 += band_) {
@@ -309,6 +335,15 @@ void PlanarConv::forward_images(Workspace& w, int64_t first_image, int64_t end_i
       const BandLayout b = band_layout(g, forward_filters_, rows, in_cols_, in_plane_, out_cols_, out_plane_, flat_);
       stage_input(w, n, y0, rows, src);
       forward_band(g.kernel, b, w.input.data(), weight_.data(), bias_.data(), w.planes.data());
+      if (positions) {
+        // Only the pooled rows leave the band, as NHWC.
+        const int64_t first = n * pooled_height_ + y0 / 2, row = g.filters * pitch_;
+        pool_band_2x2(pool_band(rows), w.planes.data(), w.pooled.data(), positions + first * row);
+        for (int64_t py = 0; py < rows / 2; ++py)
+          from_planes(w.pooled.data() + py * row, pitch_, pooled_width_, g.filters,
+                      dst + (first + py) * pooled_width_ * g.filters);
+        continue;
+      }
       for (int64_t y = 0; y < rows; ++y)
         from_planes(w.planes.data() + y * out_cols_, out_plane_, g.out_width, g.filters,
                     dst + (n * g.out_height + y0 + y) * g.out_width * g.filters);
@@ -316,7 +351,7 @@ void PlanarConv::forward_images(Workspace& w, int64_t first_image, int64_t end_i
 }
 
 void PlanarConv::gradient_images(Workspace& w, int64_t first_image, int64_t end_image, const float* src,
-                                 const float* diff_dst) const {
+                                 const float* diff_dst, const uint8_t* positions) const {
   const ConvGeometry& g = g_;
   const int64_t taps = g.channels * g.kernel * g.kernel;
   float* sums = w.sums.data();
@@ -330,9 +365,19 @@ void PlanarConv::gradient_images(Workspace& w, int64_t first_image, int64_t end_
       // Columns past the image's and the padded filters' rows stay zero; in a
       // flat band so must the positions its last block reads past its rows
       // (a longer band before may have left values there).
-      for (int64_t y = 0; y < rows; ++y)
-        to_planes(diff_dst + (n * g.out_height + y0 + y) * g.out_width * g.filters, g.out_width, g.filters,
-                  w.grad.data() + y * out_cols_, out_plane_);
+      if (positions) {
+        // The conv output's gradient from the pooled one's: what the unfused
+        // pool's backward pass writes, without its NHWC round trip.
+        const int64_t first = n * pooled_height_ + y0 / 2, row = g.filters * pitch_;
+        for (int64_t py = 0; py < rows / 2; ++py)
+          to_planes(diff_dst + (first + py) * pooled_width_ * g.filters, pooled_width_, g.filters,
+                    w.d_pooled.data() + py * row, pitch_);
+        route_band_2x2(pool_band(rows), w.d_pooled.data(), positions + first * row, w.grad.data());
+      } else {
+        for (int64_t y = 0; y < rows; ++y)
+          to_planes(diff_dst + (n * g.out_height + y0 + y) * g.out_width * g.filters, g.out_width, g.filters,
+                    w.grad.data() + y * out_cols_, out_plane_);
+      }
       if (flat_)
         for (int64_t o = 0; o < g.filters; ++o)
           std::fill(w.grad.data() + o * out_plane_ + rows * out_cols_,
@@ -348,6 +393,27 @@ void PlanarConv::gradient_images(Workspace& w, int64_t first_image, int64_t end_
 }
 
 void PlanarConv::forward(const float* src, const float* weight, const float* bias, float* dst) {
+  run_forward(src, weight, bias, dst, nullptr);
+}
+
+void PlanarConv::forward_pooled(const float* src, const float* weight, const float* bias, float* pooled,
+                                uint8_t* positions) {
+  if (!pooling_) throw std::logic_error("PlanarConv::forward_pooled before set_pooling");
+  run_forward(src, weight, bias, pooled, positions);
+}
+
+void PlanarConv::weight_gradient(const float* src, const float* diff_dst, float* dw, float* db) {
+  run_weight_gradient(src, diff_dst, nullptr, dw, db);
+}
+
+void PlanarConv::weight_gradient_pooled(const float* src, const float* d_pooled, const uint8_t* positions, float* dw,
+                                        float* db) {
+  if (!pooling_) throw std::logic_error("PlanarConv::weight_gradient_pooled before set_pooling");
+  run_weight_gradient(src, d_pooled, positions, dw, db);
+}
+
+void PlanarConv::run_forward(const float* src, const float* weight, const float* bias, float* dst,
+                             uint8_t* positions) {
   const int64_t taps = g_.channels * g_.kernel * g_.kernel;
   std::copy_n(weight, g_.filters * taps, weight_.data());  // the padded filters stay zero
   if (bias) std::copy_n(bias, g_.filters, bias_.data());
@@ -355,18 +421,20 @@ void PlanarConv::forward(const float* src, const float* weight, const float* bia
 #pragma omp parallel num_threads(static_cast<int>(threads_.size()))
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    forward_images(threads_[static_cast<std::size_t>(t)], batch * t / nt, batch * (t + 1) / nt, src, dst);
+    forward_images(threads_[static_cast<std::size_t>(t)], batch * t / nt, batch * (t + 1) / nt, src, dst, positions);
   }
 }
 
-void PlanarConv::weight_gradient(const float* src, const float* diff_dst, float* dw, float* db) {
+void PlanarConv::run_weight_gradient(const float* src, const float* diff_dst, const uint8_t* positions, float* dw,
+                                     float* db) {
   int used = 1;
   const int64_t batch = g_.batch;
 #pragma omp parallel num_threads(static_cast<int>(threads_.size()))
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     if (t == 0) used = nt;
-    gradient_images(threads_[static_cast<std::size_t>(t)], batch * t / nt, batch * (t + 1) / nt, src, diff_dst);
+    gradient_images(threads_[static_cast<std::size_t>(t)], batch * t / nt, batch * (t + 1) / nt, src, diff_dst,
+                    positions);
   }
   const int64_t weights = g_.filters * g_.channels * g_.kernel * g_.kernel;
   for (int64_t i = 0; i < weights + g_.filters; ++i) {

@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backends/cpu/planar_pool.h"
 #include "backends/cpu/weighted_op.h"
 #include "convoy/core/tensor.h"
 
@@ -62,6 +63,21 @@ class PlanarConv final : public OwnKernels {
   void forward(const float* src, const float* weight, const float* bias, float* dst) override;
   void weight_gradient(const float* src, const float* diff_dst, float* dw, float* db) override;
 
+  // The fused first block (conv_pool_op.h): a 2×2 stride-2 max pool, and
+  // optionally a ReLU, taken on each band's output planes (planar_pool.h).
+  // Possible when this conv runs the forward pass and its bands hold whole
+  // windows (an even band; fixed by shape and this copy's lanes). The bands,
+  // threads and sums are the unfused passes', so dw and db are theirs bit
+  // for bit.
+  bool can_pool_2x2() const { return runs_forward() && band_ % 2 == 0; }
+  void set_pooling(bool relu);
+  // pooled [N, Ho/2, Wo/2, O] (NHWC), after the ReLU when set; positions
+  // (positions_size() bytes, this class's layout) are what the gradient reads.
+  int64_t positions_size() const;
+  void forward_pooled(const float* src, const float* weight, const float* bias, float* pooled, uint8_t* positions);
+  // dw and db from the pooled output's gradient (after the ReLU when set).
+  void weight_gradient_pooled(const float* src, const float* d_pooled, const uint8_t* positions, float* dw, float* db);
+
  private:
   struct Workspace {
     AlignedBuffer input;     // [C][in_plane]: band + k - 1 rows of in_cols, and slack
@@ -69,10 +85,17 @@ class PlanarConv final : public OwnKernels {
     AlignedBuffer grad;      // [grad_filters][band][out_cols]: its gradient
     AlignedBuffer sums;      // [grad_filters][C][k][k][lanes], then [grad_filters][lanes] for the bias
     std::vector<float> out;  // this thread's dw then db, summed over its lanes
+    AlignedBuffer pooled, d_pooled;  // with pooling: a band's pooled rows [band / 2][filters][pitch]
   };
-  void forward_images(Workspace& w, int64_t first_image, int64_t end_image, const float* src, float* dst) const;
+  // positions: null, or pool each band (set_pooling) and write pooled rows to dst.
+  void forward_images(Workspace& w, int64_t first_image, int64_t end_image, const float* src, float* dst,
+                      uint8_t* positions) const;
+  // positions: null, or diff_dst is the pooled output's gradient.
   void gradient_images(Workspace& w, int64_t first_image, int64_t end_image, const float* src,
-                       const float* diff_dst) const;
+                       const float* diff_dst, const uint8_t* positions) const;
+  void run_forward(const float* src, const float* weight, const float* bias, float* dst, uint8_t* positions);
+  void run_weight_gradient(const float* src, const float* diff_dst, const uint8_t* positions, float* dw, float* db);
+  PlanarPoolBand pool_band(int64_t rows) const;
   // Stages input rows for output rows [y0, y0 + rows) of image n.
   void stage_input(Workspace& w, int64_t n, int64_t y0, int64_t rows, const float* src) const;
 
@@ -82,6 +105,8 @@ class PlanarConv final : public OwnKernels {
   int64_t out_cols_, in_cols_, band_;       // staged row lengths; output rows per band
   int64_t in_plane_, out_plane_;            // floats per staged channel / filter plane
   AlignedBuffer weight_, bias_;  // the forward's: [forward_filters][C k²] and [forward_filters], zero-padded
+  bool pooling_ = false, relu_ = false;
+  int64_t pooled_height_ = 0, pooled_width_ = 0, pitch_ = 0;  // with pooling (planar_pool.h)
   std::vector<Workspace> threads_;
 };
 

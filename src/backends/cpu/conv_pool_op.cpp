@@ -1,0 +1,134 @@
+#include "backends/cpu/conv_pool_op.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+#include "backends/cpu/ops.h"
+#include "backends/cpu/planar_conv.h"
+
+namespace convoy::cpu {
+namespace {
+
+// What the fused layers' ops learn at bind time, read by the head's passes:
+// the pool's and the ReLU's buffers (their layers bind after the head's).
+struct Chain {
+  OpBuffers pool, relu;
+  bool has_relu = false;
+  // The chain's output and its gradient: the last member's.
+  const OpBuffers& last() const { return has_relu ? relu : pool; }
+};
+
+// A layer whose work its chain's head (ConvPoolOp) does: binding hands the
+// head its buffers; its forward and backward passes do nothing.
+class FusedAwayOp final : public CpuOp {
+ public:
+  FusedAwayOp(std::shared_ptr<Chain> chain, OpBuffers Chain::*slot) : chain_(std::move(chain)), slot_(slot) {}
+  void bind(DnnlEnv&, const OpBuffers& b) override { (*chain_).*slot_ = b; }
+  void forward(DnnlEnv&, bool) override {}
+  void backward(DnnlEnv&) override {}
+
+ private:
+  std::shared_ptr<Chain> chain_;
+  OpBuffers Chain::*slot_;
+};
+
+// The convolution of a fused chain, running the pool (and ReLU) too. Its
+// parameters and their gradients are the convolution's, laid out as
+// Conv2dOp's (PyTorch's weight, then the bias); its own output buffer and
+// output gradient stay unused.
+class ConvPoolOp final : public CpuOp {
+ public:
+  ConvPoolOp(std::unique_ptr<PlanarConv> conv, int64_t weights, int64_t biases, bool trainable,
+             std::shared_ptr<Chain> chain)
+      : conv_(std::move(conv)), weights_(weights), biases_(biases), bias_(biases > 0), trainable_(trainable),
+        chain_(std::move(chain)),
+        positions_(static_cast<std::size_t>(conv_->positions_size())) {}
+
+  void bind(DnnlEnv&, const OpBuffers& b) override {
+    if (b.diff_src) throw std::logic_error("a fused conv -> pool was bound with an input gradient");
+    b_ = b;
+    if (!trainable_) std::fill_n(b.grads, weights_ + biases_, 0.0f);  // as WeightedOp: a frozen layer's stay zero
+  }
+
+  void forward(DnnlEnv&, bool) override {
+    conv_->forward_pooled(b_.src, b_.params, bias_ ? b_.params + weights_ : nullptr, chain_->last().dst,
+                          positions_.data());
+  }
+
+  void backward(DnnlEnv&) override {
+    if (!trainable_) return;
+    conv_->weight_gradient_pooled(b_.src, chain_->last().diff_dst, positions_.data(), b_.grads,
+                                  bias_ ? b_.grads + weights_ : nullptr);
+  }
+
+ private:
+  std::unique_ptr<PlanarConv> conv_;
+  int64_t weights_, biases_;
+  bool bias_, trainable_;
+  std::shared_ptr<Chain> chain_;
+  std::vector<uint8_t> positions_;
+  OpBuffers b_;
+};
+
+// The layers reading each layer's output.
+std::vector<std::vector<int>> readers_of(const nn::Model& model) {
+  std::vector<std::vector<int>> readers(model.layers().size());
+  for (std::size_t j = 0; j < model.layers().size(); ++j)
+    for (int in : model.layers()[j].inputs)
+      if (in != nn::kModelInput) readers[static_cast<std::size_t>(in)].push_back(static_cast<int>(j));
+  return readers;
+}
+
+// The sole reader of layer i's output, or -1.
+int sole_reader(const std::vector<std::vector<int>>& readers, std::size_t i) {
+  return readers[i].size() == 1 ? readers[i][0] : -1;
+}
+
+}  // namespace
+
+CpuOps make_cpu_ops(DnnlEnv& env, const nn::Model& model, int64_t batch, const std::vector<uint64_t>& seeds,
+                    ConvAlgo algo, bool input_gradient, bool fuse) {
+  const auto& layers = model.layers();
+  const auto readers = readers_of(model);
+  CpuOps made;
+  made.ops.resize(layers.size());
+  made.runs_in.assign(layers.size(), -1);
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    if (made.ops[i]) continue;  // a fused chain's member, made with its head
+    const nn::LayerPlan& plan = layers[i];
+    const int pool = sole_reader(readers, i);
+    if (fuse && !input_gradient && pool >= 0 && std::holds_alternative<nn::Conv2d>(plan.layer) &&
+        plan.inputs == std::vector<int>{nn::kModelInput}) {
+      const nn::LayerPlan& pool_plan = layers[static_cast<std::size_t>(pool)];
+      const auto* p = std::get_if<nn::MaxPool2d>(&pool_plan.layer);
+      const ConvGeometry g =
+          conv_geometry(plan, with_batch(batch, plan.input_shape), with_batch(batch, plan.output_shape));
+      // The pool's output is then [O, Ho / 2, Wo / 2], as the planar pool writes it.
+      if (p && p->kernel == 2 && (p->stride == 0 || p->stride == 2) && p->padding == 0 && PlanarConv::suits(g)) {
+        auto conv = std::make_unique<PlanarConv>(g);
+        if (conv->can_pool_2x2()) {
+          auto chain = std::make_shared<Chain>();
+          const int relu = sole_reader(readers, static_cast<std::size_t>(pool));
+          chain->has_relu = relu >= 0 && std::holds_alternative<nn::ReLU>(layers[static_cast<std::size_t>(relu)].layer);
+          conv->set_pooling(chain->has_relu);
+          const auto& c = std::get<nn::Conv2d>(plan.layer);
+          const int64_t weights = g.filters * g.channels * c.kernel * c.kernel;
+          made.ops[static_cast<std::size_t>(pool)] = std::make_unique<FusedAwayOp>(chain, &Chain::pool);
+          made.runs_in[static_cast<std::size_t>(pool)] = static_cast<int>(i);
+          if (chain->has_relu) {
+            made.ops[static_cast<std::size_t>(relu)] = std::make_unique<FusedAwayOp>(chain, &Chain::relu);
+            made.runs_in[static_cast<std::size_t>(relu)] = static_cast<int>(i);
+          }
+          made.ops[i] = std::make_unique<ConvPoolOp>(std::move(conv), weights, c.bias ? g.filters : 0,
+                                                     plan.trainable, chain);
+          continue;
+        }
+      }
+    }
+    made.ops[i] = make_cpu_op(env, plan, batch, seeds[i], algo);
+  }
+  return made;
+}
+
+}  // namespace convoy::cpu

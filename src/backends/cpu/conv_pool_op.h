@@ -1,0 +1,41 @@
+#pragma once
+// A model's ops on the CPU device (backends/device.h, make_ops): one per
+// layer, as make_cpu_op makes them, except where a first block runs fused.
+//
+// The fused first block: a convolution of the model's input that our planar
+// kernels run both ways (planar_conv.h), whose only reader is a 2×2 stride-2
+// max pool without padding, and, when the pool's only reader is a ReLU, that
+// ReLU. The convolution's op takes the pool's max (and the ReLU) on each
+// band of its output planes and writes only the pooled (ReLU'd) NHWC output
+// and the window positions; its backward pass builds its planar output
+// gradient from the pooled gradient and the positions. The full conv output
+// and its gradient (2.9 MB each for the seed CNN at batch 128) are never
+// written and the pool's and ReLU's own passes are no-ops: their work, and
+// its time in `--profile`, is in the convolution's line (CpuOps::runs_in).
+// Bit for bit the unfused ops' results: the same sums in the same order
+// (bands, threads, lanes), the same comparisons.
+//
+// Not fused (a fixed rule by the model, so runs stay reproducible): when the
+// input gradient is wanted (the conv would need its full output gradient),
+// when the conv's output or the pool's (for the ReLU) has another reader,
+// other pool shapes, or bands that do not hold whole windows.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backends/cpu/cpu_op.h"
+#include "convoy/nn/model.h"
+
+namespace convoy::cpu {
+
+struct CpuOps {
+  std::vector<std::unique_ptr<CpuOp>> ops;  // one per layer
+  // Per layer: the layer whose op does this layer's work, or -1: its own.
+  std::vector<int> runs_in;
+};
+
+// fuse = false: one op per layer, none fused (the tests' reference).
+CpuOps make_cpu_ops(DnnlEnv& env, const nn::Model& model, int64_t batch, const std::vector<uint64_t>& seeds,
+                    ConvAlgo algo, bool input_gradient, bool fuse);
+
+}  // namespace convoy::cpu

@@ -1,0 +1,268 @@
+// The CPU device's fused first block, conv → max pool 2×2 (→ ReLU)
+// (backends/cpu/conv_pool_op.h), against the same device with every layer on
+// its own op: training steps, evaluation, batch slices, frozen layers and
+// tied maxima give the same parameters, gradients, optimizer state, batch-norm
+// statistics and outputs bit for bit, in every kernel copy this CPU runs
+// (the others are skipped, named). And the fixed rule: which models fuse,
+// which do not, and that `--profile` says where the fused layers' time went.
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "backends/batch_slices.h"
+#include "backends/cpu/backend_entry.h"
+#include "backends/program.h"
+#include "convoy/backends/executable.h"
+#include "convoy/backends/executable_internals.h"
+#include "convoy/core/cpu_info.h"
+#include "convoy/core/threads.h"
+#include "convoy/nn/model.h"
+#include "test_helpers.h"
+
+namespace convoy {
+namespace {
+
+using namespace nn;
+
+CompileOptions options_for(KernelSet set, int64_t batch, Loss loss = Loss::nll) {
+  return {.batch_size = batch, .loss = loss, .optimizer = {.lr = 0.05f, .momentum = 0.9f}, .cpu_kernels = set};
+}
+
+// slices > 1: batch slices (backends/batch_slices.h), each slice its own ops.
+std::unique_ptr<Executable> compile(const Model& model, const CompileOptions& o, bool fuse, int64_t slices = 1) {
+  const cpu::BackendEntry& entry = cpu::backend(o.cpu_kernels);
+  auto make = [&]() -> std::unique_ptr<Device> {
+    return fuse ? entry.make_device(o) : entry.make_unfused_device(o);
+  };
+  if (slices > 1) return make_batch_slices(model, o, 7, slices, make);
+  return std::make_unique<Program>(model, o, 7, make());
+}
+
+// Per layer, the layer its work runs in ("" : its own), as --profile reports it.
+std::vector<std::string> runs_in(Executable& exe) {
+  std::vector<std::string> in;
+  for (const LayerProfile& p : exe.internals().profile()) in.push_back(p.runs_in);
+  return in;
+}
+
+// Images with flat zero patches among uniform values. (Their conv outputs
+// tie within a window, but over identical input patches, so where such a tie
+// routes leaves the weight gradient as it is: TiedMaximaRouteToTheFirstPosition
+// ties windows over different patches.)
+std::vector<float> images(const Model& model, int64_t batch, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> x(static_cast<std::size_t>(batch * numel(model.input_shape())));
+  const int64_t width = model.input_shape().back();
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const int64_t col = static_cast<int64_t>(i) % width, row = static_cast<int64_t>(i) / width;
+    x[i] = (row / 4 + col / 5) % 3 == 0 ? 0.0f : rng.uniform(-1.0f, 1.0f);
+  }
+  return x;
+}
+
+std::vector<int32_t> labels(int64_t batch, int64_t classes) {
+  std::vector<int32_t> y;
+  for (int64_t i = 0; i < batch; ++i) y.push_back(static_cast<int32_t>(i * 7 % classes));
+  return y;
+}
+
+void expect_same_bits(const Executable& a, const Executable& b, Held held, const std::string& when) {
+  const std::vector<float> x = a.internals().copy_of(held), y = b.internals().copy_of(held);
+  ASSERT_EQ(x.size(), y.size()) << held_name(held) << " " << when;
+  EXPECT_EQ(std::memcmp(x.data(), y.data(), x.size() * sizeof(float)), 0)
+      << held_name(held) << " differ " << when << " (largest relative error " << testing::relative_error(x, y) << ")";
+}
+
+// `steps` training steps on both, every buffer compared after each, then an
+// evaluation's outputs and metrics.
+void expect_same_training(const Model& model, const CompileOptions& o, int steps, int64_t slices = 1) {
+  auto fused = compile(model, o, true, slices), unfused = compile(model, o, false, slices);
+  const int64_t batch = o.batch_size, classes = model.output_shape()[0];
+  const std::vector<int32_t> y = labels(batch, classes);
+  for (int s = 0; s < steps; ++s) {
+    const std::vector<float> x = images(model, batch, 100 + static_cast<uint64_t>(s));
+    fused->train_step(x.data(), y.data());
+    unfused->train_step(x.data(), y.data());
+    const std::string when = "after step " + std::to_string(s + 1);
+    for (Held h : {Held::parameters, Held::gradients, Held::state, Held::optimizer_state, Held::output})
+      expect_same_bits(*fused, *unfused, h, when);
+  }
+  const std::vector<float> x = images(model, batch, 99);
+  fused->eval_step(x.data(), y.data(), batch);
+  unfused->eval_step(x.data(), y.data(), batch);
+  expect_same_bits(*fused, *unfused, Held::output, "in evaluation");
+  const Metrics a = fused->metrics(Metrics::reset), b = unfused->metrics(Metrics::reset);
+  EXPECT_EQ(a.loss_sum, b.loss_sum);
+  EXPECT_EQ(a.correct, b.correct);
+}
+
+class ConvPoolFusion : public ::testing::TestWithParam<KernelSet> {
+ protected:
+  void SetUp() override {
+    if (!cpu_runs(GetParam())) GTEST_SKIP() << "this CPU cannot run the " << kernel_set_name(GetParam()) << " kernels";
+  }
+  KernelSet set() const { return GetParam(); }
+};
+
+TEST_P(ConvPoolFusion, SeedCnnFusesItsFirstBlockAndTrainsBitForBit) {
+  const Model model = seed_cnn();
+  const auto o = options_for(set(), 24);
+  auto exe = compile(model, o, true);
+  const std::vector<std::string> in = runs_in(*exe);
+  EXPECT_EQ(in[0], "");
+  EXPECT_EQ(in[1], "conv2d_0");  // max_pool2d_0
+  EXPECT_EQ(in[2], "conv2d_0");  // relu_0
+  for (std::size_t i = 3; i < in.size(); ++i) EXPECT_EQ(in[i], "") << model.layers()[i].name;
+  for (const std::string& s : runs_in(*compile(model, o, false))) EXPECT_EQ(s, "");
+  expect_same_training(model, o, 3);
+}
+
+// Each thread count splits the batch differently; 7 leaves threads unequal shares.
+TEST_P(ConvPoolFusion, SeedCnnBitForBitOnOneThreadAndOddBatches) {
+  const int threads = num_threads();
+  set_num_threads(1);
+  expect_same_training(seed_cnn(), options_for(set(), 7), 2);
+  set_num_threads(threads);
+  expect_same_training(seed_cnn(), options_for(set(), 7), 2);
+}
+
+TEST_P(ConvPoolFusion, BatchSlicesFuseEachSliceBitForBit) {
+  const Model model = seed_cnn();
+  const auto o = options_for(set(), 32);
+  EXPECT_EQ(runs_in(*compile(model, o, true, 2))[1], "conv2d_0");
+  expect_same_training(model, o, 3, 2);
+}
+
+// A conv output of 23 × 23: two bands of 12 and 11 rows, so the last row
+// and column are no window's (their gradient is zero), with the ReLU.
+TEST_P(ConvPoolFusion, UncoveredRowAndColumnAndSeveralBands) {
+  const Model model({1, 27, 27}, {Conv2d{.filters = 10, .kernel = 5}, MaxPool2d{.kernel = 2}, ReLU{}, BatchNorm{},
+                                  Flatten{}, Dense{.units = 10}, LogSoftmax{}});
+  const auto o = options_for(set(), 12);
+  EXPECT_EQ(runs_in(*compile(model, o, true))[2], "conv2d_0");
+  expect_same_training(model, o, 3);
+}
+
+// No ReLU after the pool (only the pool fuses), no bias, fewer filters than
+// a register tile, an odd output width (its last column is no window's).
+TEST_P(ConvPoolFusion, PoolWithoutReluOrBias) {
+  const Model model({1, 14, 17}, {Conv2d{.filters = 6, .kernel = 3, .bias = false}, MaxPool2d{.kernel = 2},
+                                  Flatten{}, Dense{.units = 10}, LogSoftmax{}});
+  const auto o = options_for(set(), 10);
+  const std::vector<std::string> in = runs_in(*compile(model, o, true));
+  EXPECT_EQ(in[1], "conv2d_0");
+  EXPECT_EQ(in[2], "");  // flatten_0
+  expect_same_training(model, o, 3);
+}
+
+// The ReLU's output itself is the model's output: the fused ReLU writes
+// oneDNN's bits (+0 for every value that is not positive).
+TEST_P(ConvPoolFusion, ReluOutputIsOneDnnsBitForBit) {
+  const Model model({1, 12, 12}, {Conv2d{.filters = 4, .kernel = 3}, MaxPool2d{.kernel = 2}, ReLU{}, Flatten{}});
+  const auto o = options_for(set(), 9, Loss::softmax_cross_entropy);
+  auto exe = compile(model, o, true);
+  EXPECT_EQ(runs_in(*exe)[2], "conv2d_0");
+  const std::vector<float> x = images(model, 9, 5);
+  const std::vector<int32_t> y = labels(9, 100);
+  exe->internals().loss_and_gradients(x.data(), y.data());
+  const std::vector<float> out = exe->internals().copy_of(Held::output);
+  int64_t zeros = 0;
+  for (float v : out) zeros += v == 0.0f;
+  EXPECT_GT(zeros, 50) << "too few negative pool outputs to test the ReLU";
+  expect_same_training(model, o, 2);
+}
+
+// Every conv weight zero: each window's four outputs are its bias, a tie,
+// and the first position must take the gradient (as the unfused pool's).
+TEST_P(ConvPoolFusion, TiedMaximaRouteToTheFirstPosition) {
+  const Model model = seed_cnn();
+  const auto o = options_for(set(), 16);
+  auto fused = compile(model, o, true), unfused = compile(model, o, false);
+  std::vector<float> params = model.initial_parameters(3);
+  std::fill_n(params.begin(), 10 * 25, 0.0f);  // conv2d_0's weight; its bias stays
+  fused->internals().write(Held::parameters, params);
+  unfused->internals().write(Held::parameters, params);
+  const std::vector<float> x = images(model, 16, 8);
+  const std::vector<int32_t> y = labels(16, 10);
+  fused->internals().loss_and_gradients(x.data(), y.data());
+  unfused->internals().loss_and_gradients(x.data(), y.data());
+  expect_same_bits(*fused, *unfused, Held::gradients, "with every window tied");
+  const std::vector<float> g = fused->internals().copy_of(Held::gradients);
+  EXPECT_NE(std::vector<float>(g.begin(), g.begin() + 250), std::vector<float>(250, 0.0f))
+      << "the conv's weight gradient is zero: the test routes nothing";
+}
+
+TEST_P(ConvPoolFusion, FrozenConvFusesAndKeepsZeroGradients) {
+  Model model = seed_cnn();
+  model.set_trainable(false, "conv2d_0");
+  const auto o = options_for(set(), 16);
+  EXPECT_EQ(runs_in(*compile(model, o, true))[1], "conv2d_0");
+  expect_same_training(model, o, 2);
+  auto exe = compile(model, o, true);
+  const std::vector<float> x = images(model, 16, 4);
+  const std::vector<int32_t> y = labels(16, 10);
+  exe->train_step(x.data(), y.data());
+  const std::vector<float> g = exe->internals().copy_of(Held::gradients);
+  EXPECT_EQ(std::vector<float>(g.begin(), g.begin() + 260), std::vector<float>(260, 0.0f));
+}
+
+// The rule: no fusion where the conv's full output or its gradient is
+// needed, or for pools the planar kernels do not take.
+TEST_P(ConvPoolFusion, FusesOnlyWhereTheRuleAllows) {
+  auto fused_anything = [&](const Model& m, CompileOptions o) {
+    for (const std::string& s : runs_in(*compile(m, o, true)))
+      if (!s.empty()) return true;
+    return false;
+  };
+  auto o = options_for(set(), 8);
+  const Model seed = seed_cnn();
+  o.input_gradient = true;
+  EXPECT_FALSE(fused_anything(seed, o)) << "with the input gradient wanted";
+  o.input_gradient = false;
+  EXPECT_FALSE(fused_anything(Model({1, 28, 28}, {Conv2d{.filters = 10, .kernel = 5}, MaxPool2d{.kernel = 3},
+                                                   Flatten{}, Dense{.units = 10}, LogSoftmax{}}),
+                              o))
+      << "a 3x3 pool";
+  EXPECT_FALSE(fused_anything(Model({1, 28, 28}, {Conv2d{.filters = 10, .kernel = 5},
+                                                   MaxPool2d{.kernel = 2, .stride = 1}, Flatten{},
+                                                   Dense{.units = 10}, LogSoftmax{}}),
+                              o))
+      << "overlapping windows";
+  EXPECT_FALSE(fused_anything(Model({3, 28, 28}, {Conv2d{.filters = 10, .kernel = 5}, MaxPool2d{.kernel = 2},
+                                                   Flatten{}, Dense{.units = 10}, LogSoftmax{}}),
+                              o))
+      << "three input channels (oneDNN's conv)";
+  // The conv's output read twice: by the pool and by a join.
+  GraphBuilder g({1, 12, 12});
+  const auto conv = g.add(Conv2d{.filters = 4, .kernel = 3}, g.input());
+  const auto a = g.add(MaxPool2d{.kernel = 2}, conv);
+  const auto b = g.add(MaxPool2d{.kernel = 2}, conv);
+  const auto joined = g.add(Add{}, {a, b});
+  const auto flat = g.add(Flatten{}, joined);
+  g.add(LogSoftmax{}, g.add(Dense{.units = 10}, flat));
+  const Model two_readers = g.build();
+  EXPECT_FALSE(fused_anything(two_readers, o)) << "a conv output with two readers";
+  expect_same_training(two_readers, o, 1);
+  // The pool's output read twice: the pool fuses, the ReLU does not.
+  GraphBuilder h({1, 12, 12});
+  const auto pooled = h.add(MaxPool2d{.kernel = 2}, h.add(Conv2d{.filters = 4, .kernel = 3}, h.input()));
+  const auto relu = h.add(ReLU{}, pooled);
+  const auto sum = h.add(Add{}, {relu, pooled});
+  h.add(LogSoftmax{}, h.add(Dense{.units = 10}, h.add(Flatten{}, sum)));
+  const Model pool_read_twice = h.build();
+  const std::vector<std::string> in = runs_in(*compile(pool_read_twice, o, true));
+  EXPECT_EQ(in[1], "conv2d_0");
+  EXPECT_EQ(in[2], "");
+  expect_same_training(pool_read_twice, o, 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(KernelSets, ConvPoolFusion,
+                         ::testing::Values(KernelSet::base, KernelSet::avx2, KernelSet::avx512),
+                         [](const auto& info) { return std::string(kernel_set_name(info.param)); });
+
+}  // namespace
+}  // namespace convoy
