@@ -31,6 +31,25 @@ TEST(Profile, TimesEveryLayerAndCountsFlopsFromShapes) {
   const std::string table = train::profile_table(p, exe->internals().profiled_steps());
   EXPECT_NE(table.find("conv2d_1"), std::string::npos);
   EXPECT_NE(table.find("2 steps"), std::string::npos);
+  // The CPU runs the first block fused (backends/cpu/conv_pool_op.h): the
+  // pool's and the ReLU's lines say where their time is.
+  EXPECT_EQ(p[1].runs_in, "conv2d_0");
+  EXPECT_EQ(p[2].runs_in, "conv2d_0");
+  EXPECT_EQ(p[3].runs_in, "");
+  EXPECT_NE(table.find("runs in conv2d_0"), std::string::npos);
+}
+
+// A fused layer's line names the layer its work runs in, and its FLOPs count
+// in that layer's rates (whose time includes them).
+TEST(Profile, FusedLayersCountInTheLayerTheyRunIn) {
+  std::vector<LayerProfile> layers{
+      {.name = "conv", .forward_seconds = 1, .backward_seconds = 2, .forward_flops = 3e9, .backward_flops = 6e9},
+      {.name = "pool", .forward_seconds = 0, .backward_seconds = 0, .forward_flops = 1e9, .backward_flops = 2e9,
+       .runs_in = "conv"},
+  };
+  const std::string table = train::profile_table(layers, 1);
+  EXPECT_NE(table.find("4.0       4.0"), std::string::npos) << table;  // (3 + 1) GFLOP in 1 s, (6 + 2) in 2 s
+  EXPECT_NE(table.find("runs in conv"), std::string::npos) << table;
 }
 
 }  // namespace convoy
