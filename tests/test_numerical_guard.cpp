@@ -32,16 +32,20 @@ bool all_finite(const std::vector<float>& v) {
   return true;
 }
 
-// Sets one layer's parameters to NaN after step `at` of epoch 1.
+// Sets one layer's parameters (or only its slot `only`: 1 is the bias) to
+// `value` after step `at` of epoch 1.
 class PoisonWeights : public Callback {
  public:
-  PoisonWeights(const nn::Sequential& model, std::string layer, int64_t at) : model_(model), layer_(std::move(layer)), at_(at) {}
+  PoisonWeights(const nn::Sequential& model, std::string layer, int64_t at, float value = kNaN, int only = -1)
+      : model_(model), layer_(std::move(layer)), at_(at), value_(value), only_(only) {}
   void on_step_end(FitState& s) override {
     if (s.epoch != 1 || s.step != at_) return;
     std::vector<float> p = params_of(s.exe);
     for (const auto& plan : model_.layers())
       if (plan.name == layer_)
-        for (const auto& slot : plan.params) std::fill_n(p.begin() + slot.offset, slot.size(), kNaN);
+        for (std::size_t k = 0; k < plan.params.size(); ++k)
+          if (only_ < 0 || static_cast<int>(k) == only_)
+            std::fill_n(p.begin() + plan.params[k].offset, plan.params[k].size(), value_);
     s.exe.internals().write(Held::parameters, p);
   }
 
@@ -49,6 +53,8 @@ class PoisonWeights : public Callback {
   const nn::Sequential& model_;
   std::string layer_;
   int64_t at_;
+  float value_;
+  int only_;
 };
 
 }  // namespace
@@ -78,6 +84,21 @@ TEST(NumericalGuard, NamesTheFirstLayerWhoseOutputTurnsNonFiniteAtThatStep) {
   ASSERT_TRUE(h.fault.has_value());
   EXPECT_EQ(h.fault->step, 4);  // the first step that runs with the poisoned weights
   EXPECT_EQ(h.fault->where, "the forward output of dense_0");
+}
+
+// The CPU runs the seed CNN's conv2d_0 → max_pool2d_0 → relu_0 as one op
+// that writes only relu_0's output: a fault born in conv2d_0 (an infinite
+// bias: every output +Inf) first shows there, and the report names the whole
+// chain, conv2d_0 included, not relu_0 alone.
+TEST(NumericalGuard, AFaultInsideAFusedBlockNamesTheBlocksLayers) {
+  const nn::Sequential model = nn::seed_cnn();
+  auto exe = seed_cnn();
+  const float inf = std::numeric_limits<float>::infinity();
+  const History h = fit(*exe, data::take(fashion().train, 256), data::take(fashion().test, 64),
+                        {.epochs = 1, .callbacks = {std::make_shared<PoisonWeights>(model, "conv2d_0", 3, inf, 1)}});
+  ASSERT_TRUE(h.fault.has_value());
+  EXPECT_EQ(h.fault->step, 4);
+  EXPECT_EQ(h.fault->where, "the forward output of relu_0 (one op: conv2d_0 → max_pool2d_0 → relu_0)");
 }
 
 TEST(NumericalGuard, AnExplodingLearningRateIsCaughtAtTheStepItBlowsUp) {

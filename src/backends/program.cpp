@@ -171,7 +171,16 @@ void Program::bind_ops(const nn::Model& model) {
     b.mask_batch = slice_.of_batch;
     device_->bind(i, std::move(b));
 
-    LayerBuffers r{.name = layer.name, .output = at(plan_.activation[i + 1]),
+    // The chain's last output is the first place its work shows: name the
+    // whole chain there, so a fault born in its head is not pinned on the tail.
+    std::string shown = layer.name;
+    if (chain[i] >= 0 && last[static_cast<std::size_t>(chain[i])] == static_cast<int>(i)) {
+      shown = layers[static_cast<std::size_t>(chain[i])].name;
+      for (std::size_t k = static_cast<std::size_t>(chain[i]) + 1; k <= i; ++k)
+        if (chain[k] == chain[i]) shown += " → " + layers[k].name;
+      shown = layer.name + " (one op: " + shown + ")";
+    }
+    LayerBuffers r{.name = shown, .output = at(plan_.activation[i + 1]),
                    .output_gradient = at(plan_.gradient[i + 1]), .size = plan_.elements[i + 1],
                    .is_view = device_->is_view(i),
                    .unwritten = chain[i] >= 0 && last[static_cast<std::size_t>(chain[i])] != static_cast<int>(i)};
