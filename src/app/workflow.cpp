@@ -163,6 +163,29 @@ std::vector<std::string> earlier_outputs(const std::string& dir) {
   return found;
 }
 
+namespace {
+
+// A new run into a folder that holds an earlier run's outputs (or a user's
+// files of those names) would replace them: only with output.overwrite.
+// `name_a_live_writer`: a run writing there now is named by its lock (not
+// when this process holds the lock itself).
+void refuse_earlier_outputs(const RunConfig& c, bool name_a_live_writer) {
+  if (c.out_dir.empty() || c.overwrite) return;
+  const std::vector<std::string> found = earlier_outputs(c.out_dir);
+  if (found.empty()) return;
+  if (name_a_live_writer) io::OutputLock live(c.out_dir);  // waits for nobody
+  std::string names;
+  for (std::size_t i = 0; i < found.size() && i < 3; ++i) names += (i ? ", " : "") + found[i];
+  if (found.size() > 3) names += " and " + std::to_string(found.size() - 3) + " more";
+  throw UserError("output.dir (--out) " + c.out_dir + ": holds an earlier run's outputs (" + names +
+                  "), which a new run would replace; continue it with --resume " + c.out_dir +
+                  ", pass --overwrite (output.overwrite) to replace only those, or pick another --out");
+}
+
+}  // namespace
+
+void check_new_run_folder(const RunConfig& config) { refuse_earlier_outputs(config, /*name_a_live_writer=*/true); }
+
 struct Workflow::State {
   RunConfig config;  // what checkpoints record: with the data's classes filled in
   RunConfig c;       // as it trains: scaled for replicas
@@ -253,6 +276,8 @@ void Workflow::start(const std::optional<RunCheckpoint>& resume) {
   nn::Model& model = *s.model;
   require(!s.exe, "Workflow::start: the run has started already");
   const RunConfig& c = s.c;
+  // Here, where a new run is told from a resumed one; this process holds the folder's lock.
+  if (!resume) refuse_earlier_outputs(c, /*name_a_live_writer=*/false);
   // A resumed run continues in the phase its checkpoint was written in.
   s.phase = resume ? phase_at(s.phases, resume->epoch) : 0;
   s.pc = c;
