@@ -19,6 +19,7 @@
 #include "convoy/data/bad_examples.h"
 #include "convoy/data/fashion_mnist.h"
 #include "plant_demo.h"
+#include "convoy/io/atomic_file.h"
 #include "convoy/io/onnx.h"
 #include "convoy/io/pretrained.h"
 #include "convoy/nn/zoo.h"
@@ -466,6 +467,9 @@ int main(int argc, char** argv) {
   // SIGINT/SIGTERM from here on: one line and exit 130 / 143 at once, or,
   // inside a training run's fit, a checkpoint after the step (graceful_stop.h).
   const convoy::train::ExitOnSignals exit_on_signals;
+  // The signal tests' pause inside every output write (tests/interrupted_writes.sh).
+  if (const char* pause = std::getenv("CONVOY_TEST_WRITE_DELAY_MS"))
+    convoy::io::set_test_write_pause_ms(std::max(0, std::atoi(pause)));
   try {
     if (train->parsed()) return run_train(f);
     if (evaluate->parsed()) return run_evaluate(checkpoint);
