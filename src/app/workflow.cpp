@@ -27,6 +27,7 @@
 #include "convoy/train/schedules.h"
 #include "app/compile_run.h"
 #include "app/fault_injection.h"
+#include "app/preflight.h"
 #include "app/run_reports.h"
 #include "config/transfer.h"
 
@@ -167,13 +168,16 @@ namespace {
 
 // A new run into a folder that holds an earlier run's outputs (or a user's
 // files of those names) would replace them: only with output.overwrite.
-// `name_a_live_writer`: a run writing there now is named by its lock (not
-// when this process holds the lock itself).
-void refuse_earlier_outputs(const RunConfig& c, bool name_a_live_writer) {
+// `within_the_run` (Workflow::start): this process holds the folder's lock,
+// and its own scratch comparison (transfer.compare_with_scratch, trained
+// first by run_training, which checked the folder before) may be there;
+// else a run writing there now is named as its lock names it.
+void refuse_earlier_outputs(const RunConfig& c, bool within_the_run) {
   if (c.out_dir.empty() || c.overwrite) return;
-  const std::vector<std::string> found = earlier_outputs(c.out_dir);
+  std::vector<std::string> found = earlier_outputs(c.out_dir);
+  if (within_the_run && c.compare_with_scratch) std::erase(found, std::string("scratch"));
   if (found.empty()) return;
-  if (name_a_live_writer) io::OutputLock live(c.out_dir);  // waits for nobody
+  if (!within_the_run) io::OutputLock live(c.out_dir);  // waits for nobody
   std::string names;
   for (std::size_t i = 0; i < found.size() && i < 3; ++i) names += (i ? ", " : "") + found[i];
   if (found.size() > 3) names += " and " + std::to_string(found.size() - 3) + " more";
@@ -184,7 +188,7 @@ void refuse_earlier_outputs(const RunConfig& c, bool name_a_live_writer) {
 
 }  // namespace
 
-void check_new_run_folder(const RunConfig& config) { refuse_earlier_outputs(config, /*name_a_live_writer=*/true); }
+void check_new_run_folder(const RunConfig& config) { refuse_earlier_outputs(config, /*within_the_run=*/false); }
 
 struct Workflow::State {
   RunConfig config;  // what checkpoints record: with the data's classes filled in
@@ -239,9 +243,7 @@ Workflow::Workflow(const RunConfig& given, RunEvents* events, Callbacks callback
   set_num_threads(c.threads > 0 ? c.threads : dist::default_threads_per_process());
   // A missing GPU fails now, not after loading the data.
   require_replica_device(c, choose_device(c.device, s.replicas->gpu()));
-  require(c.pretrained.empty() || fs::is_regular_file(c.pretrained),
-          "model.pretrained: " + c.pretrained +
-              " is missing; for the EfficientNet-Lite0 weights run bash tools/fetch_pretrained.sh, else fix the path");
+  require_pretrained_file(c);
   test_pause(s.faults.load_pause_ms);
   if (s.config.data.reads_images()) {
     s.images = load_image_data(s.config, /*with_training=*/true);
@@ -277,7 +279,7 @@ void Workflow::start(const std::optional<RunCheckpoint>& resume) {
   require(!s.exe, "Workflow::start: the run has started already");
   const RunConfig& c = s.c;
   // Here, where a new run is told from a resumed one; this process holds the folder's lock.
-  if (!resume) refuse_earlier_outputs(c, /*name_a_live_writer=*/false);
+  if (!resume) refuse_earlier_outputs(c, /*within_the_run=*/true);
   // A resumed run continues in the phase its checkpoint was written in.
   s.phase = resume ? phase_at(s.phases, resume->epoch) : 0;
   s.pc = c;

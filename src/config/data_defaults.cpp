@@ -2,12 +2,14 @@
 #include "convoy/config/data_defaults.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <variant>
 
 #include "convoy/core/error.h"
+#include "convoy/core/path_kind.h"
 #include "convoy/core/untrusted.h"
 #include "convoy/image/codec.h"
 #include "convoy/records/manifest.h"
@@ -80,9 +82,25 @@ std::string format_number(double v) {
 
 }  // namespace
 
+void require_data_folder(const std::string& dir, const std::string& named) {
+  std::string todo = "pass the folder that holds the data";
+  if (path_kind(dir) == "a file") {
+    std::string ext = fs::path(dir).extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    if (ext == ".csv")
+      todo = "pass the folder that holds it: convoy reads DIR/train.csv and the images in DIR/images/ (a CSV of "
+             "another name: --set data.kind=csv --set data.train_csv=NAME)";
+    else if (ext == ".jpg" || ext == ".jpeg" || ext == ".png")
+      todo = "pass the folder above the class folders (DIR/<class>/*.jpg); to classify one image, use convoy predict";
+    else
+      todo = "pass the folder that holds the data: class folders of photos, train.csv with images/, or Fashion-MNIST's "
+             "IDX files";
+  }
+  require_folder(dir, named, todo);
+}
+
 DataFound find_data(const std::string& dir) {
-  std::error_code ec;
-  require(fs::is_directory(dir, ec), "--data " + shown(dir) + ": no such folder; pass the folder that holds the data");
+  require_data_folder(dir, "--data ");
   DataFound d;
   if (has_idx(dir)) {
     d.kind = "idx";

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "convoy/core/error.h"
+#include "convoy/core/path_kind.h"
 
 namespace convoy::io {
 namespace {
@@ -118,6 +119,7 @@ void write_file_atomic(const std::string& path, std::string_view content, const 
 }
 
 void ensure_writable_dir(const std::string& dir) {
+  if (path_kind(dir) != "missing") require_folder(dir, "", "pass a new or existing folder as --out");
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw UserError(dir + ": cannot create output folder (" + ec.message() + "); pass a writable --out DIR");

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "convoy/core/error.h"
+#include "convoy/core/path_kind.h"
 #include "convoy/core/untrusted.h"
 #include "convoy/records/csv.h"
 #include "convoy/records/manifest.h"
@@ -76,6 +77,8 @@ Manifest read_csv_manifest(const std::string& csv_path, const CsvManifestOptions
   for (std::size_t i = 0; i < m.classes.size(); ++i) class_index[m.classes[i]] = static_cast<int32_t>(i);
 
   const fs::path image_dir = fs::path(csv_path).parent_path() / o.image_dir;
+  require_folder(image_dir.string(), "the image folder of " + csv_path + ", ",
+                 "put the images in a folder beside the CSV and name it (data.images; shards --images)");
   const PathRoot root(image_dir);
   BadEntries bad(csv_path, "row", o.on_bad_example);
   std::map<std::string, int64_t> first_line_of_id;

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "convoy/core/error.h"
+#include "convoy/core/path_kind.h"
 #include "convoy/core/untrusted.h"
 #include "convoy/records/manifest.h"
 #include "records/bad_entries.h"
@@ -51,7 +52,7 @@ void check_class_folder(const PathRoot& rule, const std::string& root, const std
 
 Manifest read_folder_manifest(const std::string& root, const FolderManifestOptions& options) {
   std::error_code ec;
-  require(fs::is_directory(root, ec), root + ": no such folder; pass a folder with one subfolder per class");
+  require_folder(root, "", "pass a folder with one subfolder per class");
   Manifest m;
   m.label_kind = LabelKind::index;
   BadEntries bad(root, "file", options.on_bad_example);
