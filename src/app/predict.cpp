@@ -47,13 +47,24 @@ records::Manifest folder_manifest(const std::string& dir) {
   std::vector<fs::path> files;
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec))
-    if (it->is_regular_file() && is_image_name(it->path())) files.push_back(it->path());
+       it.increment(ec)) {
+    if (hidden_entry(it->path())) {  // .DS_Store, macOS's ._photo.jpg, .ipynb_checkpoints/, __MACOSX/
+      it.disable_recursion_pending();
+      continue;
+    }
+    std::error_code link;
+    if (it->is_regular_file(link) && is_image_name(it->path())) files.push_back(it->path());
+  }
   require(!ec, "--input " + shown(dir) + ": cannot list the folder (" + ec.message() + ")");
   require(!files.empty(), "--input " + shown(dir) + ": no images (.jpg, .jpeg, .png) in it or below it");
   std::sort(files.begin(), files.end());
-  for (const fs::path& f : files)
-    m.entries.push_back({.id = f.lexically_relative(dir).string(), .path = f.string(), .where = f.string()});
+  const PathRoot rule(dir);  // as a data set's: a link may not lead outside the folder given
+  for (const fs::path& f : files) {
+    const std::string id = f.lexically_relative(dir).string();
+    if (const auto why = rule.outside(id)) m.skipped.push_back(f.string() + ": leads outside " + dir + " (" + *why + ")");
+    else m.entries.push_back({.id = id, .path = f.string(), .where = f.string()});
+  }
+  require(!m.entries.empty(), "--input " + shown(dir) + ": its images all lead outside it (symbolic links); copy them in");
   return m;
 }
 

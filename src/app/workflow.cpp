@@ -421,7 +421,8 @@ RunOutcome Workflow::finish(const std::optional<History>& scratch) {
     }
     d["skipped_examples"] = skipped.size();
     d["skipped"] = skipped;
-    info.data_json = d.dump();
+    // File names from another system may not be UTF-8 (the skipped list names them): replaced, not fatal.
+    info.data_json = d.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   std::vector<float> params(model.num_parameters()), state(model.num_state());
   exe.internals().read(Held::parameters, params);

@@ -32,9 +32,13 @@ bool has_idx(const fs::path& dir) {
 bool has_class_folders(const fs::path& dir) {
   std::error_code ec;
   for (const auto& sub : fs::directory_iterator(dir, ec)) {
-    if (!sub.is_directory(ec)) continue;
+    if (hidden_entry(sub.path()) || !sub.is_directory(ec)) continue;
     for (auto it = fs::recursive_directory_iterator(sub.path(), ec); !ec && it != fs::recursive_directory_iterator();
          it.increment(ec)) {
+      if (hidden_entry(it->path())) {
+        it.disable_recursion_pending();
+        continue;
+      }
       std::string ext = it->path().extension().string();
       std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char ch) { return std::tolower(ch); });
       if (ext == ".jpg" || ext == ".jpeg" || ext == ".png") return true;
