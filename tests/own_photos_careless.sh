@@ -88,4 +88,17 @@ else
   fail "predict with links out of the folder read through them: $(cat err)"
 fi
 
+# 6. A labels CSV whose ids are whole file names ("Train_0.jpg"): the reason
+#    and the fix in one line (it said "no usable rows (all 24 were bad)"),
+#    and the fix works without a config (the probe ignored data.extension).
+mkdir -p named/images && cp demo/images/Train_*.jpg named/images/
+awk -F, 'BEGIN { OFS = "," } NR > 1 { $1 = $1 ".jpg" } { print }' demo/train.csv >named/train.csv
+expect_error "a labels CSV of whole file names" "the ids are whole file names already: set data.extension to ''" -- \
+  train --data named "${args[@]}" --progress quiet
+if "$convoy" train --data named "${args[@]}" --progress quiet --batch-size 8 --set data.extension= >/dev/null 2>err; then
+  echo "ok   --set data.extension= reads ids that are file names"
+else
+  fail "--set data.extension= without a config: $(cat err)"
+fi
+
 finish "own-photo"

@@ -103,16 +103,21 @@ void require_data_folder(const std::string& dir, const std::string& named) {
   require_folder(dir, named, todo);
 }
 
-DataFound find_data(const std::string& dir) {
+DataFound find_data(const std::string& dir, const DataConfig& csv) {
   require_data_folder(dir, "--data ");
   DataFound d;
   if (has_idx(dir)) {
     d.kind = "idx";
-  } else if (exists_file(fs::path(dir) / "train.csv")) {
+  } else if (exists_file(fs::path(dir) / csv.train_csv)) {
     d.kind = "csv";
     if (exists_file(fs::path(dir) / "test.csv")) d.test_csv = "test.csv";
-    probe_first_image(d, records::read_csv_manifest((fs::path(dir) / "train.csv").string(),
-                                                    {.on_bad_example = data::OnBadExample::skip,
+    // Read as the run will read it: the CSV keys given (data.extension '' for ids that are file names) count.
+    probe_first_image(d, records::read_csv_manifest((fs::path(dir) / csv.train_csv).string(),
+                                                    {.id_column = csv.id_column,
+                                                     .label_column = csv.label_column,
+                                                     .image_dir = csv.images,
+                                                     .extension = csv.extension,
+                                                     .on_bad_example = data::OnBadExample::skip,
                                                      .log = [](const std::string&) {}}));
   } else if (has_class_folders(dir)) {
     d.kind = "folders";
@@ -134,7 +139,7 @@ std::string choose_from_data(RunConfig& c, const std::set<std::string>& given) {
   bool detected = false;
   DataFound d;
   if (!has("data.kind") && has("data.dir")) {
-    d = find_data(c.data_dir);
+    d = find_data(c.data_dir, c.data);
     c.data.kind = d.kind;
     detected = d.kind != "idx";
   }

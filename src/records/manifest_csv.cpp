@@ -141,7 +141,11 @@ Manifest read_csv_manifest(const std::string& csv_path, const CsvManifestOptions
     e.path = (image_dir / (e.id + o.extension)).string();
     std::error_code ec;
     if (o.check_files && !fs::is_regular_file(e.path, ec)) {
-      bad.add(line_of(r), "image file " + shown(e.path, 2 * kShownChars) + " is missing", "add it, or fix image_dir/extension");
+      // Kaggle CSVs often hold whole file names ("a.jpg"), which the extension then doubles.
+      const bool named_whole = !o.extension.empty() && fs::is_regular_file(image_dir / e.id, ec);
+      bad.add(line_of(r), "image file " + shown(e.path, 2 * kShownChars) + " is missing",
+              named_whole ? "the ids are whole file names already: set data.extension to '' (shards: --extension '')"
+                          : "add it, or fix image_dir/extension");
       continue;
     }
     if (const uint64_t size = o.check_files ? fs::file_size(e.path, ec) : 0; !ec && size > o.max_image_bytes) {
@@ -153,8 +157,9 @@ Manifest read_csv_manifest(const std::string& csv_path, const CsvManifestOptions
     m.entries.push_back(std::move(e));
   }
   m.skipped = bad.finish(o.log);
-  require(!m.entries.empty(), csv_path + ": no usable rows (all " + std::to_string(table.rows.size()) +
-                                  " were bad); fix the CSV");
+  if (m.entries.empty())  // every row skipped: the first one's problem, and what to do about it
+    throw UserError(csv_path + ": no usable rows: all " + std::to_string(table.rows.size()) + " were bad, the first " +
+                    shown(m.skipped.front().substr(csv_path.size() + 2), 160) + "; " + bad.first_advice());
   return m;
 }
 
