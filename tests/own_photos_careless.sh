@@ -101,4 +101,24 @@ else
   fail "--set data.extension= without a config: $(cat err)"
 fi
 
+# 7. --output / --onnx onto a file of the user's: the run's checkpoint or
+#    weights, a labels CSV, are never replaced (they were); an earlier
+#    predictions CSV of the run is.
+cp hidden_run/checkpoint.safetensors kept.safetensors && cp hidden_run/model.safetensors kept_model.safetensors
+expect_error "predict --output onto the run's checkpoint" "checkpoint.safetensors: exists and is not a predictions CSV of this run" -- \
+  predict --checkpoint hidden_run --input hidden --output hidden_run/checkpoint.safetensors
+expect_error "predict --output onto a labels CSV" "named/train.csv: exists and is not a predictions CSV of this run" -- \
+  predict --checkpoint hidden_run --input hidden --output named/train.csv
+expect_error "export --onnx onto the run's weights" "model.safetensors: exists and is not an ONNX model" -- \
+  export --checkpoint hidden_run --onnx hidden_run/model.safetensors
+cmp -s kept.safetensors hidden_run/checkpoint.safetensors && cmp -s kept_model.safetensors hidden_run/model.safetensors ||
+  fail "a refused --output or --onnx changed the run's files"
+if "$convoy" predict --checkpoint hidden_run --input hidden --output hidden.csv >/dev/null 2>err &&
+   "$convoy" export --checkpoint hidden_run --onnx m.onnx >/dev/null 2>>err &&
+   "$convoy" export --checkpoint hidden_run --onnx m.onnx >/dev/null 2>>err; then
+  echo "ok   an earlier predictions CSV and an earlier ONNX export are replaced"
+else
+  fail "replacing an earlier predictions CSV or ONNX file: $(cat err)"
+fi
+
 finish "own-photo"

@@ -111,6 +111,23 @@ Predictions of_idx(const RunCheckpoint& ck, const std::string& path) {
   return p;
 }
 
+// An existing --output is replaced only when it is an earlier predictions CSV
+// of this run (the same header line): `--output train.csv` or `--output
+// DIR/checkpoint.safetensors` would destroy a user's labels or the run.
+void refuse_foreign_output(const std::string& path, const std::string& csv) {
+  std::error_code ec;  // not followed: a link, like any special file, is the write's to refuse
+  if (!fs::is_regular_file(fs::symlink_status(path, ec))) return;
+  const std::string header = csv.substr(0, csv.find('\n') + 1);
+  std::ifstream in(path, std::ios::binary);
+  std::string first(header.size(), '\0');
+  in.read(first.data(), static_cast<std::streamsize>(first.size()));
+  first.resize(static_cast<std::size_t>(in.gcount()));
+  if (first == header || (in.gcount() == 0 && in.eof())) return;  // ours (or empty): nothing of anyone's lost
+  throw UserError("--output " + shown(path, 160) + ": exists and is not a predictions CSV of this run (its first "
+                  "line is not '" + shown(header.substr(0, header.size() - 1), 80) +
+                  "'); name a new file, or remove it first");
+}
+
 }  // namespace
 
 Predictions predict(const std::string& dir, const PredictOptions& o) {
@@ -157,8 +174,12 @@ Predictions predict(const std::string& dir, const PredictOptions& o) {
   ImagePredictions rows{.ids = p.ids, .probabilities = p.probabilities,
                         .classes = static_cast<int64_t>(p.classes.size()), .skipped = {}};
   std::string csv_text = predictions_csv(rows, first_column, p.classes);
-  if (p.output == "-") p.csv = std::move(csv_text);  // whole before a byte goes out: no half CSV on an error
-  else io::write_file_atomic(p.output, csv_text);
+  if (p.output == "-") {
+    p.csv = std::move(csv_text);  // whole before a byte goes out: no half CSV on an error
+  } else {
+    refuse_foreign_output(p.output, csv_text);
+    io::write_file_atomic(p.output, csv_text);
+  }
   return p;
 }
 
