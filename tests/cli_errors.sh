@@ -52,6 +52,36 @@ expect_error "flag of a key out of range" "distributed.bucket_kib (--dist-bucket
 expect_error "batch too large" "batch size" -- train --batch-size 70000 --epochs 1
 expect_error "unwritable out" "/proc/convoy-out" -- train --out /proc/convoy-out --epochs 1
 
+# A path of the wrong kind is named as what it is, with what to give instead
+# (a file given as --data said "no such folder").
+mkdir -p "$tmp/kinds/run" "$tmp/kinds/photos/cat" && printf 'image_id,a\nx,1\n' >"$tmp/kinds/labels.csv"
+echo text >"$tmp/kinds/notes.txt" && cp "$tmp/kinds/notes.txt" "$tmp/kinds/photos/cat/a.jpg"
+echo weights >"$tmp/kinds/run/model.safetensors"
+expect_error "--data a CSV file" "labels.csv: is a file, not a folder; pass the folder that holds it: convoy reads DIR/train.csv" -- \
+  train --data "$tmp/kinds/labels.csv"
+expect_error "--data an image file" "a.jpg: is a file, not a folder; pass the folder above the class folders" -- \
+  train --data "$tmp/kinds/photos/cat/a.jpg"
+expect_error "--data another file" "notes.txt: is a file, not a folder; pass the folder that holds the data" -- \
+  train --data "$tmp/kinds/notes.txt"
+expect_error "--data a broken link" "is a broken symbolic link, not a folder" -- \
+  train --data "$(ln -s "$tmp/kinds/gone" "$tmp/kinds/dangling" && echo "$tmp/kinds/dangling")"
+expect_error "--resume a checkpoint file" "model.safetensors: is a file, not a folder; pass the folder that holds it" -- \
+  train --resume "$tmp/kinds/run/model.safetensors"
+for cmd in evaluate predict export; do
+  expect_error "$cmd --checkpoint a file" "notes.txt: is a file, not a folder; pass the --out folder" -- \
+    $cmd --checkpoint "$tmp/kinds/notes.txt" $([[ $cmd == export ]] && echo --onnx "$tmp/kinds/m.onnx")
+done
+expect_error "model.pretrained a folder" "model.pretrained: $tmp/kinds/run is a folder, not a weights file" -- \
+  train --data "$tmp/kinds/photos" --set data.kind=folders --set model.pretrained="$tmp/kinds/run"
+expect_error "shards --folder a file" "notes.txt: is a file, not a folder; pass a folder with one subfolder per class" -- \
+  shards --folder "$tmp/kinds/notes.txt" --out "$tmp/kinds/s"
+expect_error "shards --out a file" "notes.txt: is a file, not a folder; pass a new or existing folder as --out" -- \
+  shards --folder "$tmp/kinds/photos" --out "$tmp/kinds/notes.txt" --on-bad-example skip
+expect_error "demo-data --out a file" "notes.txt: is a file, not a folder; pass a new or empty --out DIR" -- \
+  demo-data plant --out "$tmp/kinds/notes.txt"
+expect_error "data.images a file" "the image folder of $tmp/kinds/labels.csv, $tmp/kinds/labels.csv: is a file, not a folder" -- \
+  train --data "$tmp/kinds" --set data.kind=csv --set data.train_csv=labels.csv --set data.images=labels.csv
+
 printf 'optimizer:\n  lrr: 0.1\n' >"$tmp/badkey.yaml"
 printf '{"training": {"epochs": "ten"}}' >"$tmp/badtype.json"
 printf 'model:\n  name: resnet9000\n' >"$tmp/badmodel.yaml"

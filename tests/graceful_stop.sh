@@ -43,8 +43,9 @@ stop_mid_run TERM 143
 stop_mid_run INT 130
 
 # A second SIGINT while the first one's checkpoint is being written (each
-# write held for 2 s by the test hook) exits at once; the checkpoint from
-# before stays as it was, and the run still resumes bit-identically.
+# write held for 2 s by the test hook) exits at once, removing the write's
+# temporary file; the checkpoint from before stays as it was, and the run
+# still resumes bit-identically.
 dir="$tmp/twice"
 CONVOY_TEST_CHECKPOINT_DELAY_MS=2000 "$convoy" "${args[@]}" --out "$dir" >/dev/null 2>"$tmp/twice.err" &
 pid=$!
@@ -53,7 +54,8 @@ for _ in $(seq 6000); do [[ -e "$dir/best.safetensors" ]] && break; sleep 0.01; 
 cp "$dir/checkpoint.safetensors" "$tmp/before.safetensors"
 kill -INT "$pid"
 # The step ends; the stop's checkpoint write begins and is held.
-for _ in $(seq 6000); do compgen -G "$dir/checkpoint.safetensors.convoy-tmp.$pid" >/dev/null && break; sleep 0.01; done
+inside=no
+for _ in $(seq 6000); do compgen -G "$dir/checkpoint.safetensors.convoy-tmp.$pid" >/dev/null && { inside=yes; break; }; sleep 0.01; done
 start=$(date +%s%N)
 kill -INT "$pid"
 wait "$pid"
@@ -61,15 +63,17 @@ rc=$?
 waited_ms=$((($(date +%s%N) - start) / 1000000))
 if [[ $rc -ne 130 || $waited_ms -gt 1000 ]]; then
   fail "second SIGINT" "exit $rc after $waited_ms ms, wanted 130 at once; it said: $(head -c 4000 "$tmp/twice.err")"
-elif ! compgen -G "$dir/checkpoint.safetensors.convoy-tmp.*" >/dev/null; then
+elif [[ $inside != yes ]]; then
   fail "second SIGINT" "it did not land inside the stop's checkpoint write"
+elif compgen -G "$dir/*.convoy-tmp.*" >/dev/null; then
+  fail "second SIGINT" "the write's temporary file was left behind: $(ls -A "$dir")"
 elif ! cmp -s "$dir/checkpoint.safetensors" "$tmp/before.safetensors"; then
   fail "second SIGINT" "the earlier checkpoint changed"
 elif ! "$convoy" train --resume "$dir" --progress quiet >/dev/null 2>&1 ||
      ! cmp -s "$tmp/full/model.safetensors" "$dir/model.safetensors"; then
   fail "second SIGINT" "resuming after it did not end bit-identical"
 else
-  echo "ok   second SIGINT: exit 130 after $waited_ms ms inside a checkpoint write; earlier checkpoint intact, resumed bit-identically"
+  echo "ok   second SIGINT: exit 130 after $waited_ms ms inside a checkpoint write, its temporary removed; earlier checkpoint intact, resumed bit-identically"
 fi
 echo "$failures failed"
 [[ $failures -eq 0 ]]

@@ -197,7 +197,7 @@ TEST(HostileInputFiles, ACheckpointFolderThatIsNoFolderIsAUserError) {
   std::ostringstream warn;
   EXPECT_NE(error_of([&] { train::load_latest_checkpoint(dir.file("a"), warn); }).find("a: cannot be read ("),
             std::string::npos);
-  EXPECT_NE(error_of([&] { train::load_latest_checkpoint(dir.file("file"), warn); }).find("file: not a folder"),
+  EXPECT_NE(error_of([&] { train::load_latest_checkpoint(dir.file("file"), warn); }).find("file: is a file, not a folder"),
             std::string::npos);
   EXPECT_NE(error_of([&] { train::load_latest_checkpoint(dir.file("none"), warn); }).find("none: no such folder"),
             std::string::npos);

@@ -166,13 +166,24 @@ TEST(Manifest, ClassFoldersAreSortedAsKerasDoes) {
     std::filesystem::create_directories(std::filesystem::path(dir.file(f)).parent_path());
     write_bytes(dir.file(f), f);
   }
+  // Hidden entries are neither classes nor images (a Mac's ._x.jpg is no JPEG).
+  for (const char* f : {".ipynb_checkpoints/a.jpg", "__MACOSX/rose/._c.jpg", "rose/._c.jpg", "tulip/.cache/d.jpg"}) {
+    std::filesystem::create_directories(std::filesystem::path(dir.file(f)).parent_path());
+    write_bytes(dir.file(f), f);
+  }
   std::filesystem::create_directories(dir.file("empty_class"));
-  const Manifest m = read_folder_manifest(dir.path());
-  EXPECT_EQ(m.classes, (std::vector<std::string>{"daisy", "empty_class", "rose", "tulip"}));
+  // Unlike Keras, an empty class folder is no class (its output would never be trained): an error, or skipped.
+  EXPECT_NE(error_of([&] { read_folder_manifest(dir.path()); }).find("empty_class/: a class folder with no images"),
+            std::string::npos);
+  const Manifest m = read_folder_manifest(dir.path(), {.on_bad_example = data::OnBadExample::skip});
+  EXPECT_EQ(m.classes, (std::vector<std::string>{"daisy", "rose", "tulip"}));
+  EXPECT_EQ(m.skipped.size(), 1u);
   std::vector<std::pair<std::string, int32_t>> got;
   for (const ManifestEntry& e : m.entries) got.emplace_back(e.id, e.label);
   EXPECT_EQ(got, (std::vector<std::pair<std::string, int32_t>>{
-                     {"daisy/sub/y.jpg", 0}, {"daisy/z.jpeg", 0}, {"rose/c.jpg", 2}, {"tulip/a.png", 3}, {"tulip/b.JPG", 3}}));
+                     {"daisy/sub/y.jpg", 0}, {"daisy/z.jpeg", 0}, {"rose/c.jpg", 1}, {"tulip/a.png", 2}, {"tulip/b.JPG", 2}}));
+  // Named by data.classes, an empty class stays (on purpose: a label order to keep).
+  EXPECT_EQ(read_folder_manifest(dir.path(), {.classes = {"empty_class", "rose"}}).classes.size(), 2u);
   const Manifest two = read_folder_manifest(dir.path(), {.classes = {"tulip", "rose"}});
   EXPECT_EQ(two.entries.size(), 3u);
   EXPECT_EQ(two.entries[0].label, 0);

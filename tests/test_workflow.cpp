@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
 
@@ -173,6 +174,31 @@ TEST_F(WorkflowRun, WithoutPrintingEventsNothingReachesStdoutOrStderr) {
   EXPECT_EQ(::testing::internal::GetCapturedStdout(), "");
   EXPECT_NE(log.str().find("convoy: plant_cnn on "), std::string::npos) << log.str();
   EXPECT_NE(log.str().find("epoch   1/1 "), std::string::npos) << log.str();
+}
+
+// The CLI's --out refusal is the library's: a program's new run does not
+// silently replace an earlier run's outputs (or a user's model.safetensors).
+TEST_F(WorkflowRun, ANewRunRefusesEarlierOutputsUnlessOverwriteAndAResumeContinues) {
+  RunConfig c = config("earlier", 1);
+  fs::create_directories(c.out_dir);
+  std::ofstream(c.out_dir + "/model.safetensors") << "a user's model";
+  std::ofstream(c.out_dir + "/notes.txt") << "a user's notes";
+  const auto refusal = [](const std::function<void()>& f) { return testing::error_of(f); };
+  for (const std::string& said : {refusal([&] { Workflow(c).run(); }), refusal([&] { run_training(c, nullptr); })}) {
+    EXPECT_NE(said.find(c.out_dir + ": holds an earlier run's outputs (model.safetensors)"), std::string::npos) << said;
+    EXPECT_NE(said.find("--resume"), std::string::npos) << said;
+    EXPECT_NE(said.find("output.overwrite"), std::string::npos) << said;
+  }
+  EXPECT_EQ(read_bytes(c.out_dir + "/model.safetensors"), "a user's model") << "a refused run replaced it";
+  c.overwrite = true;
+  Workflow(c).run();
+  EXPECT_NE(read_bytes(c.out_dir + "/model.safetensors"), "a user's model");
+  EXPECT_EQ(read_bytes(c.out_dir + "/notes.txt"), "a user's notes");
+  // A resume continues its own run's folder without output.overwrite.
+  RunCheckpoint ck = load_latest_checkpoint(c.out_dir, std::cerr);
+  ck.config.overwrite = false;
+  ck.config.epochs = 2;
+  EXPECT_EQ(Workflow(ck.config).run(ck).history.epochs.size(), 2u);
 }
 
 TEST_F(WorkflowRun, CallsOutOfOrderAreRefusedByName) {

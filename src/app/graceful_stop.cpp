@@ -7,6 +7,8 @@
 #include <csignal>
 #include <cstddef>
 
+#include "convoy/io/atomic_file.h"
+
 namespace convoy::train {
 namespace {
 
@@ -30,7 +32,10 @@ void say(const char (&text)[N]) {
 extern "C" void on_stop_signal(int signal) {
   int expected = 0;
   if (g_in_fit.load() && g_received.compare_exchange_strong(expected, signal)) return;  // stop after the step
-  // At once: no destructor runs, so no thread meets a destroyed static.
+  // At once: no destructor runs, so no thread meets a destroyed static; only
+  // the temporary files of writes in progress go (their targets stay as
+  // they were: each is renamed in whole or not at all).
+  convoy::io::remove_in_flight_temporaries();
   const bool second = g_in_fit.load();
   if (second) say("convoy: a second signal: stopped at once; the checkpoints written before are as they were\n");
   else if (signal == SIGINT) say("convoy: stopped by SIGINT\n");

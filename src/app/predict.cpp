@@ -47,13 +47,24 @@ records::Manifest folder_manifest(const std::string& dir) {
   std::vector<fs::path> files;
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec))
-    if (it->is_regular_file() && is_image_name(it->path())) files.push_back(it->path());
+       it.increment(ec)) {
+    if (hidden_entry(it->path())) {  // .DS_Store, macOS's ._photo.jpg, .ipynb_checkpoints/, __MACOSX/
+      it.disable_recursion_pending();
+      continue;
+    }
+    std::error_code link;
+    if (it->is_regular_file(link) && is_image_name(it->path())) files.push_back(it->path());
+  }
   require(!ec, "--input " + shown(dir) + ": cannot list the folder (" + ec.message() + ")");
   require(!files.empty(), "--input " + shown(dir) + ": no images (.jpg, .jpeg, .png) in it or below it");
   std::sort(files.begin(), files.end());
-  for (const fs::path& f : files)
-    m.entries.push_back({.id = f.lexically_relative(dir).string(), .path = f.string(), .where = f.string()});
+  const PathRoot rule(dir);  // as a data set's: a link may not lead outside the folder given
+  for (const fs::path& f : files) {
+    const std::string id = f.lexically_relative(dir).string();
+    if (const auto why = rule.outside(id)) m.skipped.push_back(f.string() + ": leads outside " + dir + " (" + *why + ")");
+    else m.entries.push_back({.id = id, .path = f.string(), .where = f.string()});
+  }
+  require(!m.entries.empty(), "--input " + shown(dir) + ": its images all lead outside it (symbolic links); copy them in");
   return m;
 }
 
@@ -98,6 +109,23 @@ Predictions of_idx(const RunCheckpoint& ck, const std::string& path) {
     p.probabilities.insert(p.probabilities.end(), row_p.begin(), row_p.end());
   });
   return p;
+}
+
+// An existing --output is replaced only when it is an earlier predictions CSV
+// of this run (the same header line): `--output train.csv` or `--output
+// DIR/checkpoint.safetensors` would destroy a user's labels or the run.
+void refuse_foreign_output(const std::string& path, const std::string& csv) {
+  std::error_code ec;  // not followed: a link, like any special file, is the write's to refuse
+  if (!fs::is_regular_file(fs::symlink_status(path, ec))) return;
+  const std::string header = csv.substr(0, csv.find('\n') + 1);
+  std::ifstream in(path, std::ios::binary);
+  std::string first(header.size(), '\0');
+  in.read(first.data(), static_cast<std::streamsize>(first.size()));
+  first.resize(static_cast<std::size_t>(in.gcount()));
+  if (first == header || (in.gcount() == 0 && in.eof())) return;  // ours (or empty): nothing of anyone's lost
+  throw UserError("--output " + shown(path, 160) + ": exists and is not a predictions CSV of this run (its first "
+                  "line is not '" + shown(header.substr(0, header.size() - 1), 80) +
+                  "'); name a new file, or remove it first");
 }
 
 }  // namespace
@@ -146,8 +174,12 @@ Predictions predict(const std::string& dir, const PredictOptions& o) {
   ImagePredictions rows{.ids = p.ids, .probabilities = p.probabilities,
                         .classes = static_cast<int64_t>(p.classes.size()), .skipped = {}};
   std::string csv_text = predictions_csv(rows, first_column, p.classes);
-  if (p.output == "-") p.csv = std::move(csv_text);  // whole before a byte goes out: no half CSV on an error
-  else io::write_file_atomic(p.output, csv_text);
+  if (p.output == "-") {
+    p.csv = std::move(csv_text);  // whole before a byte goes out: no half CSV on an error
+  } else {
+    refuse_foreign_output(p.output, csv_text);
+    io::write_file_atomic(p.output, csv_text);
+  }
   return p;
 }
 

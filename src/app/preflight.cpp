@@ -6,7 +6,9 @@
 #include <filesystem>
 
 #include "convoy/core/error.h"
+#include "convoy/core/path_kind.h"
 #include "convoy/core/untrusted.h"
+#include "convoy/config/data_defaults.h"
 #include "convoy/io/pretrained.h"
 #include "config/transfer.h"
 
@@ -28,10 +30,7 @@ void check_output_folder(const std::string& out) {
 }
 
 void check_pretrained(const RunConfig& c) {
-  require(fs::is_regular_file(c.pretrained),
-          "model.pretrained: " + c.pretrained +
-              " is missing; for the EfficientNet-Lite0 weights run bash tools/fetch_pretrained.sh, else fix the path "
-              "(a config's paths are relative to its folder)");
+  require_pretrained_file(c);
   nn::Model model = build_model(c, model_input_shape(c), model_classes(c));
   set_phase_layers(model, c, /*frozen=*/c.freeze_epochs > 0);  // model.head names one of its layers
   if (!c.compare_with_scratch) return;  // the run itself loads it before its first step
@@ -41,12 +40,20 @@ void check_pretrained(const RunConfig& c) {
 
 }  // namespace
 
+void require_pretrained_file(const RunConfig& c) {
+  if (c.pretrained.empty()) return;
+  const std::string kind = path_kind(c.pretrained);
+  require(kind == "a file",
+          "model.pretrained: " + shown(c.pretrained, 160) +
+              (kind == "missing" ? std::string(" is missing") : " is " + kind + ", not a weights file") +
+              "; for the EfficientNet-Lite0 weights run bash tools/fetch_pretrained.sh, else fix the path "
+              "(a config's paths are relative to its folder)");
+}
+
 void check_before_training(const RunConfig& c) {
   validate(c);
-  std::error_code ec;
   if (c.data.reads_images())  // the IDX reader names Debian's package when the files are missing
-    require(fs::is_directory(c.data_dir, ec),
-            "data.dir (--data) " + shown(c.data_dir) + ": no such folder; pass the folder that holds the data");
+    require_data_folder(c.data_dir, "data.dir (--data) ");
   // Checked here, not with the keys: the data's kind may be found only after they are read (--data DIR).
   require(c.data.class_weight.empty() || c.data.reads_images(),
           "data.class_weight: weights the image workflow's classes (csv, folders, tfrecord); Fashion-MNIST's IDX data "

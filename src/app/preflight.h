@@ -13,4 +13,7 @@ namespace convoy::train {
 // in) writable. Each a UserError naming the key and what to do.
 void check_before_training(const RunConfig& config);
 
+// model.pretrained, when set, is a file: else a UserError saying what it is.
+void require_pretrained_file(const RunConfig& config);
+
 }  // namespace convoy::train

@@ -64,6 +64,7 @@ RunOutcome run_scratch(const RunConfig& c, RunEvents* events, bool resuming, con
 RunOutcome run_compared(const RunConfig& c, const std::optional<RunCheckpoint>& resume, RunEvents* events,
                         const FaultInjection& faults) {
   check_before_training(c);  // before the scratch comparison trains
+  if (!resume) check_new_run_folder(c);
   if (!c.compare_with_scratch) return run(c, resume, events, faults);
   RunOutcome scratch = run_scratch(c, events, resume.has_value(), faults);
   if (scratch.history.interrupted) return scratch;

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "convoy/core/error.h"
+#include "convoy/core/path_kind.h"
 #include "convoy/core/untrusted.h"
 #include "config/transfer.h"
 
@@ -57,14 +58,11 @@ RunCheckpoint load_latest_checkpoint(const std::string& dir, std::ostream& warn)
   const std::string latest = (fs::path(dir) / kCheckpointFile).string();
   const std::string previous = (fs::path(dir) / kPreviousCheckpointFile).string();
   // With error codes: a link loop or an unreadable folder is the user's to fix, not an internal error.
+  const bool a_file = path_kind(dir) == "a file";
+  require_folder(dir, "", a_file && fs::path(dir).extension() == ".safetensors"
+                              ? "pass the folder that holds it (the --out folder of a convoy train run)"
+                              : "pass the --out folder of a convoy train run");
   std::error_code ec;
-  const fs::file_status folder = fs::status(dir, ec);
-  require(fs::is_directory(folder),
-          dir + ": " +
-              (fs::exists(folder) ? std::string("not a folder")
-               : ec && ec != std::errc::no_such_file_or_directory ? "cannot be read (" + ec.message() + ")"
-                                                                   : std::string("no such folder")) +
-              "; pass the --out folder of a convoy train run");
   const bool has_latest = fs::exists(latest, ec), has_previous = fs::exists(previous, ec);
   require(has_latest || has_previous,
           dir + ": no " + kCheckpointFile + " here; pass the --out folder of a convoy train run");

@@ -27,6 +27,7 @@
 #include "convoy/train/schedules.h"
 #include "app/compile_run.h"
 #include "app/fault_injection.h"
+#include "app/preflight.h"
 #include "app/run_reports.h"
 #include "config/transfer.h"
 
@@ -163,6 +164,32 @@ std::vector<std::string> earlier_outputs(const std::string& dir) {
   return found;
 }
 
+namespace {
+
+// A new run into a folder that holds an earlier run's outputs (or a user's
+// files of those names) would replace them: only with output.overwrite.
+// `within_the_run` (Workflow::start): this process holds the folder's lock,
+// and its own scratch comparison (transfer.compare_with_scratch, trained
+// first by run_training, which checked the folder before) may be there;
+// else a run writing there now is named as its lock names it.
+void refuse_earlier_outputs(const RunConfig& c, bool within_the_run) {
+  if (c.out_dir.empty() || c.overwrite) return;
+  std::vector<std::string> found = earlier_outputs(c.out_dir);
+  if (within_the_run && c.compare_with_scratch) std::erase(found, std::string("scratch"));
+  if (found.empty()) return;
+  if (!within_the_run) io::OutputLock live(c.out_dir);  // waits for nobody
+  std::string names;
+  for (std::size_t i = 0; i < found.size() && i < 3; ++i) names += (i ? ", " : "") + found[i];
+  if (found.size() > 3) names += " and " + std::to_string(found.size() - 3) + " more";
+  throw UserError("output.dir (--out) " + c.out_dir + ": holds an earlier run's outputs (" + names +
+                  "), which a new run would replace; continue it with --resume " + c.out_dir +
+                  ", pass --overwrite (output.overwrite) to replace only those, or pick another --out");
+}
+
+}  // namespace
+
+void check_new_run_folder(const RunConfig& config) { refuse_earlier_outputs(config, /*within_the_run=*/false); }
+
 struct Workflow::State {
   RunConfig config;  // what checkpoints record: with the data's classes filled in
   RunConfig c;       // as it trains: scaled for replicas
@@ -216,9 +243,7 @@ Workflow::Workflow(const RunConfig& given, RunEvents* events, Callbacks callback
   set_num_threads(c.threads > 0 ? c.threads : dist::default_threads_per_process());
   // A missing GPU fails now, not after loading the data.
   require_replica_device(c, choose_device(c.device, s.replicas->gpu()));
-  require(c.pretrained.empty() || fs::is_regular_file(c.pretrained),
-          "model.pretrained: " + c.pretrained +
-              " is missing; for the EfficientNet-Lite0 weights run bash tools/fetch_pretrained.sh, else fix the path");
+  require_pretrained_file(c);
   test_pause(s.faults.load_pause_ms);
   if (s.config.data.reads_images()) {
     s.images = load_image_data(s.config, /*with_training=*/true);
@@ -253,6 +278,8 @@ void Workflow::start(const std::optional<RunCheckpoint>& resume) {
   nn::Model& model = *s.model;
   require(!s.exe, "Workflow::start: the run has started already");
   const RunConfig& c = s.c;
+  // Here, where a new run is told from a resumed one; this process holds the folder's lock.
+  if (!resume) refuse_earlier_outputs(c, /*within_the_run=*/true);
   // A resumed run continues in the phase its checkpoint was written in.
   s.phase = resume ? phase_at(s.phases, resume->epoch) : 0;
   s.pc = c;
@@ -394,7 +421,8 @@ RunOutcome Workflow::finish(const std::optional<History>& scratch) {
     }
     d["skipped_examples"] = skipped.size();
     d["skipped"] = skipped;
-    info.data_json = d.dump();
+    // File names from another system may not be UTF-8 (the skipped list names them): replaced, not fatal.
+    info.data_json = d.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   std::vector<float> params(model.num_parameters()), state(model.num_state());
   exe.internals().read(Held::parameters, params);

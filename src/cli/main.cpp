@@ -19,8 +19,8 @@
 #include "convoy/data/bad_examples.h"
 #include "convoy/data/fashion_mnist.h"
 #include "plant_demo.h"
+#include "convoy/io/atomic_file.h"
 #include "convoy/io/onnx.h"
-#include "convoy/io/output_folder.h"
 #include "convoy/io/pretrained.h"
 #include "convoy/nn/zoo.h"
 #include "convoy/records/shards.h"
@@ -52,7 +52,6 @@ struct TrainFlags {
   std::optional<int64_t> image_size;
   std::vector<std::string> sets;  // --set key=value, in order
   bool quiet = false;
-  bool overwrite = false;  // a new run may replace an earlier run's outputs in --out
   bool has(const std::string& key) const { return keys.at(key).given(); }
 };
 
@@ -149,24 +148,9 @@ convoy::train::FaultInjection fault_injection_from_environment() {
           .report_pause_ms = milliseconds("CONVOY_TEST_REPORT_DELAY_MS")};
 }
 
-// A new run into a folder that holds an earlier run's outputs (or a user's
-// files of those names) would replace them: only with --overwrite.
-void refuse_earlier_outputs(const std::string& dir, bool overwrite) {
-  if (dir.empty() || overwrite) return;
-  const std::vector<std::string> found = convoy::train::earlier_outputs(dir);
-  if (found.empty()) return;
-  { convoy::io::OutputLock live(dir); }  // a run writing there now is named as such (and waits for nobody)
-  std::string names;
-  for (std::size_t i = 0; i < found.size() && i < 3; ++i) names += (i ? ", " : "") + found[i];
-  if (found.size() > 3) names += " and " + std::to_string(found.size() - 3) + " more";
-  throw convoy::UserError("output.dir (--out) " + dir + ": holds an earlier run's outputs (" + names +
-                          "), which a new run would replace; continue it with --resume " + dir +
-                          ", pass --overwrite to replace them (nothing else there is touched), or pick another --out");
-}
-
 int run_train(const TrainFlags& f) {
   if (!f.resume.empty()) {
-    bool what_to_train = !f.config.empty() || f.image_size || !f.sets.empty() || f.overwrite;
+    bool what_to_train = !f.config.empty() || f.image_size || !f.sets.empty();
     for (const auto& key : convoy::train::config_schema())
       if (!key.flag.empty() && !key.how_to_run && key.name != "training.epochs" && key.name != "training.threads" &&
           key.name != "training.precision")
@@ -189,7 +173,6 @@ int run_train(const TrainFlags& f) {
   }
   std::string chosen;
   const RunConfig c = resolve(f, &chosen);
-  refuse_earlier_outputs(c.out_dir, f.overwrite);
   if (!chosen.empty() && c.progress != "quiet") std::cout << chosen << std::endl;
   // The library itself prints nothing: the console is this reporter.
   convoy::train::ConsoleReporter console(std::cout, c.progress, &std::cerr);
@@ -396,9 +379,6 @@ int main(int argc, char** argv) {
                                      "('convoy help config' lists them)")
       ->allow_extra_args(false);
   train->add_flag("--quiet", f.quiet, "Print only the final test accuracy");
-  train->add_flag("--overwrite", f.overwrite,
-                  "Let a new run replace an earlier run's outputs in --out (checkpoints, model, history, reports); "
-                  "other files there are never touched");
   std::string checkpoint, input, output;
   CLI::App* evaluate = app.add_subcommand("evaluate", "Evaluate a checkpoint on its test data");
   evaluate->add_option("--checkpoint", checkpoint, "The --out folder of a train run")->required();
@@ -487,6 +467,9 @@ int main(int argc, char** argv) {
   // SIGINT/SIGTERM from here on: one line and exit 130 / 143 at once, or,
   // inside a training run's fit, a checkpoint after the step (graceful_stop.h).
   const convoy::train::ExitOnSignals exit_on_signals;
+  // The signal tests' pause inside every output write (tests/interrupted_writes.sh).
+  if (const char* pause = std::getenv("CONVOY_TEST_WRITE_DELAY_MS"))
+    convoy::io::set_test_write_pause_ms(std::max(0, std::atoi(pause)));
   try {
     if (train->parsed()) return run_train(f);
     if (evaluate->parsed()) return run_evaluate(checkpoint);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "convoy/core/error.h"
+#include "convoy/core/path_kind.h"
 #include "convoy/core/rng.h"
 #include "convoy/data/dataset.h"
 #include "convoy/data/idx.h"
@@ -127,6 +128,7 @@ void write_plain(const fs::path& path, const std::string& bytes) {
 
 // Refuses a folder holding anything but a previous demo; clears a previous demo.
 void prepare_out_dir(const fs::path& dir) {
+  if (path_kind(dir.string()) != "missing") require_folder(dir.string(), "", "pass a new or empty --out DIR");
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_empty(dir, ec)) {
     require(fs::exists(dir / kMarker),

@@ -223,6 +223,13 @@ const std::vector<ConfigKey>& config_schema() {
                                   "actual/predicted grid), `confusion.png` and `report.html`; `best.safetensors` (the "
                                   "best epoch by validation loss); TensorBoard event files in "
                                   "`DIR/tensorboard/{train,validation}`"));
+    k.push_back(boolean("output.overwrite", AT(overwrite),
+                        "A new run may replace an earlier run's outputs in output.dir; other files there are never "
+                        "touched")
+                    .with_flag("--overwrite")
+                    .with_details("Without it a new run refuses a folder that holds any of the names a run writes "
+                                  "(but `history.csv` and `tensorboard/`), naming them; a resume continues its own "
+                                  "run and needs none"));
     k.push_back(text("output.progress", AT(progress), choices({"auto", "bar", "lines", "quiet"}),
                      "auto (a bar on a terminal), bar (Keras-style, live), lines (one per epoch) or quiet")
                     .with_flag("--progress")

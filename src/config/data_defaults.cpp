@@ -2,12 +2,14 @@
 #include "convoy/config/data_defaults.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <variant>
 
 #include "convoy/core/error.h"
+#include "convoy/core/path_kind.h"
 #include "convoy/core/untrusted.h"
 #include "convoy/image/codec.h"
 #include "convoy/records/manifest.h"
@@ -30,9 +32,13 @@ bool has_idx(const fs::path& dir) {
 bool has_class_folders(const fs::path& dir) {
   std::error_code ec;
   for (const auto& sub : fs::directory_iterator(dir, ec)) {
-    if (!sub.is_directory(ec)) continue;
+    if (hidden_entry(sub.path()) || !sub.is_directory(ec)) continue;
     for (auto it = fs::recursive_directory_iterator(sub.path(), ec); !ec && it != fs::recursive_directory_iterator();
          it.increment(ec)) {
+      if (hidden_entry(it->path())) {
+        it.disable_recursion_pending();
+        continue;
+      }
       std::string ext = it->path().extension().string();
       std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char ch) { return std::tolower(ch); });
       if (ext == ".jpg" || ext == ".jpeg" || ext == ".png") return true;
@@ -80,17 +86,38 @@ std::string format_number(double v) {
 
 }  // namespace
 
-DataFound find_data(const std::string& dir) {
-  std::error_code ec;
-  require(fs::is_directory(dir, ec), "--data " + shown(dir) + ": no such folder; pass the folder that holds the data");
+void require_data_folder(const std::string& dir, const std::string& named) {
+  std::string todo = "pass the folder that holds the data";
+  if (path_kind(dir) == "a file") {
+    std::string ext = fs::path(dir).extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    if (ext == ".csv")
+      todo = "pass the folder that holds it: convoy reads DIR/train.csv and the images in DIR/images/ (a CSV of "
+             "another name: --set data.kind=csv --set data.train_csv=NAME)";
+    else if (ext == ".jpg" || ext == ".jpeg" || ext == ".png")
+      todo = "pass the folder above the class folders (DIR/<class>/*.jpg); to classify one image, use convoy predict";
+    else
+      todo = "pass the folder that holds the data: class folders of photos, train.csv with images/, or Fashion-MNIST's "
+             "IDX files";
+  }
+  require_folder(dir, named, todo);
+}
+
+DataFound find_data(const std::string& dir, const DataConfig& csv) {
+  require_data_folder(dir, "--data ");
   DataFound d;
   if (has_idx(dir)) {
     d.kind = "idx";
-  } else if (exists_file(fs::path(dir) / "train.csv")) {
+  } else if (exists_file(fs::path(dir) / csv.train_csv)) {
     d.kind = "csv";
     if (exists_file(fs::path(dir) / "test.csv")) d.test_csv = "test.csv";
-    probe_first_image(d, records::read_csv_manifest((fs::path(dir) / "train.csv").string(),
-                                                    {.on_bad_example = data::OnBadExample::skip,
+    // Read as the run will read it: the CSV keys given (data.extension '' for ids that are file names) count.
+    probe_first_image(d, records::read_csv_manifest((fs::path(dir) / csv.train_csv).string(),
+                                                    {.id_column = csv.id_column,
+                                                     .label_column = csv.label_column,
+                                                     .image_dir = csv.images,
+                                                     .extension = csv.extension,
+                                                     .on_bad_example = data::OnBadExample::skip,
                                                      .log = [](const std::string&) {}}));
   } else if (has_class_folders(dir)) {
     d.kind = "folders";
@@ -112,7 +139,7 @@ std::string choose_from_data(RunConfig& c, const std::set<std::string>& given) {
   bool detected = false;
   DataFound d;
   if (!has("data.kind") && has("data.dir")) {
-    d = find_data(c.data_dir);
+    d = find_data(c.data_dir, c.data);
     c.data.kind = d.kind;
     detected = d.kind != "idx";
   }

@@ -94,6 +94,26 @@ std::string escaped(std::string_view value, std::size_t max, bool escape_backsla
 
 std::string shown(std::string_view value, std::size_t max) { return escaped(value, max, true); }
 
+bool valid_utf8(std::string_view value) {
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    if (static_cast<unsigned char>(value[i]) < 0x80) continue;
+    const std::size_t n = utf8_length(value, i);
+    if (n == 0) return false;
+    // As strict as JSON writers are: no overlong forms, surrogates or code points past U+10FFFF.
+    const auto lead = static_cast<unsigned char>(value[i]), next = static_cast<unsigned char>(value[i + 1]);
+    if ((lead == 0xE0 && next < 0xA0) || (lead == 0xED && next > 0x9F) || (lead == 0xF0 && next < 0x90) ||
+        (lead == 0xF4 && next > 0x8F))
+      return false;
+    i += n - 1;
+  }
+  return true;
+}
+
+bool hidden_entry(const std::filesystem::path& path) {
+  const std::string name = path.filename().string();
+  return name.starts_with('.') || name == "__MACOSX";
+}
+
 std::string shown_json(const json& value, std::size_t max) {
   std::string out;
   write_bounded(value, out, max);

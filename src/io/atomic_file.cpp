@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -13,11 +15,14 @@
 #include <thread>
 
 #include "convoy/core/error.h"
+#include "convoy/core/path_kind.h"
 
 namespace convoy::io {
 namespace {
 
 namespace fs = std::filesystem;
+
+std::atomic<int> g_test_write_pause_ms{0};
 
 [[noreturn]] void fail(const std::string& path, const char* doing) {
   throw UserError(path + ": cannot " + doing + " (" + std::strerror(errno) +
@@ -46,6 +51,7 @@ void sync_folder_of(const std::string& path) {
 // Points `keep_as` at the file now at `path`, in one atomic step.
 void keep_previous(const std::string& path, const std::string& keep_as) {
   const std::string link_tmp = temporary_name(keep_as);
+  const InFlightTemporary listed(link_tmp);
   ::unlink(link_tmp.c_str());
   if (::link(path.c_str(), link_tmp.c_str()) == 0) {
     if (::rename(link_tmp.c_str(), keep_as.c_str()) != 0) abandon(link_tmp, keep_as, "replace");
@@ -59,6 +65,8 @@ void keep_previous(const std::string& path, const std::string& keep_as) {
 }
 
 }  // namespace
+
+void set_test_write_pause_ms(int ms) { g_test_write_pause_ms.store(ms); }
 
 std::string temporary_name(const std::string& path) { return path + kTemporaryMark + std::to_string(::getpid()); }
 
@@ -74,6 +82,7 @@ void write_file_atomic(const std::string& path, std::string_view content, const 
     throw UserError(path + ": is " + kind + ", not a file convoy may replace; name a new file or a regular one");
   }
   const std::string tmp = temporary_name(path);
+  const InFlightTemporary listed(tmp);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail(path, "write");
   std::size_t done = 0;
@@ -95,8 +104,8 @@ void write_file_atomic(const std::string& path, std::string_view content, const 
     abandon(tmp, path, "flush");
   }
   if (::close(fd) != 0) abandon(tmp, path, "flush");
-  if (options.pause_before_rename_ms > 0)
-    std::this_thread::sleep_for(std::chrono::milliseconds(options.pause_before_rename_ms));
+  if (const int pause = std::max(options.pause_before_rename_ms, g_test_write_pause_ms.load()); pause > 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause));
   if (!options.keep_previous_as.empty()) {
     try {
       keep_previous(path, options.keep_previous_as);
@@ -110,6 +119,7 @@ void write_file_atomic(const std::string& path, std::string_view content, const 
 }
 
 void ensure_writable_dir(const std::string& dir) {
+  if (path_kind(dir) != "missing") require_folder(dir, "", "pass a new or existing folder as --out");
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw UserError(dir + ": cannot create output folder (" + ec.message() + "); pass a writable --out DIR");

@@ -22,7 +22,11 @@ class BadEntries {
     if (policy_ == data::OnBadExample::fail)
       throw UserError(source_ + ": " + where + ": " + problem + "; " + advice + " (or set on_bad_example: skip)");
     named_.push_back(where + ": " + problem);
+    if (first_advice_.empty()) first_advice_ = advice;
   }
+
+  // What to do about the first entry left out ("" when none was).
+  const std::string& first_advice() const { return first_advice_; }
 
   // Every entry left out ("<source>: <where>: <problem>"), after logging one
   // line of the first ten.
@@ -43,6 +47,7 @@ class BadEntries {
   const char* noun_;
   data::OnBadExample policy_;
   std::vector<std::string> named_;
+  std::string first_advice_;
 };
 
 }  // namespace convoy::records

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "convoy/core/error.h"
+#include "convoy/core/path_kind.h"
 #include "convoy/core/untrusted.h"
 #include "convoy/records/csv.h"
 #include "convoy/records/manifest.h"
@@ -76,6 +77,8 @@ Manifest read_csv_manifest(const std::string& csv_path, const CsvManifestOptions
   for (std::size_t i = 0; i < m.classes.size(); ++i) class_index[m.classes[i]] = static_cast<int32_t>(i);
 
   const fs::path image_dir = fs::path(csv_path).parent_path() / o.image_dir;
+  require_folder(image_dir.string(), "the image folder of " + csv_path + ", ",
+                 "put the images in a folder beside the CSV and name it (data.images; shards --images)");
   const PathRoot root(image_dir);
   BadEntries bad(csv_path, "row", o.on_bad_example);
   std::map<std::string, int64_t> first_line_of_id;
@@ -138,7 +141,11 @@ Manifest read_csv_manifest(const std::string& csv_path, const CsvManifestOptions
     e.path = (image_dir / (e.id + o.extension)).string();
     std::error_code ec;
     if (o.check_files && !fs::is_regular_file(e.path, ec)) {
-      bad.add(line_of(r), "image file " + shown(e.path, 2 * kShownChars) + " is missing", "add it, or fix image_dir/extension");
+      // Kaggle CSVs often hold whole file names ("a.jpg"), which the extension then doubles.
+      const bool named_whole = !o.extension.empty() && fs::is_regular_file(image_dir / e.id, ec);
+      bad.add(line_of(r), "image file " + shown(e.path, 2 * kShownChars) + " is missing",
+              named_whole ? "the ids are whole file names already: set data.extension to '' (shards: --extension '')"
+                          : "add it, or fix image_dir/extension");
       continue;
     }
     if (const uint64_t size = o.check_files ? fs::file_size(e.path, ec) : 0; !ec && size > o.max_image_bytes) {
@@ -150,8 +157,9 @@ Manifest read_csv_manifest(const std::string& csv_path, const CsvManifestOptions
     m.entries.push_back(std::move(e));
   }
   m.skipped = bad.finish(o.log);
-  require(!m.entries.empty(), csv_path + ": no usable rows (all " + std::to_string(table.rows.size()) +
-                                  " were bad); fix the CSV");
+  if (m.entries.empty())  // every row skipped: the first one's problem, and what to do about it
+    throw UserError(csv_path + ": no usable rows: all " + std::to_string(table.rows.size()) + " were bad, the first " +
+                    shown(m.skipped.front().substr(csv_path.size() + 2), 160) + "; " + bad.first_advice());
   return m;
 }
 

@@ -88,7 +88,7 @@ void store_le32(char* p, uint32_t v) { std::memcpy(p, &v, 4); }
 }  // namespace
 
 TfRecordWriter::TfRecordWriter(std::string path, Compression compression)
-    : path_(std::move(path)), temp_(io::temporary_name(path_)) {
+    : path_(std::move(path)), temp_(io::temporary_name(path_)), listed_(temp_) {
   require(compression != Compression::detect, path_ + ": a writer needs compression none or gzip, not detect");
   const int fd = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) cannot_write(path_);

@@ -11,7 +11,9 @@
 //    would run static destructors while the input pipeline's, the pool's or
 //    OpenMP's threads still use what they destroy. Outputs are written to a
 //    temporary file and renamed (io/atomic_file.h), so an exit at any instant
-//    leaves each output whole or absent.
+//    leaves each output whole or absent; the handler removes the temporary
+//    files of the writes in progress (io::remove_in_flight_temporaries)
+//    before it exits.
 #include "convoy/train/callbacks.h"
 
 namespace convoy::train {

@@ -79,6 +79,12 @@ std::vector<std::string> run_outputs();
 // (each start writes new files there) and history.csv (a run killed before
 // its first checkpoint leaves it, with nothing to resume).
 std::vector<std::string> earlier_outputs(const std::string& dir);
+// A new run (not a resume) into config.out_dir refuses a folder that holds
+// earlier_outputs() unless config.overwrite (output.overwrite, --overwrite):
+// a UserError naming them and what to do (a run writing there now is named
+// as its lock names it). Workflow::start checks it for every new run, and
+// run_training before anything trains; call it to fail before loading data.
+void check_new_run_folder(const RunConfig& config);
 
 // Inference-mode loss and accuracy of the checkpoint in `dir` on its test data.
 Metrics evaluate_checkpoint(const std::string& dir);

@@ -21,7 +21,13 @@ struct DataFound {
 };
 
 // A UserError naming the kinds convoy reads when DIR holds none of them.
-DataFound find_data(const std::string& dir);
+// A CSV (`csv.train_csv`, default train.csv) is read with the CSV keys of `csv`.
+DataFound find_data(const std::string& dir, const DataConfig& csv = {});
+
+// Unless `dir` is a folder, a UserError "<named><dir>: <what it is>; <what to
+// pass>": for a file it says what to give instead (a CSV's folder, an image's
+// class folders' parent).
+void require_data_folder(const std::string& dir, const std::string& named);
 
 // Fills the keys of `config` that `given` (dotted keys set by a file, --set
 // or a flag) leaves out, from its data:

@@ -124,6 +124,7 @@ struct RunConfig {
   int64_t bucket_kib = 16;          // gradient buckets sent during backward; 0: one allreduce after it
   // output
   std::string out_dir;            // empty: write nothing
+  bool overwrite = false;         // a new run may replace an earlier run's outputs in out_dir
   std::string progress = "auto";  // auto (bar on a terminal), bar, lines, quiet
   bool profile = false;           // print a per-layer profile of the training steps at the end
 };

@@ -36,6 +36,13 @@ inline constexpr std::size_t kMaxCsvFields = 65'536;
 // and broken UTF-8 escaped (\n, \x00), so the message stays one line; when
 // cut, ends with "... (N bytes)".
 std::string shown(std::string_view value, std::size_t max = kShownChars);
+// Whether `value` is UTF-8 text (what JSON, and so every file convoy writes
+// names into, can hold). A file name from another system may not be.
+bool valid_utf8(std::string_view value);
+// Hidden entries of a folder that no image walk takes: names starting with
+// '.' (.DS_Store, macOS's ._photo.jpg, .ipynb_checkpoints/) and __MACOSX/
+// (what unzipping a Mac's zip leaves). Thumbs.db is no image name anyway.
+bool hidden_entry(const std::filesystem::path& path);
 // A JSON value the same way, written out only up to `max` characters (never
 // whole: a 100,000-deep array is not walked).
 std::string shown_json(const nlohmann::json& value, std::size_t max = kShownChars);

@@ -17,6 +17,12 @@ struct AtomicWriteOptions {
   int pause_before_rename_ms = 0;
 };
 
+// Test only: every write_file_atomic in this process also sleeps `ms`
+// between its flushed temporary file and the rename, so that a test can
+// signal the process inside any write (the CLI reads
+// CONVOY_TEST_WRITE_DELAY_MS; the library never reads the environment).
+void set_test_write_pause_ms(int ms);
+
 // Throws UserError naming the path when it cannot be written (a missing or
 // read-only folder, a full disk, a file-size limit); the temporary file is
 // removed and the old content of `path` is left as it was.
@@ -31,6 +37,26 @@ void ensure_writable_dir(const std::string& dir);
 // deletes one.
 inline constexpr const char* kTemporaryMark = ".convoy-tmp.";
 std::string temporary_name(const std::string& path);
+
+// Lists `path`, a temporary file about to be created, for as long as it
+// lives (create it after this, rename or remove it before its end), so that
+// remove_in_flight_temporaries() can remove it if the process must end at
+// once. Every writer of temporary files holds one.
+class InFlightTemporary {
+ public:
+  explicit InFlightTemporary(const std::string& path);
+  ~InFlightTemporary();
+  InFlightTemporary(const InFlightTemporary&) = delete;
+  InFlightTemporary& operator=(const InFlightTemporary&) = delete;
+
+ private:
+  int slot_ = -1;  // -1: unlisted (every slot taken, or a path too long)
+};
+
+// Removes every temporary file listed now. Async-signal-safe: for a handler
+// that ends the process with _exit (app/graceful_stop.h), so that a stop
+// inside a write leaves no `<path>.convoy-tmp.<pid>` behind.
+void remove_in_flight_temporaries();
 
 // Removes the temporary files that writers killed in mid-write left in `dir`
 // (plain files named `<name>.convoy-tmp.<pid>` of processes no longer

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "convoy/core/error.h"
+#include "convoy/io/atomic_file.h"
 
 namespace convoy::records {
 
@@ -100,6 +101,7 @@ class TfRecordWriter {
 
  private:
   std::string path_, temp_;
+  io::InFlightTemporary listed_;  // temp_, for a stop that ends the process at once
   std::unique_ptr<detail::ByteSink> sink_;
   int64_t records_ = 0;
   uint64_t bytes_ = 0;

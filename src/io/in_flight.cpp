@@ -1,0 +1,53 @@
+// The temporary files being written now (atomic_file.h: InFlightTemporary),
+// in a fixed table a signal handler may read: no allocation, no lock, only
+// lock-free atomics and unlink(2), all async-signal-safe.
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "convoy/io/atomic_file.h"
+
+namespace convoy::io {
+namespace {
+
+// A slot is free, being filled (its path not yet whole: the handler skips
+// it; the file is not created before the slot is ready) or ready.
+enum : int { kFree = 0, kFilling = 1, kReady = 2 };
+
+struct Slot {
+  std::atomic<int> state{kFree};
+  char path[4096];
+};
+static_assert(std::atomic<int>::is_always_lock_free);
+
+// More writers at once than slots (convoy has at most a handful: the
+// checkpoint savers, a report, a shard) go unlisted; the next run's
+// remove_stale_temporaries removes what such a one leaves.
+constexpr int kSlots = 32;
+Slot g_slots[kSlots];
+
+}  // namespace
+
+InFlightTemporary::InFlightTemporary(const std::string& path) {
+  if (path.size() >= sizeof g_slots[0].path) return;
+  for (int i = 0; i < kSlots; ++i) {
+    int expected = kFree;
+    if (!g_slots[i].state.compare_exchange_strong(expected, kFilling)) continue;
+    std::memcpy(g_slots[i].path, path.c_str(), path.size() + 1);
+    g_slots[i].state.store(kReady);
+    slot_ = i;
+    return;
+  }
+}
+
+InFlightTemporary::~InFlightTemporary() {
+  if (slot_ >= 0) g_slots[slot_].state.store(kFree);
+}
+
+void remove_in_flight_temporaries() {
+  for (Slot& s : g_slots)
+    if (s.state.load() == kReady) ::unlink(s.path);
+}
+
+}  // namespace convoy::io
