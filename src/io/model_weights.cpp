@@ -1,8 +1,11 @@
 #include "convoy/io/model_weights.h"
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 
 namespace convoy::io {
 namespace {
@@ -36,9 +39,18 @@ FlatWeights from_named(const nn::Model& model, const NamedTensors& named, const 
             what + ": tensor '" + slot.name + "' has shape " + to_string(it->second.shape()) + ", the model needs " +
                 to_string(slot.shape));
     auto src = it->second.data<float>();
+    require_finite_weights(src, what, slot.name);
     std::copy(src.begin(), src.end(), (is_state ? w.state : w.params).begin() + slot.offset);
   });
   return w;
+}
+
+void require_finite_weights(std::span<const float> values, const std::string& what, const std::string& tensor) {
+  const auto bad = std::find_if(values.begin(), values.end(), [](float x) { return !std::isfinite(x); });
+  if (bad == values.end()) return;
+  throw UserError(what + ": tensor '" + shown(tensor) + "' holds " + (std::isnan(*bad) ? "NaN" : "an infinite value") +
+                  " (value " + std::to_string(bad - values.begin()) + " of " + std::to_string(values.size()) +
+                  "); a model with it trains to nothing; use weights saved from a run that did not diverge");
 }
 
 }  // namespace convoy::io

@@ -211,10 +211,12 @@ class Importer {
       const nn::LayerPlan& plan = model.layers()[k];
       auto check = [&](const std::vector<nn::ParamSlot>& slots, const std::vector<std::vector<float>>& from) {
         require(slots.size() == from.size(), where_ + ": layer '" + plan.name + "' has the wrong number of tensors");
-        for (std::size_t s = 0; s < slots.size(); ++s)
+        for (std::size_t s = 0; s < slots.size(); ++s) {
           require(static_cast<int64_t>(from[s].size()) == slots[s].size(),
                   where_ + ": tensor for '" + slots[s].name + "' has " + std::to_string(from[s].size()) +
                       " values, the layer needs " + to_string(slots[s].shape));
+          require_finite_weights(from[s], where_, slots[s].name);
+        }
       };
       check(plan.params, weights_[k].params);
       check(plan.state, weights_[k].state);

@@ -39,6 +39,7 @@ int load_pytorch_weights(const nn::Model& model, const std::string& path, FlatWe
                                          ", the model needs " + to_string(slot.shape) +
                                          " (a different head? skip it and train a new one)");
     const auto src = t.data<float>();
+    require_finite_weights(src, path, slot.name);
     std::copy(src.begin(), src.end(), buffer.begin() + slot.offset);
     used.insert(slot.name);
     ++loaded;
