@@ -45,6 +45,10 @@ void tile(const Walk& w, const float* a, int64_t a_row, const float* b, float* o
   for (int64_t s = 0; s < w.segments; ++s) {
     const float* as = a + s * w.a_segment;
     const float* bs = b + s * w.b_segment;
+    // Two steps per loop: walks are short (8 steps per row in the weight
+    // gradient at 12×12 → 8×8) and the loop's own instructions showed
+    // (3% faster forward and weight gradient there; 4 gained nothing more).
+#pragma GCC unroll 2
     for (int64_t k = 0; k < w.length; ++k) {
       V bv[NV];
 #pragma GCC unroll 8
