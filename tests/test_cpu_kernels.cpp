@@ -173,8 +173,9 @@ const ConvCase kConvCases[] = {
 // multiple of 16, else the input gradient only), k ≤ 7. Channel and filter
 // counts that fill no vector (of 4, 8 or 16 lanes) or several; rows longer
 // than a register tile; padding on every side, asymmetric ("same" with an
-// even kernel); batches the threads do not divide; both ways of the weight
-// gradient (lanes over taps, over filters).
+// even kernel); batches the threads do not divide; every way of the weight
+// gradient (lanes over taps, over filters, split) and both of the input
+// gradient (taps whole, split) in the AVX-512 and AVX2 copies.
 const ConvCase kDirectCases[] = {
     {"seed conv 10->20 k5, batch 5", 5, 10, 12, 12, {.filters = 20, .kernel = 5}},
     {"k5 pad 2, 7->13, odd 9x11", 3, 7, 9, 11, {.filters = 13, .kernel = 5, .padding = 2}},
@@ -188,6 +189,9 @@ const ConvCase kDirectCases[] = {
     {"k6, 9->33, batch 7", 7, 9, 9, 10, {.filters = 33, .kernel = 6}},
     {"input gradient only: 1x1 map out of 3x3, 5->16", 4, 5, 3, 3, {.filters = 16, .kernel = 3}},
     {"input gradient only: k3 pad 1, 10->64", 3, 10, 7, 6, {.filters = 64, .kernel = 3, .padding = 1}},
+    // 20 taps a row: the AVX-512 copy splits the input gradient's (16 + 4,
+    // the rest scattered 4 pixels apart), not the weight gradient's.
+    {"k5, 4->14, 9x10: the input gradient's taps split", 2, 4, 9, 10, {.filters = 14, .kernel = 5}},
 };
 
 // 3×3, stride 1, pad 1: the shapes Winograd F(2×2, 3×3) serves (odd sizes
