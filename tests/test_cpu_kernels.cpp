@@ -207,16 +207,15 @@ const ConvCase kWinogradCases[] = {
 };
 
 // Output maps of at most 16 pixels (4 on Winograd's shapes), 32 or more
-// channels and filters: where
-// `auto` runs every pass as GEMMs over the batch (small_map_conv.h). Strides,
-// 1×1 kernels, runs of taps cut by the padding on either side or not at all,
+// channels and filters, kernels over 1×1: where `auto` runs every pass as
+// GEMMs over the batch (small_map_conv.h). Strides, runs of taps cut by the
+// padding on either side or not at all,
 // asymmetric padding, counts that split over two threads off cache lines.
 const ConvCase kSmallMapCases[] = {
     {"ResNet layer4.0.conv1-like: 3x3 s2 pad 1, 4x4 -> 2x2, 40->48", 3, 40, 4, 4,
      {.filters = 48, .kernel = 3, .stride = 2, .padding = 1}},
     {"3x3 pad 1 on a 2x2 map, 33->35, batch 5, no bias", 5, 33, 2, 2,
      {.filters = 35, .kernel = 3, .padding = 1, .bias = false}},
-    {"1x1 s2, 4x4 -> 2x2, 32->48", 4, 32, 4, 4, {.filters = 48, .kernel = 1, .stride = 2}},
     {"1x1 map out of 3x3, no padding, 36->32", 2, 36, 3, 3, {.filters = 32, .kernel = 3}},
     {"k5 pad 2, 2x1 map, 32->40", 3, 32, 2, 1, {.filters = 40, .kernel = 5, .padding = 2}},
     {"k2 same (pads after), 2x2, 32->33", 2, 32, 2, 2, {.filters = 33, .kernel = 2, .padding = kSame}},
@@ -224,7 +223,6 @@ const ConvCase kSmallMapCases[] = {
     {"3x3 pad 1, a 1x4 row, 32->64", 2, 32, 1, 4, {.filters = 64, .kernel = 3, .padding = 1}},
     {"ResNet layer3.0.conv1-like: 3x3 s2 pad 1, 8x8 -> 4x4, 32->40", 3, 32, 8, 8,
      {.filters = 40, .kernel = 3, .stride = 2, .padding = 1}},
-    {"1x1 s2, 7x7 -> 4x4, 34->32", 2, 34, 7, 7, {.filters = 32, .kernel = 1, .stride = 2}},
 };
 
 struct PoolCase {

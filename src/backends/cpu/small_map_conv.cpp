@@ -34,7 +34,7 @@ bool SmallMapConv::suits(const ConvGeometry& g) {
 }
 
 bool SmallMapConv::chosen(const ConvGeometry& g, ConvAlgo algo) {
-  if (algo != ConvAlgo::automatic || !suits(g) || g.channels < 32 || g.filters < 32) return false;
+  if (algo != ConvAlgo::automatic || !suits(g) || g.channels < 32 || g.filters < 32 || g.kernel == 1) return false;
   const bool winograds = g.kernel == 3 && g.stride == 1 && g.pad_top == 1 && g.pad_left == 1 &&
                          g.out_height == g.height && g.out_width == g.width;
   return !winograds || g.out_height * g.out_width <= 4;
