@@ -210,6 +210,25 @@ const ConvCase kWinogradCases[] = {
     {"blocks of tiles: 16->16, 63x65, batch 4", 4, 16, 63, 65, {.filters = 16, .kernel = 3, .padding = 1}, 1e-4},
 };
 
+// Output maps of at most 16 pixels (4 on Winograd's shapes), 32 or more
+// channels and filters, kernels over 1×1: where `auto` runs every pass as
+// GEMMs over the batch (small_map_conv.h). Strides, runs of taps cut by the
+// padding on either side or not at all,
+// asymmetric padding, counts that split over two threads off cache lines.
+const ConvCase kSmallMapCases[] = {
+    {"ResNet layer4.0.conv1-like: 3x3 s2 pad 1, 4x4 -> 2x2, 40->48", 3, 40, 4, 4,
+     {.filters = 48, .kernel = 3, .stride = 2, .padding = 1}},
+    {"3x3 pad 1 on a 2x2 map, 33->35, batch 5, no bias", 5, 33, 2, 2,
+     {.filters = 35, .kernel = 3, .padding = 1, .bias = false}},
+    {"1x1 map out of 3x3, no padding, 36->32", 2, 36, 3, 3, {.filters = 32, .kernel = 3}},
+    {"k5 pad 2, 2x1 map, 32->40", 3, 32, 2, 1, {.filters = 40, .kernel = 5, .padding = 2}},
+    {"k2 same (pads after), 2x2, 32->33", 2, 32, 2, 2, {.filters = 33, .kernel = 2, .padding = kSame}},
+    {"3x3 s2 no padding, 5x5 -> 2x2, 48->32, batch 7", 7, 48, 5, 5, {.filters = 32, .kernel = 3, .stride = 2}},
+    {"3x3 pad 1, a 1x4 row, 32->64", 2, 32, 1, 4, {.filters = 64, .kernel = 3, .padding = 1}},
+    {"ResNet layer3.0.conv1-like: 3x3 s2 pad 1, 8x8 -> 4x4, 32->40", 3, 32, 8, 8,
+     {.filters = 40, .kernel = 3, .stride = 2, .padding = 1}},
+};
+
 struct PoolCase {
   const char* name;
   int64_t batch, channels, height, width;
@@ -414,11 +433,8 @@ TEST_P(CpuKernels, DirectAllPassesMatchReferenceSumsOnOneThread) {
   });
 }
 
-// The seed CNN's second convolution (batch 9: the threads' shares differ),
-// output, input gradient and weight gradient, as raw bits.
-std::vector<float> seed_conv_bits(KernelSet kernels, ConvAlgo algo) {
-  const Sequential model({10, 12, 12}, {Conv2d{.filters = 20, .kernel = 5}, Flatten{}});
-  const int64_t batch = 9;
+// A convolution's output, input gradient and weight gradient, as raw bits.
+std::vector<float> conv_bits(const Sequential& model, int64_t batch, KernelSet kernels, ConvAlgo algo) {
   auto exe = compile_cpu(model,
                          {.batch_size = batch, .loss = Loss::softmax_cross_entropy, .input_gradient = true,
                           .cpu_kernels = kernels, .conv_algo = algo},
@@ -438,6 +454,11 @@ std::vector<float> seed_conv_bits(KernelSet kernels, ConvAlgo algo) {
   return out;
 }
 
+// The seed CNN's second convolution (batch 9: the threads' shares differ).
+std::vector<float> seed_conv_bits(KernelSet kernels, ConvAlgo algo) {
+  return conv_bits(Sequential({10, 12, 12}, {Conv2d{.filters = 20, .kernel = 5}, Flatten{}}), 9, kernels, algo);
+}
+
 TEST_P(CpuKernels, DirectBitIdenticalRerunsAndNotOneDnnsBits) {
   const std::vector<float> first = seed_conv_bits(set(), ConvAlgo::automatic);
   const std::vector<float> again = seed_conv_bits(set(), ConvAlgo::automatic);
@@ -447,6 +468,32 @@ TEST_P(CpuKernels, DirectBitIdenticalRerunsAndNotOneDnnsBits) {
   EXPECT_LT(testing::relative_error(first, onednn), 1e-5);
   EXPECT_NE(std::memcmp(first.data(), onednn.data(), first.size() * sizeof(float)), 0)
       << "the same bits as oneDNN's: the direct kernels did not run";
+}
+
+// The small-map GEMMs (small_map_conv.h): all three passes against the
+// reference sums on two threads and on one; the same bits on both (every
+// sum runs in one order whatever the split), and not oneDNN's bits.
+TEST_P(CpuKernels, SmallMapAllPassesMatchReferenceSums) {
+  for (const ConvCase& k : kSmallMapCases) check_conv_gradients(k, set());
+}
+
+TEST_P(CpuKernels, SmallMapAllPassesMatchReferenceSumsOnOneThread) {
+  on_one_thread([&] {
+    for (const ConvCase& k : kSmallMapCases) check_conv_gradients(k, set());
+  });
+}
+
+TEST_P(CpuKernels, SmallMapSameBitsOnOneAndTwoThreadsAndNotOneDnns) {
+  const Sequential model({40, 4, 4}, {Conv2d{.filters = 48, .kernel = 3, .stride = 2, .padding = 1}, Flatten{}});
+  const std::vector<float> two = conv_bits(model, 5, set(), ConvAlgo::automatic);
+  std::vector<float> one;
+  on_one_thread([&] { one = conv_bits(model, 5, set(), ConvAlgo::automatic); });
+  ASSERT_EQ(one.size(), two.size());
+  EXPECT_EQ(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)), 0) << "bits depend on the threads";
+  const std::vector<float> onednn = conv_bits(model, 5, set(), ConvAlgo::direct);
+  EXPECT_LT(testing::relative_error(two, onednn), 1e-5);
+  EXPECT_NE(std::memcmp(two.data(), onednn.data(), two.size() * sizeof(float)), 0)
+      << "the same bits as oneDNN's: the small-map GEMMs did not run";
 }
 
 TEST_P(CpuKernels, DirectConvMatchesReferenceSumsOnWinogradShapes) {

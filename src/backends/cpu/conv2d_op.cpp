@@ -6,13 +6,15 @@
 // weight gradient on our own kernels (see planar_conv.h); 3×3 stride-1 pad-1
 // convolutions may run any pass by Winograd F(2×2, 3×3) (winograd_conv.h);
 // other stride-1 convolutions of few channels, by our direct kernels
-// (direct_conv.h).
+// (direct_conv.h); wide ones with output maps of at most 4 pixels, as GEMMs
+// over the batch (small_map_conv.h).
 //   src [N, C, H, W], weight [O, C/G, k, k], bias [O] (optional), dst [N, O, Ho, Wo]
 #include <memory>
 
 #include "backends/cpu/direct_conv.h"
-#include "backends/cpu/planar_conv.h"
 #include "backends/cpu/ops.h"
+#include "backends/cpu/planar_conv.h"
+#include "backends/cpu/small_map_conv.h"
 #include "backends/cpu/weighted_op.h"
 #include "backends/cpu/winograd_conv.h"
 
@@ -56,6 +58,10 @@ class Conv2dOp final : public WeightedOp {
                                  : convolution_backward_weights::desc(alg, src_in_md_, any_dw, diff_dst_in_md_,
                                                                       strides, pad_l, pad_r);
     const convolution_backward_weights::primitive_desc bwd_w_pd(bwd_w_desc, attr, env.engine, fwd_pd);
+    if (SmallMapConv::chosen(g, algo)) {
+      set_primitives_and_own_kernels(fwd_pd, bwd_data_pd, bwd_w_pd, std::make_unique<SmallMapConv>(g));
+      return;
+    }
     if (const WinogradPasses passes = WinogradConv::passes(g, algo); passes.any()) {
       set_primitives_and_own_kernels(fwd_pd, bwd_data_pd, bwd_w_pd, std::make_unique<WinogradConv>(g, passes));
       return;

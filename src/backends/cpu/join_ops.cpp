@@ -3,6 +3,8 @@
 // join works on rows: one row per pixel (or per example) of C channels.
 //   add:    dst = sum_k src_k;              diff_src_k = diff_dst
 //   concat: dst row = [src_0 row, src_1 row, ...]; diff_src_k = its slice of diff_dst
+#include <omp.h>
+
 #include <cstring>
 
 #include "backends/cpu/ops.h"
@@ -26,9 +28,17 @@ class AddOp final : public CpuOp {
       for (int64_t i = 0; i < elements_; ++i) dst[i] += s[i];
     }
   }
+  // Each input's gradient is a copy of dst's, split over the threads: on
+  // one thread the copies of ResNet-18's adds took as long as on two.
   void backward(DnnlEnv&) override {
-    for (float* d : b_.diff_srcs)
-      if (d) std::memcpy(d, b_.diff_dst, sizeof(float) * elements_);
+    const float* from = b_.diff_dst;
+#pragma omp parallel
+    {
+      const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+      const int64_t begin = elements_ * t / nt, end = elements_ * (t + 1) / nt;
+      for (float* d : b_.diff_srcs)
+        if (d && begin < end) std::memcpy(d + begin, from + begin, sizeof(float) * (end - begin));
+    }
   }
 
  private:

@@ -8,8 +8,7 @@
 #include <stdexcept>
 #include <string_view>
 
-#include <oneapi/dnnl/dnnl.h>
-
+#include "backends/cpu/sgemm.h"
 #include "backends/cpu/simd.h"
 #include "convoy/core/error.h"
 
@@ -185,21 +184,10 @@ void gradient_transform(const Grid& g, const float* diff, int64_t channels, cons
   }
 }
 
-// C = A · B + beta C (row-major; 'T' takes the stored matrix transposed) on
-// the calling thread: oneDNN's sgemm runs sequentially inside a parallel region.
-void sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-           int64_t ldb, float* c, int64_t ldc, float beta = 0.0f) {
-  if (dnnl_sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc) != dnnl_success)
-    throw std::logic_error("winograd conv: dnnl_sgemm failed");
-}
-
 // The slots of the 16 positions: identity, and 0 ↔ 3 swapped in rows and
 // columns (the 180° turn of the kernel, see the header).
 constexpr int kSame[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
 constexpr int kTurned[16] = {15, 13, 14, 12, 7, 5, 6, 4, 11, 9, 10, 8, 3, 1, 2, 0};
-
-// [t0, t1) of `total`: thread t's fixed share.
-int64_t share(int64_t total, int t, int threads) { return total * t / threads; }
 
 }  // namespace
 

@@ -1,0 +1,23 @@
+#pragma once
+// oneDNN's sgemm on the calling thread, and each thread's fixed share of a
+// range: what the GEMM-based convolutions (winograd_conv.h,
+// small_map_conv.h) split their work with.
+#include <cstdint>
+#include <stdexcept>
+
+#include <oneapi/dnnl/dnnl.h>
+
+namespace convoy::cpu {
+
+// C = A · B + beta C (row-major; 'T' takes the stored matrix transposed) on
+// the calling thread: oneDNN's sgemm runs sequentially inside a parallel region.
+inline void sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                  int64_t ldb, float* c, int64_t ldc, float beta = 0.0f) {
+  if (dnnl_sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc) != dnnl_success)
+    throw std::logic_error("dnnl_sgemm failed");
+}
+
+// [share(total, t), share(total, t + 1)) of `total`: thread t's fixed share.
+inline int64_t share(int64_t total, int t, int threads) { return total * t / threads; }
+
+}  // namespace convoy::cpu

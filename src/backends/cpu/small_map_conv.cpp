@@ -1,0 +1,129 @@
+#include "backends/cpu/small_map_conv.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "backends/cpu/sgemm.h"
+
+namespace convoy::cpu {
+namespace {
+
+// Thread t's share of `total` filters or channels, its bounds on 16-float
+// (cache-line) steps so that no two threads write one line of a row.
+int64_t lines_share(int64_t total, int t, int threads) {
+  return t == threads ? total : share(total, t, threads) / 16 * 16;
+}
+
+// fn(begin, end) on each of `threads` threads for its nonempty share of `total`.
+template <class Fn>
+void over_shares(int threads, int64_t total, Fn&& fn) {
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int64_t begin = lines_share(total, t, nt), end = lines_share(total, t + 1, nt);
+    if (begin < end) fn(begin, end);
+  }
+}
+
+}  // namespace
+
+bool SmallMapConv::suits(const ConvGeometry& g) {
+  return g.groups == 1 && g.out_height * g.out_width <= kMaxPixels;
+}
+
+bool SmallMapConv::chosen(const ConvGeometry& g, ConvAlgo algo) {
+  if (algo != ConvAlgo::automatic || !suits(g) || g.channels < 32 || g.filters < 32 || g.kernel == 1) return false;
+  const bool winograds = g.kernel == 3 && g.stride == 1 && g.pad_top == 1 && g.pad_left == 1 &&
+                         g.out_height == g.height && g.out_width == g.width;
+  return !winograds || g.out_height * g.out_width <= 4;
+}
+
+SmallMapConv::SmallMapConv(const ConvGeometry& g)
+    : g_(g), taps_(g.kernel * g.kernel * g.channels), threads_(omp_get_max_threads()) {
+  if (!suits(g)) throw std::logic_error("SmallMapConv built for a convolution it does not suit");
+  const int64_t k = g.kernel;
+  for (int64_t oy = 0; oy < g.out_height; ++oy)
+    for (int64_t ox = 0; ox < g.out_width; ++ox) {
+      const int64_t iy0 = oy * g.stride - g.pad_top, ix0 = ox * g.stride - g.pad_left;
+      const int64_t kx0 = std::max<int64_t>(0, -ix0), kx1 = std::min(k, g.width - ix0);  // [kx0, kx1)
+      if (kx0 >= kx1) continue;
+      for (int64_t ky = 0; ky < k; ++ky) {
+        const int64_t iy = iy0 + ky;
+        if (iy < 0 || iy >= g.height) continue;
+        runs_.push_back({.pixel = oy * g.out_width + ox, .input = iy * g.width + ix0 + kx0, .tap = ky * k + kx0,
+                         .taps = kx1 - kx0});
+      }
+    }
+  wr_ = AlignedBuffer(static_cast<std::size_t>(g.filters * taps_));
+}
+
+std::size_t SmallMapConv::scratchpad_bytes() const {
+  return static_cast<std::size_t>(g_.filters * taps_) * sizeof(float);
+}
+
+void SmallMapConv::prepare(const float* weight) {
+  const int64_t C = g_.channels, kk = g_.kernel * g_.kernel;
+  float* wr = wr_.data();
+  // Wr[o][j][c] = W[o][c][j] (j = ky · k + kx): each filter's own block.
+#pragma omp parallel for schedule(static) num_threads(threads_)
+  for (int64_t o = 0; o < g_.filters; ++o)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t j = 0; j < kk; ++j) wr[(o * kk + j) * C + c] = weight[(o * C + c) * kk + j];
+}
+
+void SmallMapConv::forward(const float* src, const float* /*weight: Wr from prepare()*/, const float* bias,
+                           float* dst) {
+  const int64_t C = g_.channels, O = g_.filters, N = g_.batch;
+  const int64_t pixels = g_.out_height * g_.out_width, image = g_.height * g_.width * C;
+  const float* wr = wr_.data();
+  over_shares(threads_, O, [&](int64_t o0, int64_t o1) {
+    for (int64_t r = 0; r < N * pixels; ++r) {
+      float* y = dst + r * O;
+      if (bias)
+        std::copy(bias + o0, bias + o1, y + o0);
+      else
+        std::fill(y + o0, y + o1, 0.0f);
+    }
+    for (const Run& run : runs_)
+      sgemm('N', 'T', N, o1 - o0, run.taps * C, src + run.input * C, image, wr + o0 * taps_ + run.tap * C, taps_,
+            dst + run.pixel * O + o0, pixels * O, 1.0f);
+  });
+}
+
+void SmallMapConv::weight_gradient(const float* src, const float* diff_dst, float* dw, float* db) {
+  const int64_t C = g_.channels, O = g_.filters, N = g_.batch, kk = g_.kernel * g_.kernel;
+  const int64_t pixels = g_.out_height * g_.out_width, image = g_.height * g_.width * C;
+  float* dwr = scratch_;
+  over_shares(threads_, O, [&](int64_t o0, int64_t o1) {
+    std::fill(dwr + o0 * taps_, dwr + o1 * taps_, 0.0f);
+    for (const Run& run : runs_)
+      sgemm('T', 'N', o1 - o0, run.taps * C, N, diff_dst + run.pixel * O + o0, pixels * O, src + run.input * C,
+            image, dwr + o0 * taps_ + run.tap * C, taps_, 1.0f);
+    for (int64_t o = o0; o < o1; ++o)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t j = 0; j < kk; ++j) dw[(o * C + c) * kk + j] = dwr[(o * kk + j) * C + c];
+    if (db) {
+      std::fill(db + o0, db + o1, 0.0f);
+      for (int64_t r = 0; r < N * pixels; ++r)
+        for (int64_t o = o0; o < o1; ++o) db[o] += diff_dst[r * O + o];
+    }
+  });
+}
+
+void SmallMapConv::input_gradient(const float* diff_dst, const float* /*weight: Wr*/, float* diff_src) {
+  const int64_t C = g_.channels, O = g_.filters, N = g_.batch;
+  const int64_t pixels = g_.out_height * g_.out_width, image = g_.height * g_.width * C;
+  const float* wr = wr_.data();
+  over_shares(threads_, C, [&](int64_t c0, int64_t c1) {
+    for (int64_t r = 0; r < N * g_.height * g_.width; ++r) std::fill(diff_src + r * C + c0, diff_src + r * C + c1, 0.0f);
+    // One GEMM per tap: a thread's channels are a part of each tap's C.
+    for (const Run& run : runs_)
+      for (int64_t j = 0; j < run.taps; ++j)
+        sgemm('N', 'N', N, c1 - c0, O, diff_dst + run.pixel * O, pixels * O, wr + (run.tap + j) * C + c0, taps_,
+              diff_src + (run.input + j) * C + c0, image, 1.0f);
+  });
+}
+
+}  // namespace convoy::cpu

@@ -1,0 +1,97 @@
+#pragma once
+// Convolutions whose output maps are tiny (at most kMaxPixels pixels per
+// image: ResNet-18's last two stages on 64×64 inputs have 4×4 and 2×2 maps),
+// all three passes as GEMMs over the batch, one per (output pixel, kernel
+// row), run by oneDNN's sgemm.
+//
+// Why: oneDNN 2.6's direct kernels block over output pixels, and a 2×2 map
+// leaves them almost nothing to block: on one AVX-512 core ResNet-18's
+// layer4.0.conv1 (256→512, 3×3 stride 2, 4×4 → 2×2, batch 64) took 14.7 ms
+// forward and 24 ms backward, ~40 GFLOP/s and a tenth of the whole step
+// (here: 4.6 and 7.4); layer3.0.conv1 (128→256, stride 2, 8×8 → 4×4) 4.6
+// and 10.8 (here: 4.2 and 7.4). Its 3×3 stride-1 512→512 convolutions on
+// 2×2 maps took 27 and 40 ms; Winograd 7.6 and 11.4 (here: 6.9 and 10.5).
+// With 64 pixels (layer2.0.conv1, 16×16 → 8×8) it no longer won (13.1 ms
+// to oneDNN's 12.8), nor against Winograd on 4×4 maps (20 to 14.6 ms), whose
+// tiles there still save multiplications: see chosen().
+//
+// Output pixel p = (oy, ox) of image n sees, through kernel row ky, the
+// input row iy = oy·s − pad_top + ky; the taps kx of that row that land
+// inside the image, [kx0, kx1], read the input pixels [ix0 + kx0, ix0 + kx1]
+// (ix0 = ox·s − pad_left), which in NHWC are one run of K = (kx1 − kx0 + 1)·C
+// floats per image, H·W·C floats apart from image to image. With the weights
+// reordered once per step to Wr[O][k][k][C] (taps in (ky, kx, c) order), the
+// same taps are one run of K floats in each row of Wr too. So, for each
+// (p, ky) with iy inside the image, over the batch as the GEMM's rows:
+//   forward:        Y[:, p, :] (N×O)  += X_run (N×K) · Wr[:, run]ᵀ
+//   weights:        dWr[:, run] (O×K) += dY[:, p, :]ᵀ (O×N) · X_run (N×K)
+//   input gradient: dX_run (N×K)      += dY[:, p, :] (N×O) · Wr[:, run]
+// Taps over the padding are never multiplied (a 2×2 map with 3×3 pad 1 uses
+// 16 of 36 per image, as few as Winograd F(2×2, 3×3)); dW[o][c][ky][kx] =
+// dWr[o][(ky·k + kx)·C + c] and db[o] = Σ dY[·, ·, o].
+//
+// Deterministic on any thread count: the forward pass and the weight
+// gradient split the filters over the threads, the input gradient the
+// channels (one GEMM per tap there), and every element's sum runs over the
+// pixels, then kernel rows, in the same order on every share.
+//   src [N, H, W, C], dst and diff_dst [N, Ho, Wo, O] (NHWC);
+//   weight and dw [O, C, k, k], bias and db [O] (PyTorch's layouts)
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "backends/cpu/planar_conv.h"
+#include "backends/cpu/weighted_op.h"
+#include "convoy/core/tensor.h"
+
+namespace convoy::cpu {
+
+class SmallMapConv final : public OwnKernels {
+ public:
+  static constexpr int64_t kMaxPixels = 16;
+  // Ungrouped, output maps of at most kMaxPixels pixels.
+  static bool suits(const ConvGeometry& g);
+  // Whether `auto` runs every pass here: where it suits, channels and
+  // filters are both ≥ 32 (fewer leave the GEMMs too thin; direct_conv.h
+  // serves the fewest), the kernel is wider than 1×1 and, for Winograd's
+  // shapes (3×3, stride 1, pad 1), the maps have at most 4 pixels, where the
+  // padding leaves Winograd no fewer multiplications than the taps inside
+  // the image. 1×1 convolutions stay oneDNN's: ResNet-18's downsampling ones
+  // gained nothing measurable (layer3.0's 1.6 ms both ways), and MobileNetV2's
+  // summed in the new order moved a batch norm's weight gradient to 1.6e-4 of
+  // PyTorch's fp64 one, past test_zoo's bound (4× PyTorch's own fp32 error). A fixed rule, as
+  // Winograd's, so the bits do not depend on the machine's load. `direct`
+  // keeps oneDNN's kernels, `winograd` Winograd's where that suits.
+  static bool chosen(const ConvGeometry& g, ConvAlgo algo);
+
+  explicit SmallMapConv(const ConvGeometry& g);
+
+  bool runs_forward() const override { return true; }
+  bool runs_weight_gradient() const override { return true; }
+  bool runs_input_gradient() const override { return true; }
+  std::size_t scratchpad_bytes() const override;
+  void set_scratchpad(void* scratchpad) override { scratch_ = static_cast<float*>(scratchpad); }
+  void prepare(const float* weight) override;
+  void forward(const float* src, const float* weight, const float* bias, float* dst) override;
+  void weight_gradient(const float* src, const float* diff_dst, float* dw, float* db) override;
+  void input_gradient(const float* diff_dst, const float* weight, float* diff_src) override;
+
+ private:
+  // The (output pixel, kernel row) pairs whose row lies inside the image,
+  // in the order every sum runs over them.
+  struct Run {
+    int64_t pixel;   // p = oy · Wo + ox
+    int64_t input;   // the run's first input pixel, iy · W + ix0 + kx0
+    int64_t tap;     // its first tap, ky · k + kx0
+    int64_t taps;    // kx1 − kx0 + 1
+  };
+
+  ConvGeometry g_;
+  int64_t taps_ = 0;  // k · k · C: a row of Wr
+  int threads_;       // fixed at construction, as the splits
+  std::vector<Run> runs_;
+  AlignedBuffer wr_;  // Wr[O][k][k][C], from the latest prepare()
+  float* scratch_ = nullptr;  // dWr for the weight gradient
+};
+
+}  // namespace convoy::cpu
