@@ -134,18 +134,20 @@ int stopped(const convoy::train::RunOutcome& outcome, const std::string& dir) {
   return 128 + outcome.stopped_by_signal;
 }
 
+// A test pause in milliseconds from the environment (0 when unset).
+int test_pause_ms(const char* variable) {
+  const char* v = std::getenv(variable);
+  return v ? std::max(0, std::atoi(v)) : 0;
+}
+
 // The crash tests' pacing (FaultInjection, app/run.h; tests/kill_resume.sh),
 // read from the environment here, at the application's edge: the library
 // never reads it.
 convoy::train::FaultInjection fault_injection_from_environment() {
-  const auto milliseconds = [](const char* variable) {
-    const char* v = std::getenv(variable);
-    return v ? std::max(0, std::atoi(v)) : 0;
-  };
-  return {.step_delay_ms = milliseconds("CONVOY_TEST_STEP_DELAY_MS"),
-          .checkpoint_pause_ms = milliseconds("CONVOY_TEST_CHECKPOINT_DELAY_MS"),
-          .load_pause_ms = milliseconds("CONVOY_TEST_LOAD_DELAY_MS"),
-          .report_pause_ms = milliseconds("CONVOY_TEST_REPORT_DELAY_MS")};
+  return {.step_delay_ms = test_pause_ms("CONVOY_TEST_STEP_DELAY_MS"),
+          .checkpoint_pause_ms = test_pause_ms("CONVOY_TEST_CHECKPOINT_DELAY_MS"),
+          .load_pause_ms = test_pause_ms("CONVOY_TEST_LOAD_DELAY_MS"),
+          .report_pause_ms = test_pause_ms("CONVOY_TEST_REPORT_DELAY_MS")};
 }
 
 int run_train(const TrainFlags& f) {
@@ -468,8 +470,7 @@ int main(int argc, char** argv) {
   // inside a training run's fit, a checkpoint after the step (graceful_stop.h).
   const convoy::train::ExitOnSignals exit_on_signals;
   // The signal tests' pause inside every output write (tests/interrupted_writes.sh).
-  if (const char* pause = std::getenv("CONVOY_TEST_WRITE_DELAY_MS"))
-    convoy::io::set_test_write_pause_ms(std::max(0, std::atoi(pause)));
+  if (const int pause = test_pause_ms("CONVOY_TEST_WRITE_DELAY_MS")) convoy::io::set_test_write_pause_ms(pause);
   try {
     if (train->parsed()) return run_train(f);
     if (evaluate->parsed()) return run_evaluate(checkpoint);
