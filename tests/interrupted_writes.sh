@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A signal that ends convoy at once (outside a fit's steps, or a second one
-# inside them) while an output is being written: the handler removes the
+# inside them; or a crash) while an output is being written: the handler removes the
 # write's temporary file, so no `<output>.convoy-tmp.<pid>` is left beside a
 # user's files, and the output itself is absent (or, for a checkpoint, as it
 # was). Each write is held open by CONVOY_TEST_WRITE_DELAY_MS (every atomic
@@ -35,10 +35,16 @@ interrupted() {
     fail "$name" "the write never began: $(head -c 500 "$tmp/err")"; kill -KILL "$pid"; wait "$pid"; return
   fi
   kill "-$sig" "$pid"
-  wait "$pid"
+  wait "$pid" 2>/dev/null
   local rc=$?
   if [[ $rc -ne $want ]]; then fail "$name" "exit $rc, wanted $want: $(head -c 500 "$tmp/err")"; return; fi
-  if [[ "$(cat "$tmp/err")" != "convoy: stopped by SIG$sig" ]]; then fail "$name" "stderr: $(head -c 500 "$tmp/err")"; return; fi
+  case "$sig" in
+    ABRT | SEGV | BUS) # a crash: its report's first line, then the stack
+      if ! head -n 1 "$tmp/err" | grep -q "^convoy: internal error: SIG$sig"; then
+        fail "$name" "stderr: $(head -c 500 "$tmp/err")"; return
+      fi ;;
+    *) if [[ "$(cat "$tmp/err")" != "convoy: stopped by SIG$sig" ]]; then fail "$name" "stderr: $(head -c 500 "$tmp/err")"; return; fi ;;
+  esac
   if compgen -G "$dir/*.convoy-tmp.*" >/dev/null; then fail "$name" "left a temporary file: $(ls -A "$dir")"; return; fi
   if [[ -e "$output" ]]; then fail "$name" "left $output"; return; fi
   echo "ok   $name: exit $rc, one line, no temporary, no output"
@@ -54,6 +60,12 @@ interrupted "SIGTERM in the final model write" TERM 143 "$tmp/final" "$tmp/final
 interrupted "SIGINT in a report's write" INT 130 "$tmp/report" "$tmp/report/summary.json" -- \
   CONVOY_TEST_WRITE_DELAY_MS=400 "$convoy" train --data "$tmp/data" --epochs 1 "${args[@]}" --out "$tmp/report"
 
+# A crash inside a write (here SIGABRT, what a failed check raises) reports
+# itself and also removes the write's temporary.
+interrupted "SIGABRT in predict's CSV write" ABRT 134 "$tmp/crash" "$tmp/crash/out.csv" -- \
+  CONVOY_TEST_WRITE_DELAY_MS=5000 "$convoy" predict --checkpoint "$tmp/run" \
+  --input "$tmp/data/t10k-images-idx3-ubyte" --output "$tmp/crash/out.csv"
+
 # A second signal inside a fit's checkpoint write ends the run at once: the
 # checkpoint's temporary goes, the epoch before's checkpoint stays.
 dir="$tmp/second"
@@ -64,7 +76,7 @@ if ! await "$dir/checkpoint.safetensors" || ! await "$dir/checkpoint.safetensors
   fail "a second SIGINT in a checkpoint write" "the second checkpoint write never began"; kill -KILL "$pid"; wait "$pid"
 else
   kill -INT "$pid"; sleep 0.05; kill -INT "$pid"
-  wait "$pid"
+  wait "$pid" 2>/dev/null
   rc=$?
   if [[ $rc -ne 130 ]]; then
     fail "a second SIGINT in a checkpoint write" "exit $rc, wanted 130: $(head -c 500 "$tmp/second.err")"

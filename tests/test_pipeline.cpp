@@ -6,8 +6,10 @@
 #include <set>
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "convoy/core/error.h"
+#include "convoy/core/temporary_files.h"
 #include "convoy/data/labeled_images.h"
 #include "convoy/data/transforms.h"
 #include "test_helpers.h"
@@ -265,6 +267,29 @@ TEST(Pipeline, CacheToFileIsReusedByLaterEpochsAndRuns) {
   EXPECT_THROW(values(again), UserError);
   std::ofstream(path, std::ios::trunc | std::ios::binary) << "not a cache";
   EXPECT_THROW(values(again), UserError);
+}
+
+// A process that must end at once (a second Ctrl-C, a crash) removes the
+// cache file it was filling: its temporary is named as convoy's others and
+// listed while it is written.
+TEST(Pipeline, ACacheFileBeingFilledIsAListedConvoyTemporary) {
+  convoy::testing::TempDir dir;
+  const std::string path = dir.file("train.cache");
+  auto listing = [&] {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
+      names.push_back(entry.path().filename().string());
+    return names;
+  };
+  auto it = ints(4).cache(path).iterate(0);
+  ASSERT_TRUE(it->next());
+  const auto during = listing();
+  ASSERT_EQ(during.size(), 1u);
+  EXPECT_EQ(during[0].rfind("train.cache.", 0), 0u) << during[0];
+  EXPECT_NE(during[0].find(std::string(convoy::kTemporaryMark) + std::to_string(::getpid())), std::string::npos)
+      << during[0];
+  convoy::remove_in_flight_temporaries();  // what the handlers do before the process ends
+  EXPECT_TRUE(listing().empty());
 }
 
 TEST(Pipeline, ZipJoinsFeaturesAndEndsWithTheShortest) {

@@ -6,6 +6,8 @@
 
 #include <cstddef>
 
+#include "convoy/core/temporary_files.h"
+
 namespace convoy::train {
 namespace {
 
@@ -39,6 +41,9 @@ extern "C" void on_fatal_signal(int signal) {
   void* frames[64];
   const int count = ::backtrace(frames, 64);
   ::backtrace_symbols_fd(frames, count, STDERR_FILENO);
+  // The process is lost, but the files it was writing need not stay beside
+  // the user's as `<path>.convoy-tmp.<pid>` (unlink only: signal-safe).
+  remove_in_flight_temporaries();
   // Die by the same signal: it is blocked while this handler runs, so it is
   // taken with the default action as soon as the handler returns (for a
   // fault, the instruction runs again and faults under the default action).

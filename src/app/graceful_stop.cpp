@@ -35,7 +35,7 @@ extern "C" void on_stop_signal(int signal) {
   // At once: no destructor runs, so no thread meets a destroyed static; only
   // the temporary files of writes in progress go (their targets stay as
   // they were: each is renamed in whole or not at all).
-  convoy::io::remove_in_flight_temporaries();
+  convoy::remove_in_flight_temporaries();
   const bool second = g_in_fit.load();
   if (second) say("convoy: a second signal: stopped at once; the checkpoints written before are as they were\n");
   else if (signal == SIGINT) say("convoy: stopped by SIGINT\n");

@@ -1,13 +1,12 @@
 #include "example_file.h"
 
-#include <unistd.h>
-
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 
 #include "convoy/core/error.h"
+#include "convoy/core/temporary_files.h"
 
 namespace convoy::data {
 namespace {
@@ -15,14 +14,18 @@ namespace {
 constexpr char kMagic[] = "convoy-examples-1\n";
 constexpr uint32_t kEnd = 0xFFFFFFFFu;
 
+// `<path>.<n>.convoy-tmp.<pid>`: the project's temporary-file name (so a
+// dead process's is recognised as convoy's), unique among this process's
+// writers of one path.
 std::string unique_temp(const std::string& path) {
   static std::atomic<int> counter{0};
-  return path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  return temporary_name(path + "." + std::to_string(counter++));
 }
 
 }  // namespace
 
-ExampleWriter::ExampleWriter(std::string path) : path_(std::move(path)), temp_(unique_temp(path_)) {
+ExampleWriter::ExampleWriter(std::string path)
+    : path_(std::move(path)), temp_(unique_temp(path_)), listed_(temp_) {
   file_.reset(std::fopen(temp_.c_str(), "wb"));
   if (!file_)
     throw UserError(path_ + ": cannot create the cache file (" + std::strerror(errno) +

@@ -1,7 +1,8 @@
 #pragma once
 // The on-disk cache's file: examples one after another, then an end marker,
 // so a cut-short file is told apart from a complete one. Written to a temp
-// name and renamed when complete, so a reader never sees half a cache.
+// name and renamed when complete, so a reader never sees half a cache; the
+// temp file is listed in core/temporary_files.h while it is written.
 //
 //   "convoy-examples-1\n"
 //   per example: u32 tensors, u32 texts,
@@ -14,6 +15,7 @@
 #include <optional>
 #include <string>
 
+#include "convoy/core/temporary_files.h"
 #include "convoy/data/example.h"
 
 namespace convoy::data {
@@ -33,6 +35,9 @@ class ExampleWriter {
  private:
   void put(const void* data, std::size_t bytes);
   std::string path_, temp_;
+  // Listed before the file is created, so a process ending at once (a
+  // second Ctrl-C, a crash) removes it.
+  InFlightTemporary listed_;
   File file_;
   bool committed_ = false;
 };

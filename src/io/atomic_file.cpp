@@ -68,8 +68,6 @@ void keep_previous(const std::string& path, const std::string& keep_as) {
 
 void set_test_write_pause_ms(int ms) { g_test_write_pause_ms.store(ms); }
 
-std::string temporary_name(const std::string& path) { return path + kTemporaryMark + std::to_string(::getpid()); }
-
 void write_file_atomic(const std::string& path, std::string_view content, const AtomicWriteOptions& options) {
   // The rename below replaces whatever has the name: a FIFO, a device node
   // (as root, `--output /dev/null` replaced the device), a link or a folder

@@ -12,7 +12,7 @@
 //    OpenMP's threads still use what they destroy. Outputs are written to a
 //    temporary file and renamed (io/atomic_file.h), so an exit at any instant
 //    leaves each output whole or absent; the handler removes the temporary
-//    files of the writes in progress (io::remove_in_flight_temporaries)
+//    files of the writes in progress (core/temporary_files.h)
 //    before it exits.
 #include "convoy/train/callbacks.h"
 

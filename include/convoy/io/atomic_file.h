@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "convoy/core/temporary_files.h"
+
 namespace convoy::io {
 
 struct AtomicWriteOptions {
@@ -32,31 +34,12 @@ void write_file_atomic(const std::string& path, std::string_view content, const 
 // run fails at once rather than after hours of training.
 void ensure_writable_dir(const std::string& dir);
 
-// Every temporary file convoy writes is named `<path>.convoy-tmp.<pid>`: a
-// name no user would give a file of theirs, so that cleaning up never
-// deletes one.
-inline constexpr const char* kTemporaryMark = ".convoy-tmp.";
-std::string temporary_name(const std::string& path);
-
-// Lists `path`, a temporary file about to be created, for as long as it
-// lives (create it after this, rename or remove it before its end), so that
-// remove_in_flight_temporaries() can remove it if the process must end at
-// once. Every writer of temporary files holds one.
-class InFlightTemporary {
- public:
-  explicit InFlightTemporary(const std::string& path);
-  ~InFlightTemporary();
-  InFlightTemporary(const InFlightTemporary&) = delete;
-  InFlightTemporary& operator=(const InFlightTemporary&) = delete;
-
- private:
-  int slot_ = -1;  // -1: unlisted (every slot taken, or a path too long)
-};
-
-// Removes every temporary file listed now. Async-signal-safe: for a handler
-// that ends the process with _exit (app/graceful_stop.h), so that a stop
-// inside a write leaves no `<path>.convoy-tmp.<pid>` behind.
-void remove_in_flight_temporaries();
+// The names and the in-flight list of temporary files live in core (every
+// layer's writers use them); io's callers keep their names.
+using convoy::InFlightTemporary;
+using convoy::kTemporaryMark;
+using convoy::remove_in_flight_temporaries;
+using convoy::temporary_name;
 
 // Removes the temporary files that writers killed in mid-write left in `dir`
 // (plain files named `<name>.convoy-tmp.<pid>` of processes no longer

@@ -1,14 +1,15 @@
-// The temporary files being written now (atomic_file.h: InFlightTemporary),
+// The temporary files being written now (core/temporary_files.h),
 // in a fixed table a signal handler may read: no allocation, no lock, only
 // lock-free atomics and unlink(2), all async-signal-safe.
 #include <unistd.h>
 
 #include <atomic>
 #include <cstring>
+#include <string>
 
-#include "convoy/io/atomic_file.h"
+#include "convoy/core/temporary_files.h"
 
-namespace convoy::io {
+namespace convoy {
 namespace {
 
 // A slot is free, being filled (its path not yet whole: the handler skips
@@ -28,6 +29,8 @@ constexpr int kSlots = 32;
 Slot g_slots[kSlots];
 
 }  // namespace
+
+std::string temporary_name(const std::string& path) { return path + kTemporaryMark + std::to_string(::getpid()); }
 
 InFlightTemporary::InFlightTemporary(const std::string& path) {
   if (path.size() >= sizeof g_slots[0].path) return;
@@ -50,4 +53,4 @@ void remove_in_flight_temporaries() {
     if (s.state.load() == kReady) ::unlink(s.path);
 }
 
-}  // namespace convoy::io
+}  // namespace convoy
