@@ -37,6 +37,20 @@ TEST(ImageCodec, DecodesEveryFixtureLikePil) {
   }
 }
 
+// A CMYK JPEG (Adobe's inverted inks, what PIL and Photoshop write) decodes
+// to the RGB that TensorFlow's decode_jpeg gives a Keras pipeline
+// (tests/fixtures/make_cmyk_jpeg_fixture.py), and to one gray channel on request.
+TEST(ImageCodec, DecodesACmykJpegAsTensorFlowDoes) {
+  const image::Image rgb = image::read_image(image_fixture("cmyk.jpg"));
+  const image::Image want = image::read_image(image_fixture("cmyk_tf.png"));
+  EXPECT_EQ(rgb.channels(), 3);
+  EXPECT_LE(max_abs_diff(rgb, want), kJpegTolerance);
+  const image::Image gray = image::read_image(image_fixture("cmyk.jpg"), {.channels = 1});
+  const image::Image want_gray = image::read_image(image_fixture("cmyk_tf.png"), {.channels = 1});
+  EXPECT_EQ(gray.channels(), 1);
+  EXPECT_LE(max_abs_diff(gray, want_gray), kJpegTolerance + 1);
+}
+
 TEST(ImageCodec, ConvertsChannelsOnRequest) {
   // Colour to gray: libjpeg takes the file's luma, PIL converts decoded RGB
   // (0.299, 0.587, 0.114): the two differ by the chroma rounding, up to 4 levels.
