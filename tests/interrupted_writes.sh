@@ -45,7 +45,9 @@ interrupted() {
       fi ;;
     *) if [[ "$(cat "$tmp/err")" != "convoy: stopped by SIG$sig" ]]; then fail "$name" "stderr: $(head -c 500 "$tmp/err")"; return; fi ;;
   esac
-  if compgen -G "$dir/*.convoy-tmp.*" >/dev/null; then fail "$name" "left a temporary file: $(ls -A "$dir")"; return; fi
+  if compgen -G "$dir/*.convoy-tmp.*" >/dev/null || [[ -e "$dir/.convoy-lock" ]]; then
+    fail "$name" "left a temporary file or the folder's lock: $(ls -A "$dir")"; return
+  fi
   if [[ -e "$output" ]]; then fail "$name" "left $output"; return; fi
   echo "ok   $name: exit $rc, one line, no temporary, no output"
 }
@@ -80,12 +82,12 @@ else
   rc=$?
   if [[ $rc -ne 130 ]]; then
     fail "a second SIGINT in a checkpoint write" "exit $rc, wanted 130: $(head -c 500 "$tmp/second.err")"
-  elif compgen -G "$dir/*.convoy-tmp.*" >/dev/null; then
-    fail "a second SIGINT in a checkpoint write" "left a temporary file: $(ls -A "$dir")"
+  elif compgen -G "$dir/*.convoy-tmp.*" >/dev/null || [[ -e "$dir/.convoy-lock" ]]; then
+    fail "a second SIGINT in a checkpoint write" "left a temporary file or its lock: $(ls -A "$dir")"
   elif ! "$convoy" train --resume "$dir" --progress quiet >"$tmp/second.resume" 2>&1; then
     fail "a second SIGINT in a checkpoint write" "the kept checkpoint does not resume: $(tail -n 2 "$tmp/second.resume")"
   else
-    echo "ok   a second SIGINT inside a checkpoint write: exit 130, no temporary, the earlier checkpoint resumes"
+    echo "ok   a second SIGINT inside a checkpoint write: exit 130, no temporary, no lock, the earlier checkpoint resumes"
   fi
 fi
 

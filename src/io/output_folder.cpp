@@ -61,6 +61,7 @@ OutputLock::OutputLock(const std::string& dir) : path_((fs::path(dir) / kLockFil
     fd_ = -1;
   }
   if (fd_ < 0) throw UserError(path_ + ": cannot lock the output folder (it keeps changing)");
+  listed_.emplace(path_);
   char host[128] = {};
   ::gethostname(host, sizeof host - 1);
   const std::time_t now = std::time(nullptr);
@@ -72,6 +73,7 @@ OutputLock::OutputLock(const std::string& dir) : path_((fs::path(dir) / kLockFil
 
 OutputLock::~OutputLock() {
   if (fd_ < 0) return;
+  listed_.reset();  // unlisted first: after the unlink the name may be a new run's lock
   ::unlink(path_.c_str());  // while still held: a waiting run then locks a fresh file
   ::close(fd_);
 }

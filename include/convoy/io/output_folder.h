@@ -3,9 +3,12 @@
 // that puts the folder back as it was when the run fails before it has
 // written anything worth keeping (docs/reliability.md, "Hostile input").
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
+
+#include "convoy/core/temporary_files.h"
 
 namespace convoy::io {
 
@@ -14,7 +17,9 @@ namespace convoy::io {
 // naming the holder. The kernel drops the lock when its process dies, so the
 // lock of a killed run is taken over, never waited on. The file is removed
 // when the lock is released. On a file system without locks (ENOLCK, some
-// NFS setups) the run goes on unlocked.
+// NFS setups) the run goes on unlocked. Once held, the file is listed with
+// the temporaries (core/temporary_files.h), so a run ended at once (a second
+// Ctrl-C, a crash) leaves no lock file in the user's folder either.
 class OutputLock {
  public:
   explicit OutputLock(const std::string& dir);
@@ -25,6 +30,7 @@ class OutputLock {
  private:
   std::string path_;
   int fd_ = -1;
+  std::optional<InFlightTemporary> listed_;  // only while held: never another run's lock
 };
 inline constexpr const char* kLockFile = ".convoy-lock";
 
