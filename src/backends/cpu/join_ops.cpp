@@ -5,8 +5,10 @@
 //   concat: dst row = [src_0 row, src_1 row, ...]; diff_src_k = its slice of diff_dst
 // A two-input add may run its only reader, a ReLU, fused (conv_pool_op.h):
 // it writes relu(a + b) into the ReLU's output and, backward, the ReLU's
-// output gradient masked by a + b (recomputed: relu_math.h) into both input
-// gradients; its own output and output gradient are never written.
+// output gradient masked by a + b (relu_math.h) into both input gradients;
+// its own output and output gradient are never written. The mask reads the
+// ReLU's output (one stream, not two) unless the forward met a NaN sum,
+// where that output (+0) no longer tells: then it recomputes a + b.
 #include <omp.h>
 
 #include <cstring>
@@ -61,25 +63,40 @@ class AddReluOp final : public CpuOp {
   void forward(DnnlEnv&, bool) override {
     float* y = relu_->dst;
     const float *a = b_.srcs[0], *c = b_.srcs[1];
-#pragma omp parallel for simd schedule(static)
-    for (int64_t i = 0; i < elements_; ++i) y[i] = relu_forward(a[i] + c[i]);
+    int nan = 0;
+#pragma omp parallel for simd schedule(static) reduction(| : nan)
+    for (int64_t i = 0; i < elements_; ++i) {
+      const float v = a[i] + c[i];
+      nan |= v != v;
+      y[i] = relu_forward(v);
+    }
+    saw_nan_ = nan != 0;
   }
   // Both gradients in one pass; with one wanted, it is written twice.
   void backward(DnnlEnv&) override {
+    const float *a = b_.srcs[0], *c = b_.srcs[1];
+    if (saw_nan_) return backward_masked_by([a, c](int64_t i) { return a[i] + c[i]; });
+    // Without NaNs, y <= 0 exactly where a + b <= 0.
+    backward_masked_by([y = relu_->dst](int64_t i) { return y[i]; });
+  }
+
+ private:
+  // v(i): the ReLU's input at i, or anything <= 0 exactly where it is.
+  template <class ReluInput> void backward_masked_by(ReluInput v) {
     float *d0 = b_.diff_srcs[0] ? b_.diff_srcs[0] : b_.diff_srcs[1], *d1 = b_.diff_srcs[1] ? b_.diff_srcs[1] : d0;
     if (!d0) return;
-    const float *a = b_.srcs[0], *c = b_.srcs[1], *dy = relu_->diff_dst;
+    const float* dy = relu_->diff_dst;
 #pragma omp parallel for simd schedule(static)
     for (int64_t i = 0; i < elements_; ++i) {
-      const float d = relu_backward(a[i] + c[i], dy[i]);
+      const float d = relu_backward(v(i), dy[i]);
       d0[i] = d;
       d1[i] = d;
     }
   }
 
- private:
   int64_t elements_;
   std::shared_ptr<const OpBuffers> relu_;
+  bool saw_nan_ = false;  // the last forward's a + b held a NaN
   OpBuffers b_;
 };
 
