@@ -12,8 +12,10 @@
 // (--channels and --size shape a zoo model's input; the seed CNN's is fixed;
 // --conv-algo direct times oneDNN's convolutions where auto runs our own;
 // the ops are the CPU device's, so a fused first block (conv -> pool -> ReLU,
-// backends/cpu/conv_pool_op.h) is timed as its conv's line and its other
-// layers say "runs in"; --fuse 0 times every layer on its own op)
+// backends/cpu/conv_pool_op.h) is timed as its conv's line, a ReLU fused into
+// a batch norm as the BN's, and the fused layers say "runs in" (a ReLU fused
+// into an add says it too, but joins are left out: its time is nowhere);
+// --fuse 0 times every layer on its own op)
 #include <omp.h>
 
 #include <algorithm>

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "backends/cpu/fused_away_op.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/planar_conv.h"
 
@@ -17,20 +18,6 @@ struct Chain {
   bool has_relu = false;
   // The chain's output and its gradient: the last member's.
   const OpBuffers& last() const { return has_relu ? relu : pool; }
-};
-
-// A layer whose work its chain's head (ConvPoolOp) does: binding hands the
-// head its buffers; its forward and backward passes do nothing.
-class FusedAwayOp final : public CpuOp {
- public:
-  FusedAwayOp(std::shared_ptr<Chain> chain, OpBuffers Chain::*slot) : chain_(std::move(chain)), slot_(slot) {}
-  void bind(DnnlEnv&, const OpBuffers& b) override { (*chain_).*slot_ = b; }
-  void forward(DnnlEnv&, bool) override {}
-  void backward(DnnlEnv&) override {}
-
- private:
-  std::shared_ptr<Chain> chain_;
-  OpBuffers Chain::*slot_;
 };
 
 // The convolution of a fused chain, running the pool (and ReLU) too. Its
@@ -72,8 +59,10 @@ class ConvPoolOp final : public CpuOp {
 };
 
 // The layers reading each layer's output.
-std::vector<std::vector<int>> readers_of(const nn::Model& model) {
-  std::vector<std::vector<int>> readers(model.layers().size());
+using Readers = std::vector<std::vector<int>>;
+
+Readers readers_of(const nn::Model& model) {
+  Readers readers(model.layers().size());
   for (std::size_t j = 0; j < model.layers().size(); ++j)
     for (int in : model.layers()[j].inputs)
       if (in != nn::kModelInput) readers[static_cast<std::size_t>(in)].push_back(static_cast<int>(j));
@@ -81,8 +70,55 @@ std::vector<std::vector<int>> readers_of(const nn::Model& model) {
 }
 
 // The sole reader of layer i's output, or -1.
-int sole_reader(const std::vector<std::vector<int>>& readers, std::size_t i) {
+int sole_reader(const Readers& readers, std::size_t i) {
   return readers[i].size() == 1 ? readers[i][0] : -1;
+}
+
+// Layer `member`'s work runs in layer `head`'s op, which reads its buffers from `slot`.
+void fuse_into(CpuOps& made, int member, std::size_t head, std::shared_ptr<OpBuffers> slot) {
+  made.ops[static_cast<std::size_t>(member)] = std::make_unique<FusedAwayOp>(std::move(slot));
+  made.runs_in[static_cast<std::size_t>(member)] = static_cast<int>(head);
+}
+
+// The fused first block with conv layer i as its head, where the rule allows; true when made.
+bool make_conv_pool(const nn::Model& model, const Readers& readers, std::size_t i, int64_t batch, CpuOps& made) {
+  const auto& layers = model.layers();
+  const nn::LayerPlan& plan = layers[i];
+  const int pool = sole_reader(readers, i);
+  if (pool < 0 || !std::holds_alternative<nn::Conv2d>(plan.layer) || plan.inputs != std::vector<int>{nn::kModelInput})
+    return false;
+  const auto* p = std::get_if<nn::MaxPool2d>(&layers[static_cast<std::size_t>(pool)].layer);
+  const ConvGeometry g = conv_geometry(plan, with_batch(batch, plan.input_shape), with_batch(batch, plan.output_shape));
+  // The pool's output is then [O, Ho / 2, Wo / 2], as the planar pool writes it.
+  if (!p || p->kernel != 2 || (p->stride != 0 && p->stride != 2) || p->padding != 0 || !PlanarConv::suits(g))
+    return false;
+  auto conv = std::make_unique<PlanarConv>(g);
+  if (!conv->can_pool_2x2()) return false;
+  auto chain = std::make_shared<Chain>();
+  const int relu = sole_reader(readers, static_cast<std::size_t>(pool));
+  chain->has_relu = relu >= 0 && std::holds_alternative<nn::ReLU>(layers[static_cast<std::size_t>(relu)].layer);
+  conv->set_pooling(chain->has_relu);
+  const auto& c = std::get<nn::Conv2d>(plan.layer);
+  const int64_t weights = g.filters * g.channels * c.kernel * c.kernel;
+  fuse_into(made, pool, i, std::shared_ptr<OpBuffers>(chain, &chain->pool));
+  if (chain->has_relu) fuse_into(made, relu, i, std::shared_ptr<OpBuffers>(chain, &chain->relu));
+  made.ops[i] = std::make_unique<ConvPoolOp>(std::move(conv), weights, c.bias ? g.filters : 0, plan.trainable, chain);
+  return true;
+}
+
+// A batch norm or a two-input add (layer i) with its only reader, a ReLU, fused; true when made.
+bool make_with_relu(const nn::Model& model, const Readers& readers, std::size_t i, int64_t batch, CpuOps& made) {
+  const nn::LayerPlan& plan = model.layers()[i];
+  const int relu = sole_reader(readers, i);
+  const bool bn = std::holds_alternative<nn::BatchNorm>(plan.layer);
+  if (relu < 0 || !std::holds_alternative<nn::ReLU>(model.layers()[static_cast<std::size_t>(relu)].layer) ||
+      !(bn || (std::holds_alternative<nn::Add>(plan.layer) && plan.inputs.size() == 2)))
+    return false;
+  auto slot = std::make_shared<OpBuffers>();
+  fuse_into(made, relu, i, slot);
+  made.ops[i] =
+      bn ? make_batch_norm(plan, with_batch(batch, plan.input_shape), slot) : make_add_relu(plan, batch, slot);
+  return true;
 }
 
 }  // namespace
@@ -90,43 +126,15 @@ int sole_reader(const std::vector<std::vector<int>>& readers, std::size_t i) {
 CpuOps make_cpu_ops(DnnlEnv& env, const nn::Model& model, int64_t batch, const std::vector<uint64_t>& seeds,
                     ConvAlgo algo, bool input_gradient, bool fuse) {
   const auto& layers = model.layers();
-  const auto readers = readers_of(model);
+  const Readers readers = readers_of(model);
   CpuOps made;
   made.ops.resize(layers.size());
   made.runs_in.assign(layers.size(), -1);
   for (std::size_t i = 0; i < layers.size(); ++i) {
     if (made.ops[i]) continue;  // a fused chain's member, made with its head
-    const nn::LayerPlan& plan = layers[i];
-    const int pool = sole_reader(readers, i);
-    if (fuse && !input_gradient && pool >= 0 && std::holds_alternative<nn::Conv2d>(plan.layer) &&
-        plan.inputs == std::vector<int>{nn::kModelInput}) {
-      const nn::LayerPlan& pool_plan = layers[static_cast<std::size_t>(pool)];
-      const auto* p = std::get_if<nn::MaxPool2d>(&pool_plan.layer);
-      const ConvGeometry g =
-          conv_geometry(plan, with_batch(batch, plan.input_shape), with_batch(batch, plan.output_shape));
-      // The pool's output is then [O, Ho / 2, Wo / 2], as the planar pool writes it.
-      if (p && p->kernel == 2 && (p->stride == 0 || p->stride == 2) && p->padding == 0 && PlanarConv::suits(g)) {
-        auto conv = std::make_unique<PlanarConv>(g);
-        if (conv->can_pool_2x2()) {
-          auto chain = std::make_shared<Chain>();
-          const int relu = sole_reader(readers, static_cast<std::size_t>(pool));
-          chain->has_relu = relu >= 0 && std::holds_alternative<nn::ReLU>(layers[static_cast<std::size_t>(relu)].layer);
-          conv->set_pooling(chain->has_relu);
-          const auto& c = std::get<nn::Conv2d>(plan.layer);
-          const int64_t weights = g.filters * g.channels * c.kernel * c.kernel;
-          made.ops[static_cast<std::size_t>(pool)] = std::make_unique<FusedAwayOp>(chain, &Chain::pool);
-          made.runs_in[static_cast<std::size_t>(pool)] = static_cast<int>(i);
-          if (chain->has_relu) {
-            made.ops[static_cast<std::size_t>(relu)] = std::make_unique<FusedAwayOp>(chain, &Chain::relu);
-            made.runs_in[static_cast<std::size_t>(relu)] = static_cast<int>(i);
-          }
-          made.ops[i] = std::make_unique<ConvPoolOp>(std::move(conv), weights, c.bias ? g.filters : 0,
-                                                     plan.trainable, chain);
-          continue;
-        }
-      }
-    }
-    made.ops[i] = make_cpu_op(env, plan, batch, seeds[i], algo);
+    if (fuse && !input_gradient && make_conv_pool(model, readers, i, batch, made)) continue;
+    if (fuse && make_with_relu(model, readers, i, batch, made)) continue;
+    made.ops[i] = make_cpu_op(env, layers[i], batch, seeds[i], algo);
   }
   return made;
 }

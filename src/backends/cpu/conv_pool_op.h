@@ -19,6 +19,14 @@
 // input gradient is wanted (the conv would need its full output gradient),
 // when the conv's output or the pool's (for the ReLU) has another reader,
 // other pool shapes, or bands that do not hold whole windows.
+//
+// A batch norm, or an add of two inputs, whose only reader is a ReLU runs
+// that ReLU in its own passes (batch_norm_op.cpp, join_ops.cpp; ResNets'
+// conv → BN → ReLU and residual joins): the ReLU's output, not its own, is
+// written, and its backward pass masks the ReLU's output gradient by its own
+// output recomputed from its inputs (relu_math.h: oneDNN's -0 and NaN bits),
+// so the ReLU's forward and backward passes and the tensors between them
+// vanish. Its output may have any number of readers, or be the model's.
 #include <cstdint>
 #include <memory>
 #include <vector>
