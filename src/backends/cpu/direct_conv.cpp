@@ -336,13 +336,20 @@ void DirectConv::shift_planes(Workspace& w, const float* image) const {
   for (int64_t y = 0; y < g_.height; ++y)
     to_planes(image + y * g_.width * c_count, g_.width, c_count, planar + (g_.pad_top + y) * in_w + g_.pad_left,
               in_h * in_w);
-  float* to = w.shifted.data();
-  for (int64_t kw = 0; kw < k; ++kw)
-    for (int64_t c = 0; c < c_count; ++c)
-      for (int64_t y = 0; y < in_h; ++y, to += out_w) {
-        const float* from = planar + (c * in_h + y) * in_w + kw;
-        for (int64_t x = 0; x < out_w; x += kLanes) simd::store(to + x, simd::load<V>(from + x));
-      }
+  // Rows of at most half a vector (8 columns on AVX-512) by half vectors:
+  // whole ones would store across a cache line every other row.
+  const auto shift = [&]<class R>() {
+    constexpr int64_t lanes = simd::lanes<R>;
+    float* to = w.shifted.data();
+    for (int64_t kw = 0; kw < k; ++kw)
+      for (int64_t c = 0; c < c_count; ++c)
+        for (int64_t y = 0; y < in_h; ++y, to += out_w) {
+          const float* from = planar + (c * in_h + y) * in_w + kw;
+          for (int64_t x = 0; x < out_w; x += lanes) simd::store(to + x, simd::load<R>(from + x));
+        }
+  };
+  if (out_w <= kLanes / 2) shift.template operator()<simd::VecOf<kLanes / 2>>();
+  else shift.template operator()<V>();
 }
 
 // One image's forward pass with lanes over its output pixels p = y·Wo + x:
