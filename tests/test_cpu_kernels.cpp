@@ -192,6 +192,13 @@ const ConvCase kDirectCases[] = {
     // 20 taps a row: the AVX-512 copy splits the input gradient's (16 + 4,
     // the rest scattered 4 pixels apart), not the weight gradient's.
     {"k5, 4->14, 9x10: the input gradient's taps split", 2, 4, 9, 10, {.filters = 14, .kernel = 5}},
+    // The forward pass's lanes over output pixels (about half the cases
+    // here take them in each copy, the seed conv in the AVX-512 and AVX2
+    // ones): 7x5 = 35 pixels, the last of 3 vectors partly past them
+    // (AVX-512); and a map whose shifted planes pass 1 MiB, back to lanes
+    // over the filters (k7 10->3 on 72x72: 7·10·72·66 floats).
+    {"forward over pixels, 35 pixels, 10->20 k5 pad 1", 3, 10, 9, 7, {.filters = 20, .kernel = 5, .padding = 1}},
+    {"forward over filters: shifted planes over 1 MiB", 1, 10, 72, 72, {.filters = 3, .kernel = 7}},
 };
 
 // 3×3, stride 1, pad 1: the shapes Winograd F(2×2, 3×3) serves (odd sizes

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "backends/cpu/planes.h"
 #include "backends/cpu/simd.h"
 
 namespace convoy::cpu {
@@ -14,6 +15,9 @@ namespace {
 
 using V = simd::Vec;
 constexpr int64_t kLanes = simd::kLanes;
+// The forward pass's shifted planes per thread at most (1 MiB), else its
+// lanes stay over the filters.
+constexpr int64_t kMaxShiftedFloats = int64_t{1} << 18;
 #if defined(__AVX512F__)
 constexpr int kRegisters = 32;
 #else
@@ -207,7 +211,8 @@ DirectConv::DirectConv(const ConvGeometry& g, DirectPasses passes)
       taps_padded_(round_up(g.kernel * g.channels, kLanes)),
       taps_whole_(g.kernel * g.channels / kLanes * kLanes),
       taps_rest_(g.kernel * g.channels - taps_whole_),
-      rest_padded_(round_up(g.kernel * taps_rest_, kLanes)) {
+      rest_padded_(round_up(g.kernel * taps_rest_, kLanes)),
+      pixels_padded_(round_up(g.out_height * g.out_width, kLanes)) {
   if (!suits(g)) throw std::logic_error("DirectConv built for a convolution it does not suit");
   const int64_t k = g.kernel, taps = k * k, row_taps = k * g.channels, o_count = g.filters;
   // A fixed rule: the way with the fewest vector FMAs per output pixel,
@@ -220,6 +225,15 @@ DirectConv::DirectConv(const ConvGeometry& g, DirectPasses passes)
   if (can_split && weight_split < std::min(by_taps, by_filters)) weight_lanes_ = WeightLanes::split;
   const int64_t input_split = k * o_count * whole_vectors + o_count * (rest_padded_ / kLanes) + 2 * k * taps_rest_;
   input_split_ = can_split && input_split < by_taps;
+  // The forward pass: lanes over the filters, or over the output pixels
+  // with the image restaged (its planar copy, the shifted planes) and the
+  // output transposed, one per float.
+  const int64_t pixels = g.out_height * g.out_width, in_h = g.out_height + k - 1, in_w = g.out_width + k - 1;
+  const int64_t shifted_floats = row_taps * in_h * g.out_width;
+  const int64_t over_filters = pixels * taps * g.channels * filter_vectors;
+  const int64_t over_pixels = o_count * (pixels_padded_ / kLanes) * taps * g.channels + g.height * g.width * g.channels +
+                              row_taps * in_h * round_up(g.out_width, kLanes) / kLanes + pixels * o_count;
+  forward_pixels_ = over_pixels < over_filters && shifted_floats <= kMaxShiftedFloats;
   if (passes_.forward) forward_weight_ = AlignedBuffer(static_cast<std::size_t>(taps * g.channels * filters_padded_));
   if (passes_.input_gradient) input_weight_ = AlignedBuffer(static_cast<std::size_t>(k * g.filters * taps_padded_));
   if (passes_.input_gradient && input_split_)
@@ -228,7 +242,8 @@ DirectConv::DirectConv(const ConvGeometry& g, DirectPasses passes)
   // Zeroed once: the padding around each staged input is never written. The
   // input gradient's last tile adds (zero) lanes past the padded image.
   const int64_t input_floats = (g.out_height + k - 1) * (g.out_width + k - 1) * g.channels + kLanes;
-  const int64_t row_floats = g.out_width * filters_padded_, pixels = g.out_height * g.out_width;
+  const int64_t row_floats = g.out_width * filters_padded_;
+  const bool over_pixels_buffers = passes_.forward && forward_pixels_;
   const bool weight_rest = passes_.weight_gradient && weight_lanes_ == WeightLanes::split;
   const bool input_rest = passes_.input_gradient && input_split_;
   threads_.resize(static_cast<std::size_t>(omp_get_max_threads()));
@@ -236,6 +251,12 @@ DirectConv::DirectConv(const ConvGeometry& g, DirectPasses passes)
     w.image = AlignedBuffer(static_cast<std::size_t>(input_floats));
     if (passes_.input_gradient) w.scatter = AlignedBuffer(static_cast<std::size_t>(input_floats));
     w.row = AlignedBuffer(static_cast<std::size_t>(row_floats));
+    if (over_pixels_buffers) {
+      // A vector's slack: rows are read and written a whole vector at a time.
+      w.planar = AlignedBuffer(static_cast<std::size_t>(g.channels * in_h * in_w + kLanes));
+      w.shifted = AlignedBuffer(static_cast<std::size_t>(shifted_floats + kLanes));
+      w.planes = AlignedBuffer(static_cast<std::size_t>(o_count * pixels_padded_));
+    }
     if (passes_.weight_gradient) {
       w.grad = AlignedBuffer(static_cast<std::size_t>(g.out_height * g.out_width * filters_padded_));
       w.sums = AlignedBuffer(static_cast<std::size_t>(
@@ -255,7 +276,8 @@ void DirectConv::prepare(const float* weight) {
         for (int64_t kw = 0; kw < k; ++kw) {
           const float v = weight[((o * c_count + c) * k + kh) * k + kw];
           const int64_t tap = kw * c_count + c;
-          if (passes_.forward) forward_weight_.data()[(kh * k * c_count + tap) * filters_padded_ + o] = v;
+          if (passes_.forward && forward_pixels_) forward_weight_.data()[(o * k + kh) * k * c_count + tap] = v;
+          else if (passes_.forward) forward_weight_.data()[(kh * k * c_count + tap) * filters_padded_ + o] = v;
           if (passes_.input_gradient) input_weight_.data()[(kh * g_.filters + o) * taps_padded_ + tap] = v;
           if (passes_.input_gradient && input_split_ && tap >= taps_whole_)
             rest_weight_.data()[o * rest_padded_ + kh * taps_rest_ + tap - taps_whole_] = v;
@@ -302,6 +324,57 @@ void DirectConv::scatter_rest(const float* rest, float* padded) const {
         }
 }
 
+// w.shifted[kw][c][y][x] = padded[y][x + kw][c] for the padded input's rows
+// y and the output's columns x, through w.planar = padded[c][y][x'] (its
+// padding zeroed once, never written). Each shifted row is copied a vector
+// at a time, in ascending order: a vector's lanes past the row land on the
+// next row before it is written (or on the slack).
+void DirectConv::shift_planes(Workspace& w, const float* image) const {
+  const int64_t k = g_.kernel, c_count = g_.channels, in_h = g_.out_height + k - 1, in_w = g_.out_width + k - 1;
+  const int64_t out_w = g_.out_width;
+  float* planar = w.planar.data();
+  for (int64_t y = 0; y < g_.height; ++y)
+    to_planes(image + y * g_.width * c_count, g_.width, c_count, planar + (g_.pad_top + y) * in_w + g_.pad_left,
+              in_h * in_w);
+  // Rows of at most half a vector (8 columns on AVX-512) by half vectors:
+  // whole ones would store across a cache line every other row.
+  const auto shift = [&]<class R>() {
+    constexpr int64_t lanes = simd::lanes<R>;
+    float* to = w.shifted.data();
+    for (int64_t kw = 0; kw < k; ++kw)
+      for (int64_t c = 0; c < c_count; ++c)
+        for (int64_t y = 0; y < in_h; ++y, to += out_w) {
+          const float* from = planar + (c * in_h + y) * in_w + kw;
+          for (int64_t x = 0; x < out_w; x += lanes) simd::store(to + x, simd::load<R>(from + x));
+        }
+  };
+  if (out_w <= kLanes / 2) shift.template operator()<simd::VecOf<kLanes / 2>>();
+  else shift.template operator()<V>();
+}
+
+// One image's forward pass with lanes over its output pixels p = y·Wo + x:
+// planes[o][p] = b[o] + Σ_kh Σ_(kw,c) Wp[o][kh][kw,c] · shifted[kw][c][kh·Wo + p]
+// (tap (kw, c)'s plane a plane's size apart, kernel row kh a row apart),
+// then out[p][o] = planes[o][p]. The lanes past the last pixel read the
+// next plane's (or the slack's) floats and are dropped.
+void DirectConv::forward_over_pixels(Workspace& w, const float* image, float* out) const {
+  const int64_t k = g_.kernel, c_count = g_.channels, o_count = g_.filters, pp = pixels_padded_;
+  const int64_t pixels = g_.out_height * g_.out_width, plane = (g_.out_height + k - 1) * g_.out_width;
+  const int64_t row_taps = k * c_count;
+  shift_planes(w, image);
+  float* planes = w.planes.data();
+  for (int64_t o = 0; o < o_count; ++o) std::fill_n(planes + o * pp, pp, bias_.data()[o]);
+  const Walk walk{.segments = k, .length = row_taps, .a_segment = row_taps, .a_step = 1, .b_segment = g_.out_width,
+                  .b_step = plane};
+  for_parts(pp / kLanes, kMaxVectors, [&](int64_t v0, int64_t nv) {
+    for_parts(o_count, max_rows(static_cast<int>(nv)), [&](int64_t o0, int64_t rows) {
+      kTiles[nv - 1][rows - 1](walk, forward_weight_.data() + o0 * k * row_taps, k * row_taps,
+                               w.shifted.data() + v0 * kLanes, planes + o0 * pp + v0 * kLanes, pp);
+    });
+  });
+  from_planes(planes, pp, pixels, o_count, out);
+}
+
 void DirectConv::forward(const float* src, const float* weight, const float* bias, float* dst) {
   (void)weight;  // packed by prepare()
   if (bias) std::copy_n(bias, g_.filters, bias_.data());  // the padded lanes stay zero
@@ -310,6 +383,10 @@ void DirectConv::forward(const float* src, const float* weight, const float* bia
   const int64_t in_image = g_.height * g_.width * g_.channels, out_image = g_.out_height * g_.out_width * g_.filters;
   on_threads(threads_.size(), g_.batch, [&](std::size_t t, int64_t first, int64_t end) {
     Workspace& w = threads_[t];
+    if (forward_pixels_) {
+      for (int64_t n = first; n < end; ++n) forward_over_pixels(w, src + n * in_image, dst + n * out_image);
+      return;
+    }
     for (int64_t n = first; n < end; ++n)
       convolve_image(c, stage_input(w, src + n * in_image, false), forward_weight_.data(), bias_.data(), w.row.data(),
                      dst + n * out_image);

@@ -14,7 +14,8 @@
 // row, kernel rows a row stride apart. A register tile holds R rows × NV
 // vectors of sums (one tile function serves all three passes):
 //   forward:   Y[y][x][o]  = b[o] + Σ_kh Σ_(kw,c) X[y+kh][x+kw][c] · Wf[kh][kw,c][o]
-//              rows: R output pixels of one row, lanes: the filters
+//              rows: R output pixels of one row, lanes: the filters; or
+//              rows: R filters, lanes: the output pixels (below)
 //   input gradient: dX'[y+kh][x+kw][c] += Σ_o dY[y][x][o] · Wi[kh][o][kw,c]
 //              into the padded input's shape (then cropped): rows: R output
 //              pixels, lanes: the taps (kw, c) of kernel row kh, which land
@@ -35,6 +36,18 @@
 // over (kh, rest), added into the padded input gradient after the tiles.
 // Each pass takes the way with the fewest vector FMAs by a fixed count per
 // shape (at 10→20 k5 on AVX-512: 20% fewer than all taps in lanes).
+// Forward lanes over pixels: 20 filters fill 20 of 32 lanes on AVX-512
+// (62%); an 8×8 output map fills 4 vectors. The image is restaged per
+// thread as shifted planes S[kw][c][y][x] = X[y][x + kw][c] (y over the
+// padded input's rows, x over the output's columns), so that the taps
+// (kw, c) of kernel row kh meet every output pixel p = y·Wo + x at
+// S[kw][c][kh·Wo + p]: for each tap one contiguous run of pixels, read a
+// vector at a time, the weight broadcast. The sums land in [O][pixels]
+// planes, initialised to the bias and transposed to NHWC. The same products
+// in the same order as the lanes over filters (Σ_kh Σ_(kw,c), then added to
+// the bias), so both ways give the same bits. Taken where it costs fewer
+// vector FMAs, counting one per float restaged or transposed, and the
+// shifted planes stay within 1 MiB.
 // Padded images are staged per thread (zeros around the image), so padding
 // costs no branch in the tiles.
 //
@@ -93,11 +106,16 @@ class DirectConv final : public OwnKernels {
     AlignedBuffer scatter;      // the input gradient of the padded input, as `image`
     AlignedBuffer grad;         // dY of one image [Ho][Wo][O rounded up to the lanes] (the weight gradient's)
     AlignedBuffer row;          // one output row, channels rounded up to the lanes
+    AlignedBuffer planar;       // the forward's over pixels: the padded input [C][Ho + k − 1][Wo + k − 1]
+    AlignedBuffer shifted;      // … its shifted planes [k][C][Ho + k − 1][Wo]
+    AlignedBuffer planes;       // … and the output [O][Ho·Wo rounded up to the lanes]
     AlignedBuffer sums;         // [k][k·C][O rounded up] or [k][O][k·C rounded up], then the rest's, then the bias's
     AlignedBuffer rest;         // split taps, per pixel: the weight gradient's [k][rest], the input gradient's sums
   };
   const float* stage_input(Workspace& w, const float* image, bool slack) const;
   void gather_rest(const float* in, float* rest) const;
+  void shift_planes(Workspace& w, const float* image) const;
+  void forward_over_pixels(Workspace& w, const float* image, float* out) const;
   void scatter_rest(const float* rest, float* padded) const;
 
   ConvGeometry g_;
@@ -108,7 +126,9 @@ class DirectConv final : public OwnKernels {
   int64_t rest_padded_;                   // k · taps_rest_ rounded up to the lanes
   WeightLanes weight_lanes_;
   bool input_split_;                      // the input gradient's taps split
-  AlignedBuffer forward_weight_;              // [k][k·C][O rounded up]
+  bool forward_pixels_;                   // the forward pass's lanes over the output pixels
+  int64_t pixels_padded_;                 // Ho·Wo rounded up to the lanes
+  AlignedBuffer forward_weight_;              // [k][k·C][O rounded up], over pixels [O][k][k·C]
   AlignedBuffer input_weight_;                // [k][O][k·C rounded up]
   AlignedBuffer rest_weight_;                 // [O][k · rest, rounded up]: the input gradient's split taps
   AlignedBuffer bias_;                        // [O rounded up]
