@@ -38,6 +38,7 @@
 // Which passes run here: see ConvAlgo / WinogradConv::passes().
 //   src [N, H, W, C], dst and diff_dst [N, H, W, O] (NHWC);
 //   weight and dw [O, C, 3, 3], bias and db [O] (PyTorch's layouts)
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -65,6 +66,10 @@ class WinogradConv final : public OwnKernels {
   static bool suits(const ConvGeometry& g);
   // The passes to run here for `g` under `algo` (none when it does not suit).
   static WinogradPasses passes(const ConvGeometry& g, ConvAlgo algo);
+  // The tile: 4 (F(4×4, 3×3)) where both sides of the map are ≥ kF4MinSide,
+  // else 2 (see the header comment).
+  static constexpr int64_t kF4MinSide = 8;
+  static int tile_size(const ConvGeometry& g) { return std::min(g.out_height, g.out_width) >= kF4MinSide ? 4 : 2; }
 
   WinogradConv(const ConvGeometry& g, WinogradPasses passes);
 
@@ -79,18 +84,20 @@ class WinogradConv final : public OwnKernels {
   void set_scratchpad(void* scratchpad) override { scratch_ = static_cast<float*>(scratchpad); }
 
  private:
-  // dst = the convolution of `in` (in_channels) by U, u_op 'T' (forward) or
-  // 'N' (turned, for the input gradient); slot: where position k lives.
-  void convolve(const float* in, int64_t in_channels, int64_t out_channels, const int* slot, char u_op,
-                const float* bias, float* out);
+  // dst = the convolution of `in` (in_channels) by U (forward) or by the
+  // turned kernels (turned: the input gradient, U transposed).
+  void convolve(const float* in, int64_t in_channels, int64_t out_channels, bool turned, const float* bias,
+                float* out);
 
   ConvGeometry g_;
   WinogradPasses passes_;
+  int tile_;       // m: the outputs of a tile's side, 2 or 4 (tile_size())
+  int positions_;  // (m + 2)²: of a transformed tile
   int64_t tiles_y_, tiles_x_, tiles_;  // per image, per image, in the batch
   int threads_;                        // fixed at construction: the scratchpad's per-thread parts
   int64_t block_ = 0;                  // tiles per block of the forward passes; 0: all tiles at once
   int64_t grad_block_ = 0;             // ... of the weight gradient
-  AlignedBuffer u_;                    // U[16][O][C], from the latest prepare()
+  AlignedBuffer u_;                    // U[positions][O][C], from the latest prepare()
   AlignedBuffer zeros_;                // max(C, O) zeros: a patch's pixels outside the image
   float* scratch_ = nullptr;
 };
