@@ -38,7 +38,6 @@
 // Which passes run here: see ConvAlgo / WinogradConv::passes().
 //   src [N, H, W, C], dst and diff_dst [N, H, W, O] (NHWC);
 //   weight and dw [O, C, 3, 3], bias and db [O] (PyTorch's layouts)
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -66,10 +65,12 @@ class WinogradConv final : public OwnKernels {
   static bool suits(const ConvGeometry& g);
   // The passes to run here for `g` under `algo` (none when it does not suit).
   static WinogradPasses passes(const ConvGeometry& g, ConvAlgo algo);
-  // The tile: 4 (F(4×4, 3×3)) where both sides of the map are ≥ kF4MinSide,
-  // else 2 (see the header comment).
-  static constexpr int64_t kF4MinSide = 8;
-  static int tile_size(const ConvGeometry& g) { return std::min(g.out_height, g.out_width) >= kF4MinSide ? 4 : 2; }
+  // The tile's side m: 4 (F(4×4, 3×3)) where it takes fewer multiplications
+  // than F(2×2, 3×3), else 2 (see the header comment).
+  static int tile_size(const ConvGeometry& g) {
+    auto tiles = [&](int64_t m) { return (g.out_height + m - 1) / m * ((g.out_width + m - 1) / m); };
+    return 36 * tiles(4) < 16 * tiles(2) ? 4 : 2;
+  }
 
   WinogradConv(const ConvGeometry& g, WinogradPasses passes);
 
