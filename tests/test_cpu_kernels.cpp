@@ -450,19 +450,28 @@ TEST_P(CpuKernels, WinogradConvMatchesReferenceSumsOnOneThread) {
   });
 }
 
-// The fixed rule between the tile sizes: F(4×4) where it takes fewer
-// multiplications (ResNet-18's 16×16, 8×8 and 4×4 maps at 64×64 input),
-// F(2×2) on ties (5 and 6) and smaller maps.
+// The fixed rules between the tile sizes: forced Winograd takes F(4×4) where
+// it needs fewer multiplications (ResNet-18's 16×16, 8×8 and 4×4 maps at
+// 64×64 input), F(2×2) on ties (5 and 6) and smaller maps; `automatic` takes
+// F(4×4) on maps of at most 4×4 only.
+static cpu::ConvGeometry square_3x3(int64_t h, int64_t w) {
+  return {.batch = 64, .channels = 64, .height = h, .width = w, .filters = 64, .out_height = h, .out_width = w,
+          .kernel = 3, .stride = 1, .groups = 1, .pad_top = 1, .pad_left = 1};
+}
 TEST(WinogradConv, TakesF4WhereItNeedsFewerMultiplications) {
-  auto tile = [](int64_t h, int64_t w) {
-    cpu::ConvGeometry g{.batch = 64, .channels = 64, .height = h, .width = w, .filters = 64, .out_height = h,
-                        .out_width = w, .kernel = 3, .stride = 1, .groups = 1, .pad_top = 1, .pad_left = 1};
-    return cpu::WinogradConv::tile_size(g);
-  };
+  auto tile = [](int64_t h, int64_t w) { return cpu::WinogradConv::tile_size(square_3x3(h, w)); };
   for (int64_t side : {3, 4, 7, 8, 9, 16, 56}) EXPECT_EQ(tile(side, side), 4) << side;
   for (int64_t side : {1, 2, 5, 6}) EXPECT_EQ(tile(side, side), 2) << side;
   EXPECT_EQ(tile(4, 2), 2);
   EXPECT_EQ(tile(3, 7), 4);
+}
+TEST(WinogradConv, AutomaticTakesF4OnMapsOfAtMostFourByFour) {
+  auto tile = [](int64_t h, int64_t w) { return cpu::WinogradConv::automatic_tile(square_3x3(h, w)); };
+  EXPECT_EQ(tile(4, 4), 4);
+  EXPECT_EQ(tile(3, 3), 4);
+  EXPECT_EQ(tile(2, 2), 2);
+  for (int64_t side : {7, 8, 16}) EXPECT_EQ(tile(side, side), 2) << side;
+  EXPECT_EQ(tile(4, 8), 2);
 }
 
 // F(4×4, 3×3): every pass against the reference sums, on two threads and on

@@ -290,24 +290,28 @@ bool WinogradConv::suits(const ConvGeometry& g) {
 
 WinogradPasses WinogradConv::passes(const ConvGeometry& g, ConvAlgo algo) {
   if (algo == ConvAlgo::direct || !suits(g)) return {};
-  if (algo == ConvAlgo::winograd) return {true, true, true};
+  if (algo == ConvAlgo::winograd) return {true, true, true, tile_size(g)};
   // auto: where it won every pass on one AVX2 core (bench/conv_algo_times,
   // docs/architecture.md): 32→64 and wider. At 32→32 it tied, below it lost
   // (each tile's transforms cost as much as its few multiply-adds).
   const bool wide = g.channels >= 32 && g.filters >= 32 && g.channels * g.filters >= 32 * 64;
-  return {wide, wide, wide};
+  // F(4×4) on maps of at most 4×4 only: on ResNet-18's 16×16 and 8×8 maps
+  // its rounding moved a training step's gradients 4e-3 from XLA's (the
+  // PJRT parity test's bound: 1e-4; F(2×2) stays within it), see the header.
+  return {wide, wide, wide, automatic_tile(g)};
 }
 
 WinogradConv::WinogradConv(const ConvGeometry& g, WinogradPasses passes)
     : g_(g),
       passes_(passes),
-      tile_(tile_size(g)),
+      tile_(passes.tile),
       positions_((tile_ + 2) * (tile_ + 2)),
       tiles_y_((g.out_height + tile_ - 1) / tile_),
       tiles_x_((g.out_width + tile_ - 1) / tile_),
       tiles_(g.batch * tiles_y_ * tiles_x_),
       threads_(omp_get_max_threads()) {
-  if (!suits(g)) throw std::logic_error("WinogradConv built for a convolution it does not suit");
+  if (!suits(g) || (tile_ != 2 && tile_ != 4))
+    throw std::logic_error("WinogradConv built for a convolution it does not suit");
   if (passes_.forward || passes_.input_gradient)
     u_ = AlignedBuffer(static_cast<std::size_t>(positions_ * g.channels * g.filters));
   zeros_ = AlignedBuffer(static_cast<std::size_t>(std::max(g.channels, g.filters)));
