@@ -1,6 +1,6 @@
 // One stride-1 convolution per shape, timed pass by pass with oneDNN's
 // direct kernels and with another choice (CompileOptions::conv_algo): by
-// default 3×3 pad 1 against Winograd F(2×2, 3×3) (winograd_conv.h); with
+// default 3×3 pad 1 against Winograd F(2×2) or F(4×4), 3×3 (winograd_conv.h); with
 // --against auto, against what `auto` runs, which for few channels is our
 // direct kernels (direct_conv.h): the measurements behind the `auto` rules.
 // Best of --reps runs; on one thread (OMP_NUM_THREADS=1) the thread's CPU

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "backends/cpu/winograd_conv.h"
 #include "convoy/backends/executable.h"
 #include "convoy/backends/executable_internals.h"
 #include "convoy/core/cpu_info.h"
@@ -69,7 +70,13 @@ struct ConvCase {
 // and the weight, bias and input gradients can be summed directly. The
 // weights are set after compiling, as training changes them: no kernel may
 // keep a stale copy.
-void check_conv_gradients(const ConvCase& k, KernelSet set, ConvAlgo algo = ConvAlgo::automatic) {
+// `bits`, when given, receives the output, the input gradient and the
+// parameter gradients as computed.
+struct ConvBits {
+  std::vector<float> out, dx, grads;
+};
+void check_conv_gradients(const ConvCase& k, KernelSet set, ConvAlgo algo = ConvAlgo::automatic,
+                          ConvBits* bits = nullptr) {
   SCOPED_TRACE(k.name);
   const Sequential model({k.channels, k.height, k.width}, {k.conv, Flatten{}});
   auto exe = compile_cpu(
@@ -88,6 +95,7 @@ void check_conv_gradients(const ConvCase& k, KernelSet set, ConvAlgo algo = Conv
   exe->internals().read(Held::output, out);
   exe->internals().read(Held::gradients, grads);
   exe->internals().read(Held::parameters, params);
+  if (bits) *bits = {out, dx, grads};
 
   const Shape& o_shape = model.layers()[0].output_shape;  // [O, Ho, Wo]
   const int64_t filters = o_shape[0], oh = o_shape[1], ow = o_shape[2], kk = k.conv.kernel;
@@ -201,20 +209,43 @@ const ConvCase kDirectCases[] = {
     {"forward over filters: shifted planes over 1 MiB", 1, 10, 72, 72, {.filters = 3, .kernel = 7}},
 };
 
-// 3×3, stride 1, pad 1: the shapes Winograd F(2×2, 3×3) serves (odd sizes
-// clip the last tile; 1×1 and 2×2 maps are one tile; channel counts that do
-// not fill a vector of 8 take the scalar remainder).
+// 3×3, stride 1, pad 1, where F(4×4) would take as many multiplications or
+// more (WinogradConv::tile_size): the shapes Winograd F(2×2, 3×3) serves (odd sizes clip the last tile; 1×1 and 2×2 maps are one tile;
+// channel counts that do not fill a vector of 8 take the scalar remainder).
 const ConvCase kWinogradCases[] = {
-    {"16->16, 8x8, batch 3", 3, 16, 8, 8, {.filters = 16, .kernel = 3, .padding = 1}},
-    {"odd 7x9, 5->11, bias", 2, 5, 7, 9, {.filters = 11, .kernel = 3, .padding = 1}},
+    {"16->16, 6x5, batch 3", 3, 16, 6, 5, {.filters = 16, .kernel = 3, .padding = 1}},
+    {"odd 5x5, 5->11, bias", 2, 5, 5, 5, {.filters = 11, .kernel = 3, .padding = 1}},
     {"1x1 map, 20->13, no bias", 3, 20, 1, 1, {.filters = 13, .kernel = 3, .padding = 1, .bias = false}},
     {"2x2 map, 24->32, batch 5", 5, 24, 2, 2, {.filters = 32, .kernel = 3, .padding = 1}},
-    {"3x5 map, 9->17", 1, 9, 3, 5, {.filters = 17, .kernel = 3, .padding = 1}},
+    {"2x5 map, 9->17", 1, 9, 2, 5, {.filters = 17, .kernel = 3, .padding = 1}},
+    {"1x7 map, 8->9", 2, 8, 1, 7, {.filters = 9, .kernel = 3, .padding = 1}},
     {"1 input channel, 6x6", 2, 1, 6, 6, {.filters = 8, .kernel = 3, .padding = 1}},
-    {"same padding, 12->7, 5x4", 3, 12, 5, 4, {.filters = 7, .kernel = 3, .padding = kSame, .bias = false}},
+    {"same padding, 12->7, 5x6", 3, 12, 5, 6, {.filters = 7, .kernel = 3, .padding = kSame, .bias = false}},
     // Over 8 MiB of transformed tiles: the forward and input gradient run in
     // blocks of tiles per thread (a short last block, clipped tiles).
-    {"blocks of tiles: 16->16, 63x65, batch 4", 4, 16, 63, 65, {.filters = 16, .kernel = 3, .padding = 1}, 1e-4},
+    {"blocks of tiles: 16->16, 6x5, batch 500", 500, 16, 6, 5, {.filters = 16, .kernel = 3, .padding = 1}, 1e-4},
+};
+
+// Winograd F(4×4, 3×3) (WinogradConv::tile_size: maps of 3×3 and 4×4, 7 and
+// more, where it takes fewer multiplications than F(2×2)): 6×6 patches whose last row and column of tiles are clipped on sizes not
+// divisible by 4. Its transforms' larger constants (up to 8, and 1/15 in G)
+// cost more float rounding than F(2×2)'s: on random 64-channel tiles its
+// largest error was 3.1e-6 of the largest output (F(2×2): 4.1e-7), summed
+// over at most 64 channels here; the 1e-5 bound leaves 3× for the sums.
+const ConvCase kWinogradF4Cases[] = {
+    {"F(4x4): 16->16, 8x8 (2x2 tiles), batch 3", 3, 16, 8, 8, {.filters = 16, .kernel = 3, .padding = 1}},
+    {"F(4x4): odd 9x11, 5->11, bias, batch 2", 2, 5, 9, 11, {.filters = 11, .kernel = 3, .padding = 1}},
+    {"F(4x4): 13x10, 24->9, batch 1, no bias", 1, 24, 13, 10,
+     {.filters = 9, .kernel = 3, .padding = 1, .bias = false}},
+    {"F(4x4): same padding, 12->7, 8x17", 2, 12, 8, 17, {.filters = 7, .kernel = 3, .padding = kSame}},
+    {"F(4x4): ResNet layer1-like 64->64, 16x16, batch 2", 2, 64, 16, 16, {.filters = 64, .kernel = 3, .padding = 1}},
+    {"F(4x4): 1 input channel, 10x8, 1->8", 2, 1, 10, 8, {.filters = 8, .kernel = 3, .padding = 1}},
+    {"F(4x4): ResNet layer3-like 4x4 map, 40->48, batch 3", 3, 40, 4, 4, {.filters = 48, .kernel = 3, .padding = 1}},
+    {"F(4x4): 3x7 map, 6->5, no bias", 2, 6, 3, 7, {.filters = 5, .kernel = 3, .padding = 1, .bias = false}},
+    // Over 8 MiB of transformed tiles: blocks of tiles per thread for every
+    // pass (a short last block, clipped tiles).
+    {"F(4x4) blocks of tiles: 16->16, 63x65, batch 7", 7, 16, 63, 65, {.filters = 16, .kernel = 3, .padding = 1},
+     1e-4},
 };
 
 // Output maps of at most 16 pixels (4 on Winograd's shapes), 32 or more
@@ -424,6 +455,52 @@ TEST_P(CpuKernels, WinogradConvMatchesReferenceSumsOnOneThread) {
   on_one_thread([this] {
     for (const ConvCase& k : kWinogradCases) check_conv_gradients(k, set(), ConvAlgo::winograd);
   });
+}
+
+// The fixed rules between the tile sizes: forced Winograd takes F(4×4) where
+// it needs fewer multiplications (ResNet-18's 16×16, 8×8 and 4×4 maps at
+// 64×64 input), F(2×2) on ties (5 and 6) and smaller maps; `automatic` takes
+// F(4×4) on maps of at most 4×4 only.
+static cpu::ConvGeometry square_3x3(int64_t h, int64_t w) {
+  return {.batch = 64, .channels = 64, .height = h, .width = w, .filters = 64, .out_height = h, .out_width = w,
+          .kernel = 3, .stride = 1, .groups = 1, .pad_top = 1, .pad_left = 1};
+}
+TEST(WinogradConv, TakesF4WhereItNeedsFewerMultiplications) {
+  auto tile = [](int64_t h, int64_t w) { return cpu::WinogradConv::tile_size(square_3x3(h, w)); };
+  for (int64_t side : {3, 4, 7, 8, 9, 16, 56}) EXPECT_EQ(tile(side, side), 4) << side;
+  for (int64_t side : {1, 2, 5, 6}) EXPECT_EQ(tile(side, side), 2) << side;
+  EXPECT_EQ(tile(4, 2), 2);
+  EXPECT_EQ(tile(3, 7), 4);
+}
+TEST(WinogradConv, AutomaticTakesF4OnMapsOfAtMostFourByFour) {
+  auto tile = [](int64_t h, int64_t w) { return cpu::WinogradConv::automatic_tile(square_3x3(h, w)); };
+  EXPECT_EQ(tile(4, 4), 4);
+  EXPECT_EQ(tile(3, 3), 4);
+  EXPECT_EQ(tile(2, 2), 2);
+  for (int64_t side : {7, 8, 16}) EXPECT_EQ(tile(side, side), 2) << side;
+  EXPECT_EQ(tile(4, 8), 2);
+}
+
+// F(4×4, 3×3): every pass against the reference sums, on two threads and on
+// one. The forward pass and the input gradient have the same bits on both
+// (each output is one GEMM row and one inverse transform, whichever thread
+// runs it); the parameter gradients are summed per thread (the bias always,
+// the weights when tiles run in blocks), so their bits hold for a thread
+// count: the same twice in a row.
+static bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+TEST_P(CpuKernels, WinogradF4ConvMatchesReferenceSumsWithTheSameBitsOnOneThread) {
+  for (const ConvCase& k : kWinogradF4Cases) {
+    ConvBits two, again, one;
+    check_conv_gradients(k, set(), ConvAlgo::winograd, &two);
+    check_conv_gradients(k, set(), ConvAlgo::winograd, &again);
+    on_one_thread([&] { check_conv_gradients(k, set(), ConvAlgo::winograd, &one); });
+    EXPECT_TRUE(same_bits(two.out, one.out)) << k.name << ": output on 1 and " << num_threads() << " threads";
+    EXPECT_TRUE(same_bits(two.dx, one.dx)) << k.name << ": input gradient on 1 and " << num_threads() << " threads";
+    EXPECT_TRUE(same_bits(two.out, again.out) && same_bits(two.dx, again.dx) && same_bits(two.grads, again.grads))
+        << k.name << ": two runs on " << num_threads() << " threads";
+  }
 }
 
 // The direct kernels (direct_conv.h) for every copy this CPU runs: all three

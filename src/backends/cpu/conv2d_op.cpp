@@ -4,7 +4,7 @@
 // goihw [G, O/G, C/G, k, k]. "same" padding may be asymmetric (left/right).
 // A stride-1 convolution of a single-channel image runs its forward pass and
 // weight gradient on our own kernels (see planar_conv.h); 3×3 stride-1 pad-1
-// convolutions may run any pass by Winograd F(2×2, 3×3) (winograd_conv.h);
+// convolutions may run any pass by Winograd F(2×2, 3×3) or F(4×4, 3×3) (winograd_conv.h);
 // other stride-1 convolutions of few channels, by our direct kernels
 // (direct_conv.h); wide ones with output maps of at most 4 pixels, as GEMMs
 // over the batch (small_map_conv.h).

@@ -1,36 +1,59 @@
 #pragma once
-// Winograd F(2×2, 3×3) for 3×3, stride-1, pad-1, ungrouped convolutions: the
-// forward pass, the gradient with respect to the input and the weight
-// gradient, each on 2.25× fewer multiplications than a direct convolution.
+// Winograd F(2×2, 3×3) and F(4×4, 3×3) for 3×3, stride-1, pad-1, ungrouped
+// convolutions: the forward pass, the gradient with respect to the input and
+// the weight gradient, each on 2.25× (F(2×2)) or 4× (F(4×4)) fewer
+// multiplications than a direct convolution.
 //
 // Why: ResNet-18's 3×3 convolutions are ~85% of its FLOPs, and oneDNN 2.6's
 // direct kernels ran them at ~81 GFLOP/s of the ~167 its sgemm reaches on two
-// AVX2 cores (layer4's backward, 2×2 maps, ~45). Winograd turns them into 16
-// GEMMs per pass, run by oneDNN's sgemm, plus cheap transforms.
+// AVX2 cores (layer4's backward, 2×2 maps, ~45). Winograd turns them into
+// (m + 2)² GEMMs per pass, run by oneDNN's sgemm, plus cheap transforms.
 //
-// Each image is cut into 2×2 output tiles (the last row and column of tiles
-// clipped on odd sizes); tile t reads the 4×4 input patch at (2ty - 1, 2tx - 1).
-// With B, G, A the F(2,3) matrices (winograd_conv.cpp), for each of the 16
-// positions k of a 4×4 transformed tile:
+// Each image is cut into m×m output tiles, m = 2 or 4 (the last row and
+// column of tiles clipped where m does not divide the size); tile t reads the
+// (m + 2)² input patch at (m·ty - 1, m·tx - 1). With B, G, A the F(m, 3)
+// matrices (winograd_transforms.h), for each of the P = (m + 2)² positions k
+// of a transformed tile:
 //   forward:  V = Bᵀ d B per tile into V[k][tiles][C]; U = G g Gᵀ per (o, c)
 //             into U[k][O][C]; M[k] = V[k] · U[k]ᵀ; Y = Aᵀ M A per tile.
 //   input gradient: a forward of dY with the weights turned 180° and C, O
-//             swapped; its transformed weights are U's with k's rows and
-//             columns 0 ↔ 3 swapped, transposed, so U serves both passes
-//             (M'[k] = V'[k] · U[k] with k's slots swapped).
-//   weights:  V as forward; Z = A dY Aᵀ per tile (2×2 → 4×4); S[k] = Z[k]ᵀ ·
+//             swapped. Its transformed weights are U itself, transposed:
+//             turning the kernel maps each interpolation point p to 1/p, so
+//             with the transforms B', A' of the points 1/p (and, for F(2×2),
+//             whose points are their own inverses but for 0 ↔ ∞, k's rows
+//             and columns 0 ↔ 3 swapped) U serves both passes.
+//   weights:  V as forward; Z = A dY Aᵀ per tile (m×m → P); S[k] = Z[k]ᵀ ·
 //             V[k] summed over all tiles; dW = Gᵀ S G per (o, c).
 // (The last is the forward's chain rule: Y = Aᵀ(U ⊙ V)A gives ∂U = A dY Aᵀ ⊙ V
 // per tile and ∂g = Gᵀ ∂U G.)
 //
+// Which tile (a fixed rule on the shape, not a timing): tile_size() gives
+// F(4×4) where it takes fewer multiplications, 36·⌈H/4⌉⌈W/4⌉ < 16·⌈H/2⌉⌈W/2⌉
+// (maps of 3×3, 4×4 and from 7 up), F(2×2) on ties (5, 6) and below; forced
+// `winograd` runs that. Measured with bench/conv_algo_times (batch 64, one
+// thread, fwd + input grad + weight grad): 64→64 at 16×16 21.1 → 14.0 ms,
+// 128→128 at 8×8 16.6 → 10.9, 256→256 at 4×4 14.1 → 10.4; at 6×6 and 5×5
+// (the ties) F(4×4) was ~10% slower. `automatic` runs F(4×4) on maps of at
+// most 4×4 only (ResNet-18's layer3 at 64×64 input): on its 16×16 and 8×8
+// maps F(4×4) moved a training step's gradients up to 4e-3 (whole gradient,
+// relative) from XLA's in Pjrt.ResNet18MatchesCpu, whose bound is 1e-4 and
+// which F(2×2) meets; until that is understood (ReLU kinks flipped by the
+// larger rounding, or the rounding itself) those maps keep F(2×2).
+// Numerics: F(4×4)'s transforms have larger constants (up to 8, and 1/15 in
+// G), so the GEMMs' fp32 sums, made on larger transformed values, round more:
+// ~3e-6 of the largest output on random 64-channel tiles against F(2×2)'s
+// 4e-7 (docs/benchmarks.md).
+//
 // Transforms run over channels in NHWC (contiguous, vectorised), tiles split
-// over the OpenMP threads; the 16 GEMMs are split over the threads by k, each
+// over the OpenMP threads; the P GEMMs are split over the threads by k, each
 // a single-threaded sgemm over all tiles, so every sum has one fixed order and
-// results are bit-identical for a thread count. When all tiles' V and M pass
+// results are bit-identical for a thread count (the forward pass and the
+// input gradient for any thread count; the weight gradient's blocks and the
+// bias sums are per thread). When all tiles' V and M pass
 // 8 MiB (big maps), the forward and input gradient instead run each thread's
-// tiles in blocks of ~512 KiB: transform, 16 GEMMs, inverse transform (as
+// tiles in blocks of ~512 KiB: transform, P GEMMs, inverse transform (as
 // fast here, and the workspace stays small); so does the weight
-// gradient while each thread's own 16 O×C sums are small (≤ 256 KiB), which
+// gradient while each thread's own P O×C sums are small (≤ 256 KiB), which
 // are then added in thread order. Workspace (V, M,
 // Z, S) is the op's scratchpad; U is kept by the op from the forward pass to
 // the backward.
@@ -56,6 +79,7 @@ namespace convoy::cpu {
 
 struct WinogradPasses {
   bool forward = false, input_gradient = false, weight_gradient = false;
+  int tile = 2;  // m: F(2×2, 3×3) or F(4×4, 3×3)
   bool any() const { return forward || input_gradient || weight_gradient; }
 };
 
@@ -63,8 +87,20 @@ class WinogradConv final : public OwnKernels {
  public:
   // 3×3, stride 1, padding 1 on every side, groups 1.
   static bool suits(const ConvGeometry& g);
-  // The passes to run here for `g` under `algo` (none when it does not suit).
+  // The passes to run here for `g` under `algo` (none when it does not suit),
+  // and the tile: tile_size(g) under `winograd`, F(4×4) on maps of at most
+  // 4×4 only under `automatic` (see the header comment).
   static WinogradPasses passes(const ConvGeometry& g, ConvAlgo algo);
+  // The tile's side m with the fewest multiplications: 4 (F(4×4, 3×3)) where
+  // it takes fewer than F(2×2, 3×3), else 2.
+  static int tile_size(const ConvGeometry& g) {
+    auto tiles = [&](int64_t m) { return (g.out_height + m - 1) / m * ((g.out_width + m - 1) / m); };
+    return 36 * tiles(4) < 16 * tiles(2) ? 4 : 2;
+  }
+  // The tile under `automatic`: tile_size() on maps of at most 4×4, else 2.
+  static int automatic_tile(const ConvGeometry& g) {
+    return g.out_height <= 4 && g.out_width <= 4 ? tile_size(g) : 2;
+  }
 
   WinogradConv(const ConvGeometry& g, WinogradPasses passes);
 
@@ -79,18 +115,20 @@ class WinogradConv final : public OwnKernels {
   void set_scratchpad(void* scratchpad) override { scratch_ = static_cast<float*>(scratchpad); }
 
  private:
-  // dst = the convolution of `in` (in_channels) by U, u_op 'T' (forward) or
-  // 'N' (turned, for the input gradient); slot: where position k lives.
-  void convolve(const float* in, int64_t in_channels, int64_t out_channels, const int* slot, char u_op,
-                const float* bias, float* out);
+  // dst = the convolution of `in` (in_channels) by U (forward) or by the
+  // turned kernels (turned: the input gradient, U transposed).
+  void convolve(const float* in, int64_t in_channels, int64_t out_channels, bool turned, const float* bias,
+                float* out);
 
   ConvGeometry g_;
   WinogradPasses passes_;
+  int tile_;       // m: the outputs of a tile's side, 2 or 4 (tile_size())
+  int positions_;  // (m + 2)²: of a transformed tile
   int64_t tiles_y_, tiles_x_, tiles_;  // per image, per image, in the batch
   int threads_;                        // fixed at construction: the scratchpad's per-thread parts
   int64_t block_ = 0;                  // tiles per block of the forward passes; 0: all tiles at once
   int64_t grad_block_ = 0;             // ... of the weight gradient
-  AlignedBuffer u_;                    // U[16][O][C], from the latest prepare()
+  AlignedBuffer u_;                    // U[positions][O][C], from the latest prepare()
   AlignedBuffer zeros_;                // max(C, O) zeros: a patch's pixels outside the image
   float* scratch_ = nullptr;
 };
