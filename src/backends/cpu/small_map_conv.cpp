@@ -10,20 +10,24 @@
 namespace convoy::cpu {
 namespace {
 
-// Thread t's share of `total` filters or channels, its bounds on 16-float
-// (cache-line) steps so that no two threads write one line of a row.
-int64_t lines_share(int64_t total, int t, int threads) {
-  return t == threads ? total : share(total, t, threads) / 16 * 16;
-}
+// The blocks that every pass splits its filters (forward, weight gradient)
+// or channels (input gradient) into: their GEMMs have the same shapes
+// whatever the thread count, and so sum in the same order. 128 wide where
+// there are at least two such blocks (a 64-wide GEMM ran at two thirds of a
+// 512-wide one's rate, a 128-wide one at about the same); else 64, so that
+// two threads share 128 channels. Multiples of 16: no two threads write one
+// cache line.
+int64_t block_width(int64_t total) { return total >= 256 ? 128 : 64; }
 
-// fn(begin, end) on each of `threads` threads for its nonempty share of `total`.
+// fn(begin, end) for each block of `total`, each thread its fixed share of them.
 template <class Fn>
-void over_shares(int threads, int64_t total, Fn&& fn) {
+void over_blocks(int threads, int64_t total, Fn&& fn) {
+  const int64_t width = block_width(total), blocks = (total + width - 1) / width;
 #pragma omp parallel num_threads(threads)
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    const int64_t begin = lines_share(total, t, nt), end = lines_share(total, t + 1, nt);
-    if (begin < end) fn(begin, end);
+    for (int64_t b = share(blocks, t, nt); b < share(blocks, t + 1, nt); ++b)
+      fn(b * width, std::min(total, (b + 1) * width));
   }
 }
 
@@ -56,11 +60,25 @@ SmallMapConv::SmallMapConv(const ConvGeometry& g)
                          .taps = kx1 - kx0});
       }
     }
+  tap_rows_.resize(static_cast<std::size_t>(k * k));
+  for (int64_t oy = 0; oy < g.out_height; ++oy)
+    for (int64_t ox = 0; ox < g.out_width; ++ox)
+      for (int64_t ky = 0; ky < k; ++ky)
+        for (int64_t kx = 0; kx < k; ++kx) {
+          const int64_t iy = oy * g.stride - g.pad_top + ky, ix = ox * g.stride - g.pad_left + kx;
+          if (iy >= 0 && iy < g.height && ix >= 0 && ix < g.width)
+            tap_rows_[static_cast<std::size_t>(ky * k + kx)].pixels.emplace_back(oy * g.out_width + ox,
+                                                                                  iy * g.width + ix);
+        }
+  for (TapRows& tap : tap_rows_) {
+    tap.first_row = gathered_rows_;
+    gathered_rows_ += g.batch * static_cast<int64_t>(tap.pixels.size());
+  }
   wr_ = AlignedBuffer(static_cast<std::size_t>(g.filters * taps_));
 }
 
 std::size_t SmallMapConv::scratchpad_bytes() const {
-  return static_cast<std::size_t>(g_.filters * taps_) * sizeof(float);
+  return static_cast<std::size_t>(g_.filters * taps_ + gathered_rows_ * (g_.channels + g_.filters)) * sizeof(float);
 }
 
 void SmallMapConv::prepare(const float* weight) {
@@ -78,7 +96,7 @@ void SmallMapConv::forward(const float* src, const float* /*weight: Wr from prep
   const int64_t C = g_.channels, O = g_.filters, N = g_.batch;
   const int64_t pixels = g_.out_height * g_.out_width, image = g_.height * g_.width * C;
   const float* wr = wr_.data();
-  over_shares(threads_, O, [&](int64_t o0, int64_t o1) {
+  over_blocks(threads_, O, [&](int64_t o0, int64_t o1) {
     for (int64_t r = 0; r < N * pixels; ++r) {
       float* y = dst + r * O;
       if (bias)
@@ -94,13 +112,35 @@ void SmallMapConv::forward(const float* src, const float* /*weight: Wr from prep
 
 void SmallMapConv::weight_gradient(const float* src, const float* diff_dst, float* dw, float* db) {
   const int64_t C = g_.channels, O = g_.filters, N = g_.batch, kk = g_.kernel * g_.kernel;
-  const int64_t pixels = g_.out_height * g_.out_width, image = g_.height * g_.width * C;
+  const int64_t pixels = g_.out_height * g_.out_width, in_pixels = g_.height * g_.width;
   float* dwr = scratch_;
-  over_shares(threads_, O, [&](int64_t o0, int64_t o1) {
-    std::fill(dwr + o0 * taps_, dwr + o1 * taps_, 0.0f);
-    for (const Run& run : runs_)
-      sgemm('T', 'N', o1 - o0, run.taps * C, N, diff_dst + run.pixel * O + o0, pixels * O, src + run.input * C,
-            image, dwr + o0 * taps_ + run.tap * C, taps_, 1.0f);
+  float* xg = dwr + O * taps_;           // X_j, [gathered_rows_][C]
+  float* dyg = xg + gathered_rows_ * C;  // dY_j, [gathered_rows_][O]
+  // The gathers: copies, so any split gives the same bits.
+  const int64_t taps = static_cast<int64_t>(tap_rows_.size());
+#pragma omp parallel for schedule(static) num_threads(threads_)
+  for (int64_t j = 0; j < taps; ++j) {
+    const TapRows& tap = tap_rows_[static_cast<std::size_t>(j)];
+    int64_t row = tap.first_row;
+    for (const auto& [out, in] : tap.pixels)
+      for (int64_t n = 0; n < N; ++n, ++row) {
+        const float* x = src + (n * in_pixels + in) * C;
+        const float* dy = diff_dst + (n * pixels + out) * O;
+        std::copy(x, x + C, xg + row * C);
+        std::copy(dy, dy + O, dyg + row * O);
+      }
+  }
+  over_blocks(threads_, O, [&](int64_t o0, int64_t o1) {
+    for (int64_t j = 0; j < taps; ++j) {
+      const TapRows& tap = tap_rows_[static_cast<std::size_t>(j)];
+      const int64_t rows = N * static_cast<int64_t>(tap.pixels.size());
+      if (rows == 0) {
+        for (int64_t o = o0; o < o1; ++o) std::fill_n(dwr + o * taps_ + j * C, C, 0.0f);
+        continue;
+      }
+      sgemm('T', 'N', o1 - o0, C, rows, dyg + tap.first_row * O + o0, O, xg + tap.first_row * C, C,
+            dwr + o0 * taps_ + j * C, taps_);
+    }
     for (int64_t o = o0; o < o1; ++o)
       for (int64_t c = 0; c < C; ++c)
         for (int64_t j = 0; j < kk; ++j) dw[(o * C + c) * kk + j] = dwr[(o * kk + j) * C + c];
@@ -116,7 +156,7 @@ void SmallMapConv::input_gradient(const float* diff_dst, const float* /*weight: 
   const int64_t C = g_.channels, O = g_.filters, N = g_.batch;
   const int64_t pixels = g_.out_height * g_.out_width, image = g_.height * g_.width * C;
   const float* wr = wr_.data();
-  over_shares(threads_, C, [&](int64_t c0, int64_t c1) {
+  over_blocks(threads_, C, [&](int64_t c0, int64_t c1) {
     for (int64_t r = 0; r < N * g_.height * g_.width; ++r) std::fill(diff_src + r * C + c0, diff_src + r * C + c1, 0.0f);
     // One GEMM per tap: a thread's channels are a part of each tap's C.
     for (const Run& run : runs_)

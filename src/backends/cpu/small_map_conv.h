@@ -24,21 +24,30 @@
 // same taps are one run of K floats in each row of Wr too. So, for each
 // (p, ky) with iy inside the image, over the batch as the GEMM's rows:
 //   forward:        Y[:, p, :] (N×O)  += X_run (N×K) · Wr[:, run]ᵀ
-//   weights:        dWr[:, run] (O×K) += dY[:, p, :]ᵀ (O×N) · X_run (N×K)
 //   input gradient: dX_run (N×K)      += dY[:, p, :] (N×O) · Wr[:, run]
+// The weight gradient instead runs one GEMM per tap j = (ky, kx) over every
+// (image, output pixel) that sees it, its rows gathered once per pass into
+// X_j (the input pixels) and dY_j (the output gradients):
+//   weights:        dWr[:, j] (O×C) = dY_jᵀ (O×M_j) · X_j (M_j×C)
+// so that each gradient element is written once, its sum M_j = N·(pixels
+// that see tap j) deep: one GEMM per (pixel, kernel row), N deep and summed
+// into dWr, read and wrote all of dWr (9 MiB for 512→512) once per GEMM.
 // Taps over the padding are never multiplied (a 2×2 map with 3×3 pad 1 uses
 // 16 of 36 per image, as few as Winograd F(2×2, 3×3)); dW[o][c][ky][kx] =
 // dWr[o][(ky·k + kx)·C + c] and db[o] = Σ dY[·, ·, o].
 //
 // Deterministic on any thread count: the forward pass and the weight
-// gradient split the filters over the threads, the input gradient the
-// channels (one GEMM per tap there), and every element's sum runs over the
-// pixels, then kernel rows, in the same order on every share.
+// gradient split the filters, the input gradient the channels (one GEMM per
+// tap there), into fixed blocks (see small_map_conv.cpp) that the threads
+// share out, so each GEMM has the same shape on any thread count; every
+// element's sum runs over the pixels, then kernel rows (forward, input
+// gradient) or over the gathered rows (weight gradient), in one order.
 //   src [N, H, W, C], dst and diff_dst [N, Ho, Wo, O] (NHWC);
 //   weight and dw [O, C, k, k], bias and db [O] (PyTorch's layouts)
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+#include <utility>
 
 #include "backends/cpu/planar_conv.h"
 #include "backends/cpu/weighted_op.h"
@@ -86,12 +95,21 @@ class SmallMapConv final : public OwnKernels {
     int64_t taps;    // kx1 − kx0 + 1
   };
 
+  // The pixels that see one tap: rows [first_row, first_row + N·pixels) of
+  // the gathered X_j and dY_j, (pixel, image) in that order.
+  struct TapRows {
+    int64_t first_row = 0;
+    std::vector<std::pair<int64_t, int64_t>> pixels;  // (output pixel, input pixel)
+  };
+
   ConvGeometry g_;
   int64_t taps_ = 0;  // k · k · C: a row of Wr
   int threads_;       // fixed at construction, as the splits
   std::vector<Run> runs_;
+  std::vector<TapRows> tap_rows_;  // k · k of them
+  int64_t gathered_rows_ = 0;      // Σ N · pixels over the taps
   AlignedBuffer wr_;  // Wr[O][k][k][C], from the latest prepare()
-  float* scratch_ = nullptr;  // dWr for the weight gradient
+  float* scratch_ = nullptr;  // the weight gradient's dWr, X_j and dY_j
 };
 
 }  // namespace convoy::cpu
