@@ -10,24 +10,20 @@
 namespace convoy::cpu {
 namespace {
 
-// The blocks that every pass splits its filters (forward, weight gradient)
-// or channels (input gradient) into: their GEMMs have the same shapes
-// whatever the thread count, and so sum in the same order. 128 wide where
-// there are at least two such blocks (a 64-wide GEMM ran at two thirds of a
-// 512-wide one's rate, a 128-wide one at about the same); else 64, so that
-// two threads share 128 channels. Multiples of 16: no two threads write one
-// cache line.
-int64_t block_width(int64_t total) { return total >= 256 ? 128 : 64; }
+// Thread t's share of `total` filters or channels, its bounds on 16-float
+// (cache-line) steps so that no two threads write one line of a row.
+int64_t lines_share(int64_t total, int t, int threads) {
+  return t == threads ? total : share(total, t, threads) / 16 * 16;
+}
 
-// fn(begin, end) for each block of `total`, each thread its fixed share of them.
+// fn(begin, end) on each of `threads` threads for its nonempty share of `total`.
 template <class Fn>
-void over_blocks(int threads, int64_t total, Fn&& fn) {
-  const int64_t width = block_width(total), blocks = (total + width - 1) / width;
+void over_shares(int threads, int64_t total, Fn&& fn) {
 #pragma omp parallel num_threads(threads)
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    for (int64_t b = share(blocks, t, nt); b < share(blocks, t + 1, nt); ++b)
-      fn(b * width, std::min(total, (b + 1) * width));
+    const int64_t begin = lines_share(total, t, nt), end = lines_share(total, t + 1, nt);
+    if (begin < end) fn(begin, end);
   }
 }
 
@@ -91,12 +87,26 @@ void SmallMapConv::prepare(const float* weight) {
       for (int64_t j = 0; j < kk; ++j) wr[(o * kk + j) * C + c] = weight[(o * C + c) * kk + j];
 }
 
+void SmallMapConv::gather(const float* from, int64_t width, int64_t map_pixels, bool outputs, float* to) const {
+  const int64_t taps = static_cast<int64_t>(tap_rows_.size());
+#pragma omp parallel for schedule(static) num_threads(threads_)
+  for (int64_t j = 0; j < taps; ++j) {
+    const TapRows& tap = tap_rows_[static_cast<std::size_t>(j)];
+    int64_t row = tap.first_row;
+    for (const auto& [out, in] : tap.pixels)
+      for (int64_t n = 0; n < g_.batch; ++n, ++row) {
+        const float* x = from + (n * map_pixels + (outputs ? out : in)) * width;
+        std::copy(x, x + width, to + row * width);
+      }
+  }
+}
+
 void SmallMapConv::forward(const float* src, const float* /*weight: Wr from prepare()*/, const float* bias,
                            float* dst) {
   const int64_t C = g_.channels, O = g_.filters, N = g_.batch;
   const int64_t pixels = g_.out_height * g_.out_width, image = g_.height * g_.width * C;
   const float* wr = wr_.data();
-  over_blocks(threads_, O, [&](int64_t o0, int64_t o1) {
+  over_shares(threads_, O, [&](int64_t o0, int64_t o1) {
     for (int64_t r = 0; r < N * pixels; ++r) {
       float* y = dst + r * O;
       if (bias)
@@ -116,21 +126,10 @@ void SmallMapConv::weight_gradient(const float* src, const float* diff_dst, floa
   float* dwr = scratch_;
   float* xg = dwr + O * taps_;           // X_j, [gathered_rows_][C]
   float* dyg = xg + gathered_rows_ * C;  // dY_j, [gathered_rows_][O]
-  // The gathers: copies, so any split gives the same bits.
+  gather(src, C, in_pixels, false, xg);
+  gather(diff_dst, O, pixels, true, dyg);
   const int64_t taps = static_cast<int64_t>(tap_rows_.size());
-#pragma omp parallel for schedule(static) num_threads(threads_)
-  for (int64_t j = 0; j < taps; ++j) {
-    const TapRows& tap = tap_rows_[static_cast<std::size_t>(j)];
-    int64_t row = tap.first_row;
-    for (const auto& [out, in] : tap.pixels)
-      for (int64_t n = 0; n < N; ++n, ++row) {
-        const float* x = src + (n * in_pixels + in) * C;
-        const float* dy = diff_dst + (n * pixels + out) * O;
-        std::copy(x, x + C, xg + row * C);
-        std::copy(dy, dy + O, dyg + row * O);
-      }
-  }
-  over_blocks(threads_, O, [&](int64_t o0, int64_t o1) {
+  over_shares(threads_, O, [&](int64_t o0, int64_t o1) {
     for (int64_t j = 0; j < taps; ++j) {
       const TapRows& tap = tap_rows_[static_cast<std::size_t>(j)];
       const int64_t rows = N * static_cast<int64_t>(tap.pixels.size());
@@ -156,7 +155,7 @@ void SmallMapConv::input_gradient(const float* diff_dst, const float* /*weight: 
   const int64_t C = g_.channels, O = g_.filters, N = g_.batch;
   const int64_t pixels = g_.out_height * g_.out_width, image = g_.height * g_.width * C;
   const float* wr = wr_.data();
-  over_blocks(threads_, C, [&](int64_t c0, int64_t c1) {
+  over_shares(threads_, C, [&](int64_t c0, int64_t c1) {
     for (int64_t r = 0; r < N * g_.height * g_.width; ++r) std::fill(diff_src + r * C + c0, diff_src + r * C + c1, 0.0f);
     // One GEMM per tap: a thread's channels are a part of each tap's C.
     for (const Run& run : runs_)

@@ -37,11 +37,13 @@
 // dWr[o][(ky·k + kx)·C + c] and db[o] = Σ dY[·, ·, o].
 //
 // Deterministic on any thread count: the forward pass and the weight
-// gradient split the filters, the input gradient the channels (one GEMM per
-// tap there), into fixed blocks (see small_map_conv.cpp) that the threads
-// share out, so each GEMM has the same shape on any thread count; every
-// element's sum runs over the pixels, then kernel rows (forward, input
-// gradient) or over the gathered rows (weight gradient), in one order.
+// gradient split the filters over the threads, the input gradient the
+// channels (one GEMM per tap there), and every element's sum runs over the
+// pixels, then kernel rows (forward, input gradient) or over the gathered
+// rows (weight gradient), in the same order on every share. (Splitting into
+// fixed 128-wide blocks instead, so that the GEMMs' shapes too would not
+// depend on the threads, cost the input gradient a tenth on one thread;
+// test_cpu_kernels checks the bits on 1 and 2 threads, 384 rows deep.)
 //   src [N, H, W, C], dst and diff_dst [N, Ho, Wo, O] (NHWC);
 //   weight and dw [O, C, k, k], bias and db [O] (PyTorch's layouts)
 #include <cstddef>
@@ -101,6 +103,11 @@ class SmallMapConv final : public OwnKernels {
     int64_t first_row = 0;
     std::vector<std::pair<int64_t, int64_t>> pixels;  // (output pixel, input pixel)
   };
+
+  // Rows of `from` ([N][map_pixels][width]) to `to` in tap_rows_' order: the
+  // input pixels, or with `outputs` the output pixels, that see each tap.
+  // Copies, so any split over the threads gives the same bits.
+  void gather(const float* from, int64_t width, int64_t map_pixels, bool outputs, float* to) const;
 
   ConvGeometry g_;
   int64_t taps_ = 0;  // k · k · C: a row of Wr
