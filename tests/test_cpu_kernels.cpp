@@ -230,6 +230,12 @@ const ConvCase kSmallMapCases[] = {
      {.filters = 40, .kernel = 3, .stride = 2, .padding = 1}},
     {"batch 1, odd 5x5 -> 3x3, 3x3 s2 pad 1, 35->48", 1, 35, 5, 5,
      {.filters = 48, .kernel = 3, .stride = 2, .padding = 1}},
+    // Weights of 2^21 floats or more: the weight gradient per tap over
+    // gathered rows (SmallMapConv::kGatherWeights).
+    {"ResNet layer4.1-like: 3x3 pad 1 on a 2x2 map, 512->512, batch 2", 2, 512, 2, 2,
+     {.filters = 512, .kernel = 3, .padding = 1}},
+    {"3x3 s2 pad 1, 3x3 -> 2x2, 480->496, batch 1, no bias", 1, 480, 3, 3,
+     {.filters = 496, .kernel = 3, .stride = 2, .padding = 1, .bias = false}},
 };
 
 struct PoolCase {
@@ -489,12 +495,14 @@ TEST_P(CpuKernels, SmallMapAllPassesMatchReferenceSumsOnOneThread) {
   });
 }
 
-// The second model's weight-gradient GEMMs sum 96 (a corner tap) to 384
-// (the centre) gathered rows deep, the first's at most 20.
+// The GEMMs of the second model sum 96 rows deep (a batch of 96), the third's
+// (weights of 2^21 floats: per tap over gathered rows) 12 (a corner tap) to
+// 48 (the centre); the first's at most 20.
 TEST_P(CpuKernels, SmallMapSameBitsOnOneAndTwoThreadsAndNotOneDnns) {
   const std::pair<Sequential, int64_t> cases[] = {
       {Sequential({40, 4, 4}, {Conv2d{.filters = 48, .kernel = 3, .stride = 2, .padding = 1}, Flatten{}}), 5},
       {Sequential({64, 2, 2}, {Conv2d{.filters = 80, .kernel = 3, .padding = 1}, Flatten{}}), 96},
+      {Sequential({512, 2, 2}, {Conv2d{.filters = 528, .kernel = 3, .padding = 1}, Flatten{}}), 12},
   };
   for (const auto& [model, batch] : cases) {
     const std::vector<float> two = conv_bits(model, batch, set(), ConvAlgo::automatic);

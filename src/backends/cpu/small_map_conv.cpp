@@ -66,10 +66,11 @@ SmallMapConv::SmallMapConv(const ConvGeometry& g)
             tap_rows_[static_cast<std::size_t>(ky * k + kx)].pixels.emplace_back(oy * g.out_width + ox,
                                                                                   iy * g.width + ix);
         }
-  for (TapRows& tap : tap_rows_) {
-    tap.first_row = gathered_rows_;
-    gathered_rows_ += g.batch * static_cast<int64_t>(tap.pixels.size());
-  }
+  if (g.filters * taps_ >= kGatherWeights)
+    for (TapRows& tap : tap_rows_) {
+      tap.first_row = gathered_rows_;
+      gathered_rows_ += g.batch * static_cast<int64_t>(tap.pixels.size());
+    }
   wr_ = AlignedBuffer(static_cast<std::size_t>(g.filters * taps_));
 }
 
@@ -126,19 +127,27 @@ void SmallMapConv::weight_gradient(const float* src, const float* diff_dst, floa
   float* dwr = scratch_;
   float* xg = dwr + O * taps_;           // X_j, [gathered_rows_][C]
   float* dyg = xg + gathered_rows_ * C;  // dY_j, [gathered_rows_][O]
-  gather(src, C, in_pixels, false, xg);
-  gather(diff_dst, O, pixels, true, dyg);
-  const int64_t taps = static_cast<int64_t>(tap_rows_.size());
+  if (gathered_rows_ > 0) {
+    gather(src, C, in_pixels, false, xg);
+    gather(diff_dst, O, pixels, true, dyg);
+  }
+  const int64_t image = in_pixels * C;
   over_shares(threads_, O, [&](int64_t o0, int64_t o1) {
-    for (int64_t j = 0; j < taps; ++j) {
-      const TapRows& tap = tap_rows_[static_cast<std::size_t>(j)];
-      const int64_t rows = N * static_cast<int64_t>(tap.pixels.size());
-      if (rows == 0) {
-        for (int64_t o = o0; o < o1; ++o) std::fill_n(dwr + o * taps_ + j * C, C, 0.0f);
-        continue;
+    if (gathered_rows_ > 0) {
+      for (std::size_t j = 0; j < tap_rows_.size(); ++j) {
+        const TapRows& tap = tap_rows_[j];
+        const int64_t rows = N * static_cast<int64_t>(tap.pixels.size()), col = static_cast<int64_t>(j) * C;
+        if (rows == 0)
+          for (int64_t o = o0; o < o1; ++o) std::fill_n(dwr + o * taps_ + col, C, 0.0f);
+        else
+          sgemm('T', 'N', o1 - o0, C, rows, dyg + tap.first_row * O + o0, O, xg + tap.first_row * C, C,
+                dwr + o0 * taps_ + col, taps_);
       }
-      sgemm('T', 'N', o1 - o0, C, rows, dyg + tap.first_row * O + o0, O, xg + tap.first_row * C, C,
-            dwr + o0 * taps_ + j * C, taps_);
+    } else {
+      std::fill(dwr + o0 * taps_, dwr + o1 * taps_, 0.0f);
+      for (const Run& run : runs_)
+        sgemm('T', 'N', o1 - o0, run.taps * C, N, diff_dst + run.pixel * O + o0, pixels * O, src + run.input * C,
+              image, dwr + o0 * taps_ + run.tap * C, taps_, 1.0f);
     }
     for (int64_t o = o0; o < o1; ++o)
       for (int64_t c = 0; c < C; ++c)

@@ -25,13 +25,15 @@
 // (p, ky) with iy inside the image, over the batch as the GEMM's rows:
 //   forward:        Y[:, p, :] (N×O)  += X_run (N×K) · Wr[:, run]ᵀ
 //   input gradient: dX_run (N×K)      += dY[:, p, :] (N×O) · Wr[:, run]
-// The weight gradient instead runs one GEMM per tap j = (ky, kx) over every
-// (image, output pixel) that sees it, its rows gathered once per pass into
-// X_j (the input pixels) and dY_j (the output gradients):
+//   weights:        dWr[:, run] (O×K) += dY[:, p, :]ᵀ (O×N) · X_run (N×K)
+// except for weights of kGatherWeights floats or more, where the weight
+// gradient runs one GEMM per tap j = (ky, kx) over every (image, output
+// pixel) that sees it, its rows gathered once per pass into X_j (the input
+// pixels) and dY_j (the output gradients):
 //   weights:        dWr[:, j] (O×C) = dY_jᵀ (O×M_j) · X_j (M_j×C)
 // so that each gradient element is written once, its sum M_j = N·(pixels
-// that see tap j) deep: one GEMM per (pixel, kernel row), N deep and summed
-// into dWr, read and wrote all of dWr (9 MiB for 512→512) once per GEMM.
+// that see tap j) deep, where the per-run GEMMs read and wrote all of dWr
+// (9 MiB for 512→512, past the L2) once per GEMM.
 // Taps over the padding are never multiplied (a 2×2 map with 3×3 pad 1 uses
 // 16 of 36 per image, as few as Winograd F(2×2, 3×3)); dW[o][c][ky][kx] =
 // dWr[o][(ky·k + kx)·C + c] and db[o] = Σ dY[·, ·, o].
@@ -60,6 +62,11 @@ namespace convoy::cpu {
 class SmallMapConv final : public OwnKernels {
  public:
   static constexpr int64_t kMaxPixels = 16;
+  // Weights of at least this many floats (8 MiB, 512→512 3×3) take the
+  // weight gradient per tap over gathered rows; smaller ones per (pixel,
+  // kernel row), summed into dWr, which then stays in the core's 2 MiB L2
+  // (ResNet-18's layer3.0.conv1, 1.2 MiB, lost 0.5–1 ms to the gathers).
+  static constexpr int64_t kGatherWeights = int64_t{1} << 21;
   // Ungrouped, output maps of at most kMaxPixels pixels.
   static bool suits(const ConvGeometry& g);
   // Whether `auto` runs every pass here: where it suits, channels and
