@@ -1,4 +1,4 @@
-// One stride-1 convolution per shape, timed pass by pass with oneDNN's
+// One convolution per shape (stride 1 unless --stride), timed pass by pass with oneDNN's
 // direct kernels and with another choice (CompileOptions::conv_algo): by
 // default 3×3 pad 1 against Winograd F(2×2) or F(4×4), 3×3 (winograd_conv.h); with
 // --against auto, against what `auto` runs, which for few channels is our
@@ -7,7 +7,7 @@
 // time, which other processes on a busy machine barely disturb.
 //
 //   conv_algo_times [--reps 10] [--against winograd|auto]     (a sweep of shapes)
-//   conv_algo_times --channels 64 --filters 64 --size 16 --batch 64 [--kernel 3 --padding 1] [--reps 10]
+//   conv_algo_times --channels 64 --filters 64 --size 16 --batch 64 [--kernel 3 --padding 1 --stride 1] [--reps 10]
 //   [--kernels avx2]  (our kernels' copy; DNNL_MAX_CPU_ISA=AVX2 caps oneDNN's alike)
 #include <omp.h>
 
@@ -30,7 +30,7 @@ namespace {
 using namespace convoy;
 
 struct Shape4 {
-  int64_t batch, channels, filters, size, kernel = 3, padding = 1;
+  int64_t batch, channels, filters, size, kernel = 3, padding = 1, stride = 1;
 };
 
 struct PassTimes {
@@ -39,7 +39,7 @@ struct PassTimes {
 
 PassTimes time_conv(const Shape4& s, const char* algo, KernelSet kernels, int64_t reps, clockid_t clock) {
   const nn::Sequential model({s.channels, s.size, s.size},
-                             {nn::Conv2d{.filters = s.filters, .kernel = s.kernel, .padding = s.padding, .bias = false}});
+                             {nn::Conv2d{.filters = s.filters, .kernel = s.kernel, .stride = s.stride, .padding = s.padding, .bias = false}});
   const nn::LayerPlan& plan = model.layers()[0];
   Rng rng(7);
   auto random = [&](int64_t n) {
@@ -95,11 +95,12 @@ int main(int argc, char** argv) try {
     else if (flag == "--batch") one.batch = std::stoll(value);
     else if (flag == "--kernel") one.kernel = std::stoll(value);
     else if (flag == "--padding") one.padding = std::stoll(value);
+    else if (flag == "--stride") one.stride = std::stoll(value);
     else if (flag == "--against") against = conv_algo_name(parse_conv_algo(value));
     else if (flag == "--kernels") kernels = parse_kernel_set(value);
     else
       throw UserError("unknown flag " + flag +
-                      "; flags: --channels --filters --size --batch --kernel --padding --against --kernels --reps");
+                      "; flags: --channels --filters --size --batch --kernel --padding --stride --against --kernels --reps");
   }
   std::vector<Shape4> shapes = {
       {64, 64, 64, 16},   {64, 128, 128, 8}, {64, 256, 256, 4}, {64, 512, 512, 2},  // ResNet-18 at 64×64
@@ -118,7 +119,7 @@ int main(int argc, char** argv) try {
   }
   const bool cpu_clock = omp_get_max_threads() == 1;
   const clockid_t clock = cpu_clock ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
-  std::printf("stride 1, %d thread(s), best of %lld, %s, %s kernels; ms direct (oneDNN) / %s\n",
+  std::printf("%d thread(s), best of %lld, %s, %s kernels; ms direct (oneDNN) / %s\n",
               omp_get_max_threads(), static_cast<long long>(reps), cpu_clock ? "thread CPU time" : "wall clock",
               kernel_set_name(resolve_kernel_set(kernels)), against.c_str());
   std::printf("%-28s %17s %17s %17s\n", "batch C->O HxW kK pP", "forward", "input grad", "weight grad");
@@ -126,10 +127,10 @@ int main(int argc, char** argv) try {
     const PassTimes d = time_conv(s, "direct", kernels, reps, clock),
                     w = time_conv(s, against.c_str(), kernels, reps, clock);
     char name[64];
-    std::snprintf(name, sizeof name, "%lld %lld->%lld %lldx%lld k%lld p%lld", static_cast<long long>(s.batch),
+    std::snprintf(name, sizeof name, "%lld %lld->%lld %lldx%lld k%lld p%lld s%lld", static_cast<long long>(s.batch),
                   static_cast<long long>(s.channels), static_cast<long long>(s.filters),
                   static_cast<long long>(s.size), static_cast<long long>(s.size), static_cast<long long>(s.kernel),
-                  static_cast<long long>(s.padding));
+                  static_cast<long long>(s.padding), static_cast<long long>(s.stride));
     std::printf("%-28s %8.3f/%8.3f %8.3f/%8.3f %8.3f/%8.3f\n", name, 1e3 * d.forward, 1e3 * w.forward,
                 1e3 * d.data, 1e3 * w.data, 1e3 * d.weights, 1e3 * w.weights);
   }

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string>
 #include <vector>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -265,6 +266,14 @@ const ConvCase kSmallMapCases[] = {
     {"3x3 pad 1, a 1x4 row, 32->64", 2, 32, 1, 4, {.filters = 64, .kernel = 3, .padding = 1}},
     {"ResNet layer3.0.conv1-like: 3x3 s2 pad 1, 8x8 -> 4x4, 32->40", 3, 32, 8, 8,
      {.filters = 40, .kernel = 3, .stride = 2, .padding = 1}},
+    {"batch 1, odd 5x5 -> 3x3, 3x3 s2 pad 1, 35->48", 1, 35, 5, 5,
+     {.filters = 48, .kernel = 3, .stride = 2, .padding = 1}},
+    // Weights of 2^21 floats or more: the weight gradient per tap over
+    // gathered rows (SmallMapConv::kGatherWeights).
+    {"ResNet layer4.1-like: 3x3 pad 1 on a 2x2 map, 512->512, batch 2", 2, 512, 2, 2,
+     {.filters = 512, .kernel = 3, .padding = 1}},
+    {"3x3 s2 pad 1, 3x3 -> 2x2, 480->496, batch 1, no bias", 1, 480, 3, 3,
+     {.filters = 496, .kernel = 3, .stride = 2, .padding = 1, .bias = false}},
 };
 
 struct PoolCase {
@@ -518,15 +527,18 @@ TEST_P(CpuKernels, DirectAllPassesMatchReferenceSumsOnOneThread) {
 }
 
 // A convolution's output, input gradient and weight gradient, as raw bits.
+// per_op: each op splits its own work over the threads (batch slices would
+// sum the weight gradient over the slices, in another order on 2 threads).
 std::vector<float> conv_bits(const Sequential& model, int64_t batch, KernelSet kernels, ConvAlgo algo) {
   auto exe = compile_cpu(model,
                          {.batch_size = batch, .loss = Loss::softmax_cross_entropy, .input_gradient = true,
-                          .cpu_kernels = kernels, .conv_algo = algo},
+                          .cpu_kernels = kernels, .conv_algo = algo, .parallelism = Parallelism::per_op},
                          7);
   exe->internals().write(Held::parameters, uniform(static_cast<std::size_t>(model.num_parameters()), 8));
   const std::vector<float> x = uniform(static_cast<std::size_t>(batch * numel(model.input_shape())), 3);
   std::vector<int32_t> y(static_cast<std::size_t>(batch));
-  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<int32_t>(i * 11 % 1280);
+  const auto classes = static_cast<std::size_t>(numel(model.output_shape()));
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<int32_t>(i * 11 % classes);
   exe->internals().loss_and_gradients(x.data(), y.data());
   std::vector<float> out(static_cast<std::size_t>(batch * numel(model.output_shape()))), dx(x.size()),
       grads(static_cast<std::size_t>(model.num_parameters()));
@@ -567,17 +579,26 @@ TEST_P(CpuKernels, SmallMapAllPassesMatchReferenceSumsOnOneThread) {
   });
 }
 
+// The GEMMs of the second model sum 96 rows deep (a batch of 96), the third's
+// (weights of 2^21 floats: per tap over gathered rows) 12 (a corner tap) to
+// 48 (the centre); the first's at most 20.
 TEST_P(CpuKernels, SmallMapSameBitsOnOneAndTwoThreadsAndNotOneDnns) {
-  const Sequential model({40, 4, 4}, {Conv2d{.filters = 48, .kernel = 3, .stride = 2, .padding = 1}, Flatten{}});
-  const std::vector<float> two = conv_bits(model, 5, set(), ConvAlgo::automatic);
-  std::vector<float> one;
-  on_one_thread([&] { one = conv_bits(model, 5, set(), ConvAlgo::automatic); });
-  ASSERT_EQ(one.size(), two.size());
-  EXPECT_EQ(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)), 0) << "bits depend on the threads";
-  const std::vector<float> onednn = conv_bits(model, 5, set(), ConvAlgo::direct);
-  EXPECT_LT(testing::relative_error(two, onednn), 1e-5);
-  EXPECT_NE(std::memcmp(two.data(), onednn.data(), two.size() * sizeof(float)), 0)
-      << "the same bits as oneDNN's: the small-map GEMMs did not run";
+  const std::pair<Sequential, int64_t> cases[] = {
+      {Sequential({40, 4, 4}, {Conv2d{.filters = 48, .kernel = 3, .stride = 2, .padding = 1}, Flatten{}}), 5},
+      {Sequential({64, 2, 2}, {Conv2d{.filters = 80, .kernel = 3, .padding = 1}, Flatten{}}), 96},
+      {Sequential({512, 2, 2}, {Conv2d{.filters = 528, .kernel = 3, .padding = 1}, Flatten{}}), 12},
+  };
+  for (const auto& [model, batch] : cases) {
+    const std::vector<float> two = conv_bits(model, batch, set(), ConvAlgo::automatic);
+    std::vector<float> one;
+    on_one_thread([&] { one = conv_bits(model, batch, set(), ConvAlgo::automatic); });
+    ASSERT_EQ(one.size(), two.size());
+    EXPECT_EQ(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)), 0) << "bits depend on the threads";
+    const std::vector<float> onednn = conv_bits(model, batch, set(), ConvAlgo::direct);
+    EXPECT_LT(testing::relative_error(two, onednn), 1e-5);
+    EXPECT_NE(std::memcmp(two.data(), onednn.data(), two.size() * sizeof(float)), 0)
+        << "the same bits as oneDNN's: the small-map GEMMs did not run";
+  }
 }
 
 TEST_P(CpuKernels, DirectConvMatchesReferenceSumsOnWinogradShapes) {

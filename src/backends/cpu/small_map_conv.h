@@ -24,8 +24,16 @@
 // same taps are one run of K floats in each row of Wr too. So, for each
 // (p, ky) with iy inside the image, over the batch as the GEMM's rows:
 //   forward:        Y[:, p, :] (N×O)  += X_run (N×K) · Wr[:, run]ᵀ
-//   weights:        dWr[:, run] (O×K) += dY[:, p, :]ᵀ (O×N) · X_run (N×K)
 //   input gradient: dX_run (N×K)      += dY[:, p, :] (N×O) · Wr[:, run]
+//   weights:        dWr[:, run] (O×K) += dY[:, p, :]ᵀ (O×N) · X_run (N×K)
+// except for weights of kGatherWeights floats or more, where the weight
+// gradient runs one GEMM per tap j = (ky, kx) over every (image, output
+// pixel) that sees it, its rows gathered once per pass into X_j (the input
+// pixels) and dY_j (the output gradients):
+//   weights:        dWr[:, j] (O×C) = dY_jᵀ (O×M_j) · X_j (M_j×C)
+// so that each gradient element is written once, its sum M_j = N·(pixels
+// that see tap j) deep, where the per-run GEMMs read and wrote all of dWr
+// (9 MiB for 512→512, past the L2) once per GEMM.
 // Taps over the padding are never multiplied (a 2×2 map with 3×3 pad 1 uses
 // 16 of 36 per image, as few as Winograd F(2×2, 3×3)); dW[o][c][ky][kx] =
 // dWr[o][(ky·k + kx)·C + c] and db[o] = Σ dY[·, ·, o].
@@ -33,12 +41,17 @@
 // Deterministic on any thread count: the forward pass and the weight
 // gradient split the filters over the threads, the input gradient the
 // channels (one GEMM per tap there), and every element's sum runs over the
-// pixels, then kernel rows, in the same order on every share.
+// pixels, then kernel rows (forward, input gradient) or over the gathered
+// rows (weight gradient), in the same order on every share. (Splitting into
+// fixed 128-wide blocks instead, so that the GEMMs' shapes too would not
+// depend on the threads, cost the input gradient a tenth on one thread;
+// test_cpu_kernels checks the bits on 1 and 2 threads, 384 rows deep.)
 //   src [N, H, W, C], dst and diff_dst [N, Ho, Wo, O] (NHWC);
 //   weight and dw [O, C, k, k], bias and db [O] (PyTorch's layouts)
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+#include <utility>
 
 #include "backends/cpu/planar_conv.h"
 #include "backends/cpu/weighted_op.h"
@@ -49,6 +62,11 @@ namespace convoy::cpu {
 class SmallMapConv final : public OwnKernels {
  public:
   static constexpr int64_t kMaxPixels = 16;
+  // Weights of at least this many floats (8 MiB, 512→512 3×3) take the
+  // weight gradient per tap over gathered rows; smaller ones per (pixel,
+  // kernel row), summed into dWr, which then stays in the core's 2 MiB L2
+  // (ResNet-18's layer3.0.conv1, 1.2 MiB, lost 0.5–1 ms to the gathers).
+  static constexpr int64_t kGatherWeights = int64_t{1} << 21;
   // Ungrouped, output maps of at most kMaxPixels pixels.
   static bool suits(const ConvGeometry& g);
   // Whether `auto` runs every pass here: where it suits, channels and
@@ -86,12 +104,26 @@ class SmallMapConv final : public OwnKernels {
     int64_t taps;    // kx1 − kx0 + 1
   };
 
+  // The pixels that see one tap: rows [first_row, first_row + N·pixels) of
+  // the gathered X_j and dY_j, (pixel, image) in that order.
+  struct TapRows {
+    int64_t first_row = 0;
+    std::vector<std::pair<int64_t, int64_t>> pixels;  // (output pixel, input pixel)
+  };
+
+  // Rows of `from` ([N][map_pixels][width]) to `to` in tap_rows_' order: the
+  // input pixels, or with `outputs` the output pixels, that see each tap.
+  // Copies, so any split over the threads gives the same bits.
+  void gather(const float* from, int64_t width, int64_t map_pixels, bool outputs, float* to) const;
+
   ConvGeometry g_;
   int64_t taps_ = 0;  // k · k · C: a row of Wr
   int threads_;       // fixed at construction, as the splits
   std::vector<Run> runs_;
+  std::vector<TapRows> tap_rows_;  // k · k of them
+  int64_t gathered_rows_ = 0;      // Σ N · pixels over the taps
   AlignedBuffer wr_;  // Wr[O][k][k][C], from the latest prepare()
-  float* scratch_ = nullptr;  // dWr for the weight gradient
+  float* scratch_ = nullptr;  // the weight gradient's dWr, X_j and dY_j
 };
 
 }  // namespace convoy::cpu
