@@ -588,7 +588,9 @@ TEST_P(CpuKernels, SmallMapSameBitsOnOneAndTwoThreadsAndNotOneDnns) {
       {Sequential({64, 2, 2}, {Conv2d{.filters = 80, .kernel = 3, .padding = 1}, Flatten{}}), 96},
       {Sequential({512, 2, 2}, {Conv2d{.filters = 528, .kernel = 3, .padding = 1}, Flatten{}}), 12},
   };
-  for (const auto& [model, batch] : cases) {
+  for (const auto& c : cases) {
+    const Sequential& model = c.first;  // not a structured binding: clang 14's lambdas cannot capture those
+    const int64_t batch = c.second;
     const std::vector<float> two = conv_bits(model, batch, set(), ConvAlgo::automatic);
     std::vector<float> one;
     on_one_thread([&] { one = conv_bits(model, batch, set(), ConvAlgo::automatic); });
