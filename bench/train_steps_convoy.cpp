@@ -20,10 +20,12 @@
 #include "convoy/backends/executable_internals.h"
 #include "convoy/core/error.h"
 #include "convoy/core/rng.h"
+#include "openmp_spin_default.h"
 #include "convoy/nn/zoo.h"
 #include "convoy/train/profile_report.h"
 
 int main(int argc, char** argv) try {
+  convoy::cli::adopt_openmp_spin_default(argv);  // the spin convoy itself runs with
   std::string model = "resnet18";
   int64_t size = 64, classes = 10, batch = 64, steps = 30, warmup = 3;
   bool profile = false;

@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <map>
 #include <new>
@@ -18,6 +19,7 @@
 #include "convoy/core/untrusted.h"
 #include "convoy/data/bad_examples.h"
 #include "convoy/data/fashion_mnist.h"
+#include "openmp_spin_default.h"
 #include "plant_demo.h"
 #include "convoy/io/atomic_file.h"
 #include "convoy/io/onnx.h"
@@ -232,6 +234,15 @@ int run_devices() {
               sets.c_str());
   const std::string no_bf16 = convoy::cpu_bf16_missing();
   std::printf("cpu   --precision bf16: %s\n", no_bf16.empty() ? "yes (AVX512-BF16)" : ("no: " + no_bf16).c_str());
+  // What train, evaluate and predict run with (adopt_openmp_spin_default sets the spin unless the user did).
+  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
+  const char* spin = std::getenv("GOMP_SPINCOUNT");
+  const std::string idle = wait_policy != nullptr ? "OMP_WAIT_POLICY=" + std::string(wait_policy)
+                           : spin != nullptr      ? "spin " + std::string(spin) + " pauses, then sleep (GOMP_SPINCOUNT)"
+                                                  : "spin " + std::string(convoy::cli::kOpenmpSpinCount) +
+                                                   " pauses, then sleep (convoy's default; GOMP_SPINCOUNT or "
+                                                   "OMP_WAIT_POLICY overrides)";
+  std::printf("cpu   idle OpenMP threads in training: %s\n", idle.c_str());
   const convoy::GpuReport& gpus = convoy::find_gpus();
   for (const auto& g : gpus.gpus)
     std::printf("cuda:%d  %s | %.1f GiB | compute capability %d.%d\n", g.index, g.name.c_str(),
@@ -354,6 +365,11 @@ int run_evaluate(const std::string& checkpoint) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // May re-execute the program, so before anything else; only for the commands that run a model for
+  // long enough to repay the ~60 ms a second start costs.
+  if (argc > 1 && (std::strcmp(argv[1], "train") == 0 || std::strcmp(argv[1], "evaluate") == 0 ||
+                   std::strcmp(argv[1], "predict") == 0))
+    convoy::cli::adopt_openmp_spin_default(argv);
   // Last out on every return path, after each run's executables are gone.
   struct ReleasePjrt {
     ~ReleasePjrt() { convoy::release_pjrt_clients(); }
