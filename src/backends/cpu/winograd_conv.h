@@ -34,14 +34,13 @@
 // thread, fwd + input grad + weight grad): 64→64 at 16×16 21.1 → 14.0 ms,
 // 128→128 at 8×8 16.6 → 10.9, 256→256 at 4×4 14.1 → 10.4; at 6×6 and 5×5
 // (the ties) F(4×4) was ~10% slower. `automatic` runs both gradients on
-// tile_size()'s tile, the forward pass on F(4×4) on maps of at most 4×4 only:
-// a forward pass decides which ReLU inputs fall on which side of 0, and in
-// training-mode batch norm over few values one input within rounding of 0
-// that flips moves a gradient by percents. F(4×4)'s larger rounding flips more
-// of them (ResNet-50's zoo logits: 1.26e-4 from fp64 with F(4×4) forward on
-// its 16×16 maps, 8.0e-5 with F(2×2), PyTorch's own fp32 6.1e-5); the
-// gradients have no kinks downstream of their rounding, and F(4×4) on them
-// stays at the other fp32 algorithms' error (docs/benchmarks.md, resnet3).
+// tile_size()'s tile and the forward pass on F(4×4) on maps of at most 4×4
+// only. Against an fp64 torchvision step (bench/resnet_grad_error.py: the
+// PJRT parity test's ResNet-18, batch 8) F(4×4)'s gradients are as close as
+// F(2×2)'s and XLA's (4–5e-6 of the largest), but its forward pass moves the
+// logits ~2.5× further (5.6e-6 against 2.2e-6): on the zoo's ResNet-50 past
+// test_zoo's 1e-4 against PyTorch's fp32 logits (1.33e-4; `automatic`: 6.3e-5),
+// for 1–2% of a ResNet-18 step more (docs/benchmarks.md, 2026-12-02 resnet3).
 // When the two tiles differ, make_winograd_conv() pairs two WinogradConvs.
 // Numerics: F(4×4)'s transforms have larger constants (up to 8, and 1/15 in
 // G), so the GEMMs' fp32 sums, made on larger transformed values, round more:
@@ -106,8 +105,8 @@ class WinogradConv final : public OwnKernels {
     return 36 * tiles(4) < 16 * tiles(2) ? 4 : 2;
   }
   // The forward pass's tile under `automatic`: tile_size() on maps of at most
-  // 4×4, else 2 (its rounding decides which ReLU inputs flip; see above). The
-  // gradients take tile_size().
+  // 4×4, else 2 (its rounding reaches the logits; see above). The gradients
+  // take tile_size().
   static int automatic_forward_tile(const ConvGeometry& g) {
     return g.out_height <= 4 && g.out_width <= 4 ? tile_size(g) : 2;
   }
