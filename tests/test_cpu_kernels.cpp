@@ -249,6 +249,18 @@ const ConvCase kWinogradF4Cases[] = {
      1e-4},
 };
 
+// Wide 3×3 convolutions on maps over 4×4, where `automatic` runs the forward
+// pass on F(2×2) and both gradients on F(4×4) (WinogradConv::passes, a pair
+// of WinogradConvs): clipped tiles, no bias, and maps big enough that each
+// side runs its tiles in blocks, with its own block size.
+const ConvCase kWinogradPairCases[] = {
+    {"pair: ResNet layer1-like 64->64, 16x16, batch 2", 2, 64, 16, 16, {.filters = 64, .kernel = 3, .padding = 1}},
+    {"pair: 40->56, odd 9x11, no bias, batch 3", 3, 40, 9, 11,
+     {.filters = 56, .kernel = 3, .padding = 1, .bias = false}},
+    {"pair, blocks of tiles: 32->64, 40x40, batch 8", 8, 32, 40, 40, {.filters = 64, .kernel = 3, .padding = 1},
+     1e-4},
+};
+
 // Output maps of at most 16 pixels (4 on Winograd's shapes), 32 or more
 // channels and filters, kernels over 1×1: where `auto` runs every pass as
 // GEMMs over the batch (small_map_conv.h). Strides, runs of taps cut by the
@@ -469,7 +481,8 @@ TEST_P(CpuKernels, WinogradConvMatchesReferenceSumsOnOneThread) {
 // The fixed rules between the tile sizes: forced Winograd takes F(4×4) where
 // it needs fewer multiplications (ResNet-18's 16×16, 8×8 and 4×4 maps at
 // 64×64 input), F(2×2) on ties (5 and 6) and smaller maps; `automatic` takes
-// F(4×4) on maps of at most 4×4 only.
+// that for the gradients and, for the forward pass, F(4×4) on maps of at
+// most 4×4 only.
 static cpu::ConvGeometry square_3x3(int64_t h, int64_t w) {
   return {.batch = 64, .channels = 64, .height = h, .width = w, .filters = 64, .out_height = h, .out_width = w,
           .kernel = 3, .stride = 1, .groups = 1, .pad_top = 1, .pad_left = 1};
@@ -481,8 +494,8 @@ TEST(WinogradConv, TakesF4WhereItNeedsFewerMultiplications) {
   EXPECT_EQ(tile(4, 2), 2);
   EXPECT_EQ(tile(3, 7), 4);
 }
-TEST(WinogradConv, AutomaticTakesF4OnMapsOfAtMostFourByFour) {
-  auto tile = [](int64_t h, int64_t w) { return cpu::WinogradConv::automatic_tile(square_3x3(h, w)); };
+TEST(WinogradConv, AutomaticForwardTakesF4OnMapsOfAtMostFourByFour) {
+  auto tile = [](int64_t h, int64_t w) { return cpu::WinogradConv::automatic_forward_tile(square_3x3(h, w)); };
   EXPECT_EQ(tile(4, 4), 4);
   EXPECT_EQ(tile(3, 3), 4);
   EXPECT_EQ(tile(2, 2), 2);
@@ -509,6 +522,20 @@ TEST_P(CpuKernels, WinogradF4ConvMatchesReferenceSumsWithTheSameBitsOnOneThread)
     EXPECT_TRUE(same_bits(two.dx, one.dx)) << k.name << ": input gradient on 1 and " << num_threads() << " threads";
     EXPECT_TRUE(same_bits(two.out, again.out) && same_bits(two.dx, again.dx) && same_bits(two.grads, again.grads))
         << k.name << ": two runs on " << num_threads() << " threads";
+  }
+}
+
+// `automatic` on maps over 4×4: every pass against the reference sums, on
+// two threads and on one, and its forward pass is not forced Winograd's
+// F(4×4). (The gradients' bits cannot be compared with F(4×4)'s: the loss's
+// output gradient depends on the forward pass's rounding.)
+TEST_P(CpuKernels, AutomaticWinogradPairMatchesReferenceSums) {
+  for (const ConvCase& k : kWinogradPairCases) {
+    ConvBits pair, f4;
+    check_conv_gradients(k, set(), ConvAlgo::automatic, &pair);
+    check_conv_gradients(k, set(), ConvAlgo::winograd, &f4);
+    on_one_thread([&] { check_conv_gradients(k, set()); });
+    EXPECT_FALSE(same_bits(pair.out, f4.out)) << k.name << ": the forward pass should be F(2x2)'s";
   }
 }
 

@@ -350,30 +350,46 @@ TEST(Pjrt, ProfileSaysLayersAreNotTimed) {
                    "module (2 steps profiled)\n");
 }
 
-// The zoo's ResNet blocks (projection shortcuts, residual adds).
-// Training-mode batch norm over few values per channel makes deep networks
-// ill-conditioned (docs/zoo.md), so, as the CUDA backend's zoo test does:
-// the whole gradient within 1e-4, each tensor within 2e-3. MobileNetV2 is
-// test_pjrt_mobilenet.cpp's.
+// The zoo's ResNet blocks (projection shortcuts, residual adds), with every
+// CPU convolution algorithm. Training-mode batch norm over few values per
+// channel makes deep networks ill-conditioned (docs/zoo.md), so, as the CUDA
+// backend's zoo test does: the whole gradient within 1e-4, each tensor within
+// 2e-3. And a ReLU input within rounding of 0 may fall on either side in
+// fp32, which moves a gradient by percents: the input is seed 93's, among
+// seeds 1..100 the one whose fp64 ReLU inputs in the 4x4 and 2x2 stages keep
+// farthest from 0 (bench/resnet_grad_error.py --scan). On seed 32's, used
+// before, one was within 4e-8 of its tensor's largest value from 0: oneDNN's
+// convolutions landed 4e-3 from fp64 and from XLA on it, F(2x2) Winograd and
+// XLA within 5e-6 of fp64 (docs/benchmarks.md, 2026-12-02 resnet3).
+// MobileNetV2 is test_pjrt_mobilenet.cpp's.
 void check_zoo_parity(const nn::Model& model) {
   const int64_t batch = 8;
   const CompileOptions o = options(batch, Loss::softmax_cross_entropy,
                                    {.kind = optim::Kind::sgd, .lr = 0.01f, .momentum = 0.9f, .weight_decay = 1e-4f});
-  Pair p = compile_cpu_and_pjrt(model, o, 31);
-  const auto x = testing::uniform_values(batch * numel(model.input_shape()), 32);
-  const auto y = testing::class_indices(batch, model.output_shape()[0], 33);
-  const double want = p.cpu->internals().loss_and_gradients(x.data(), y.data());
-  EXPECT_NEAR(p.pjrt->internals().loss_and_gradients(x.data(), y.data()), want, 1e-4 * want);
-  EXPECT_LT(testing::relative_error(testing::output(*p.pjrt), testing::output(*p.cpu)), 1e-4) << "logits";
-  const auto g_cpu = testing::gradients(*p.cpu), g_pjrt = testing::gradients(*p.pjrt);
-  EXPECT_LT(testing::relative_error(g_pjrt, g_cpu), 1e-4) << "the whole gradient";
-  testing::expect_per_tensor(model, g_pjrt, g_cpu, 2e-3, "gradient");
-  p.pjrt->internals().write(Held::state, testing::state(*p.cpu));  // both after one training-mode forward: the same start
-  p.cpu->train_step(x.data(), y.data());
-  p.pjrt->train_step(x.data(), y.data());
-  EXPECT_LT(testing::relative_error(testing::parameters(*p.pjrt), testing::parameters(*p.cpu)), 1e-4) << "parameters";
-  testing::expect_per_tensor(model, testing::parameters(*p.pjrt), testing::parameters(*p.cpu), 2e-3, "parameter");
-  EXPECT_LT(testing::relative_error(testing::state(*p.pjrt), testing::state(*p.cpu)), 1e-4) << "running statistics";
+  const auto pjrt = compile_pjrt(model, o, 31);
+  const auto x = testing::uniform_values(batch * numel(model.input_shape()), 93);
+  const auto y = testing::class_indices(batch, model.output_shape()[0], 94);
+  for (ConvAlgo algo : {ConvAlgo::automatic, ConvAlgo::direct, ConvAlgo::winograd}) {
+    SCOPED_TRACE(conv_algo_name(algo));
+    CompileOptions oc = o;
+    oc.conv_algo = algo;
+    const auto cpu = compile_cpu(model, oc, 31);
+    // The same start on both: the CPU's weights, statistics and (zero) optimizer state.
+    for (Held held : {Held::parameters, Held::state, Held::optimizer_state})
+      pjrt->internals().write(held, cpu->internals().copy_of(held));
+    const double want = cpu->internals().loss_and_gradients(x.data(), y.data());
+    EXPECT_NEAR(pjrt->internals().loss_and_gradients(x.data(), y.data()), want, 1e-4 * want);
+    EXPECT_LT(testing::relative_error(testing::output(*pjrt), testing::output(*cpu)), 1e-4) << "logits";
+    const auto g_cpu = testing::gradients(*cpu), g_pjrt = testing::gradients(*pjrt);
+    EXPECT_LT(testing::relative_error(g_pjrt, g_cpu), 1e-4) << "the whole gradient";
+    testing::expect_per_tensor(model, g_pjrt, g_cpu, 2e-3, "gradient");
+    pjrt->internals().write(Held::state, testing::state(*cpu));  // both after one training-mode forward: the same start
+    cpu->train_step(x.data(), y.data());
+    pjrt->train_step(x.data(), y.data());
+    EXPECT_LT(testing::relative_error(testing::parameters(*pjrt), testing::parameters(*cpu)), 1e-4) << "parameters";
+    testing::expect_per_tensor(model, testing::parameters(*pjrt), testing::parameters(*cpu), 2e-3, "parameter");
+    EXPECT_LT(testing::relative_error(testing::state(*pjrt), testing::state(*cpu)), 1e-4) << "running statistics";
+  }
 }
 
 TEST(Pjrt, ResNet18MatchesCpu) {

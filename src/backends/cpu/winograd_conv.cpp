@@ -290,21 +290,19 @@ bool WinogradConv::suits(const ConvGeometry& g) {
 
 WinogradPasses WinogradConv::passes(const ConvGeometry& g, ConvAlgo algo) {
   if (algo == ConvAlgo::direct || !suits(g)) return {};
-  if (algo == ConvAlgo::winograd) return {true, true, true, tile_size(g)};
+  const int fewest = tile_size(g);
+  if (algo == ConvAlgo::winograd) return {true, true, true, fewest, fewest};
   // auto: where it won every pass on one AVX2 core (bench/conv_algo_times,
   // docs/architecture.md): 32→64 and wider. At 32→32 it tied, below it lost
   // (each tile's transforms cost as much as its few multiply-adds).
   const bool wide = g.channels >= 32 && g.filters >= 32 && g.channels * g.filters >= 32 * 64;
-  // F(4×4) on maps of at most 4×4 only: on ResNet-18's 16×16 and 8×8 maps
-  // its rounding moved a training step's gradients 4e-3 from XLA's (the
-  // PJRT parity test's bound: 1e-4; F(2×2) stays within it), see the header.
-  return {wide, wide, wide, automatic_tile(g)};
+  return {wide, wide, wide, automatic_forward_tile(g), fewest};
 }
 
 WinogradConv::WinogradConv(const ConvGeometry& g, WinogradPasses passes)
     : g_(g),
       passes_(passes),
-      tile_(passes.tile),
+      tile_(passes.forward ? passes.forward_tile : passes.backward_tile),
       positions_((tile_ + 2) * (tile_ + 2)),
       tiles_y_((g.out_height + tile_ - 1) / tile_),
       tiles_x_((g.out_width + tile_ - 1) / tile_),
@@ -312,6 +310,8 @@ WinogradConv::WinogradConv(const ConvGeometry& g, WinogradPasses passes)
       threads_(omp_get_max_threads()) {
   if (!suits(g) || (tile_ != 2 && tile_ != 4))
     throw std::logic_error("WinogradConv built for a convolution it does not suit");
+  if (passes.forward && passes.backward() && passes.forward_tile != passes.backward_tile)
+    throw std::logic_error("WinogradConv built for two tiles: make_winograd_conv pairs two");
   if (passes_.forward || passes_.input_gradient)
     u_ = AlignedBuffer(static_cast<std::size_t>(positions_ * g.channels * g.filters));
   zeros_ = AlignedBuffer(static_cast<std::size_t>(std::max(g.channels, g.filters)));
@@ -472,6 +472,57 @@ void WinogradConv::weight_gradient(const float* src, const float* diff_dst, floa
     for (int t = 0; t < used; ++t)
       for (int64_t o = 0; o < O; ++o) db[o] += bias_sums[t * O + o];
   }
+}
+
+namespace {
+
+// The forward pass on one tile, the gradients on another (WinogradConv::passes
+// under `automatic` on maps over 4×4): two WinogradConvs, each preparing its
+// own transformed weights from the step's weights.
+class WinogradTilePair final : public OwnKernels {
+ public:
+  WinogradTilePair(const ConvGeometry& g, WinogradPasses passes)
+      : forward_(g, {.forward = true, .forward_tile = passes.forward_tile}),
+        backward_(g, {.input_gradient = passes.input_gradient, .weight_gradient = passes.weight_gradient,
+                      .backward_tile = passes.backward_tile}),
+        passes_(passes) {}
+
+  bool runs_forward() const override { return true; }
+  bool runs_weight_gradient() const override { return passes_.weight_gradient; }
+  bool runs_input_gradient() const override { return passes_.input_gradient; }
+  // The forward pass and the gradients never run at once: one workspace serves both.
+  std::size_t scratchpad_bytes() const override {
+    return std::max(forward_.scratchpad_bytes(), backward_.scratchpad_bytes());
+  }
+  void set_scratchpad(void* scratchpad) override {
+    forward_.set_scratchpad(scratchpad);
+    backward_.set_scratchpad(scratchpad);
+  }
+  void prepare(const float* w) override {
+    forward_.prepare(w);
+    backward_.prepare(w);  // the input gradient's U; nothing without one
+  }
+  void forward(const float* src, const float* w, const float* b, float* dst) override {
+    forward_.forward(src, w, b, dst);
+  }
+  void weight_gradient(const float* src, const float* diff_dst, float* dw, float* db) override {
+    backward_.weight_gradient(src, diff_dst, dw, db);
+  }
+  void input_gradient(const float* diff_dst, const float* w, float* diff_src) override {
+    backward_.input_gradient(diff_dst, w, diff_src);
+  }
+
+ private:
+  WinogradConv forward_, backward_;
+  WinogradPasses passes_;
+};
+
+}  // namespace
+
+std::unique_ptr<OwnKernels> make_winograd_conv(const ConvGeometry& g, WinogradPasses passes) {
+  if (passes.forward && passes.backward() && passes.forward_tile != passes.backward_tile)
+    return std::make_unique<WinogradTilePair>(g, passes);
+  return std::make_unique<WinogradConv>(g, passes);
 }
 
 }  // namespace convoy::cpu

@@ -33,12 +33,15 @@
 // `winograd` runs that. Measured with bench/conv_algo_times (batch 64, one
 // thread, fwd + input grad + weight grad): 64→64 at 16×16 21.1 → 14.0 ms,
 // 128→128 at 8×8 16.6 → 10.9, 256→256 at 4×4 14.1 → 10.4; at 6×6 and 5×5
-// (the ties) F(4×4) was ~10% slower. `automatic` runs F(4×4) on maps of at
-// most 4×4 only (ResNet-18's layer3 at 64×64 input): on its 16×16 and 8×8
-// maps F(4×4) moved a training step's gradients up to 4e-3 (whole gradient,
-// relative) from XLA's in Pjrt.ResNet18MatchesCpu, whose bound is 1e-4 and
-// which F(2×2) meets; until that is understood (ReLU kinks flipped by the
-// larger rounding, or the rounding itself) those maps keep F(2×2).
+// (the ties) F(4×4) was ~10% slower. `automatic` runs both gradients on
+// tile_size()'s tile and the forward pass on F(4×4) on maps of at most 4×4
+// only. Against an fp64 torchvision step (bench/resnet_grad_error.py: the
+// PJRT parity test's ResNet-18, batch 8) F(4×4)'s gradients are as close as
+// F(2×2)'s and XLA's (4–5e-6 of the largest), but its forward pass moves the
+// logits ~2.5× further (5.6e-6 against 2.2e-6): on the zoo's ResNet-50 past
+// test_zoo's 1e-4 against PyTorch's fp32 logits (1.33e-4; `automatic`: 6.3e-5),
+// for 1–2% of a ResNet-18 step more (docs/benchmarks.md, 2026-12-02 resnet3).
+// When the two tiles differ, make_winograd_conv() pairs two WinogradConvs.
 // Numerics: F(4×4)'s transforms have larger constants (up to 8, and 1/15 in
 // G), so the GEMMs' fp32 sums, made on larger transformed values, round more:
 // ~3e-6 of the largest output on random 64-channel tiles against F(2×2)'s
@@ -63,6 +66,7 @@
 //   weight and dw [O, C, 3, 3], bias and db [O] (PyTorch's layouts)
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "backends/cpu/planar_conv.h"
@@ -79,8 +83,10 @@ namespace convoy::cpu {
 
 struct WinogradPasses {
   bool forward = false, input_gradient = false, weight_gradient = false;
-  int tile = 2;  // m: F(2×2, 3×3) or F(4×4, 3×3)
+  // m: F(2×2, 3×3) or F(4×4, 3×3), of the forward pass and of both gradients.
+  int forward_tile = 2, backward_tile = 2;
   bool any() const { return forward || input_gradient || weight_gradient; }
+  bool backward() const { return input_gradient || weight_gradient; }
 };
 
 class WinogradConv final : public OwnKernels {
@@ -88,8 +94,9 @@ class WinogradConv final : public OwnKernels {
   // 3×3, stride 1, padding 1 on every side, groups 1.
   static bool suits(const ConvGeometry& g);
   // The passes to run here for `g` under `algo` (none when it does not suit),
-  // and the tile: tile_size(g) under `winograd`, F(4×4) on maps of at most
-  // 4×4 only under `automatic` (see the header comment).
+  // and their tiles: tile_size(g) for every pass under `winograd`; under
+  // `automatic` for the gradients, and for the forward pass on maps of at
+  // most 4×4 only (see the header comment).
   static WinogradPasses passes(const ConvGeometry& g, ConvAlgo algo);
   // The tile's side m with the fewest multiplications: 4 (F(4×4, 3×3)) where
   // it takes fewer than F(2×2, 3×3), else 2.
@@ -97,11 +104,14 @@ class WinogradConv final : public OwnKernels {
     auto tiles = [&](int64_t m) { return (g.out_height + m - 1) / m * ((g.out_width + m - 1) / m); };
     return 36 * tiles(4) < 16 * tiles(2) ? 4 : 2;
   }
-  // The tile under `automatic`: tile_size() on maps of at most 4×4, else 2.
-  static int automatic_tile(const ConvGeometry& g) {
+  // The forward pass's tile under `automatic`: tile_size() on maps of at most
+  // 4×4, else 2 (its rounding reaches the logits; see above). The gradients
+  // take tile_size().
+  static int automatic_forward_tile(const ConvGeometry& g) {
     return g.out_height <= 4 && g.out_width <= 4 ? tile_size(g) : 2;
   }
 
+  // The passes run must share one tile (make_winograd_conv pairs two otherwise).
   WinogradConv(const ConvGeometry& g, WinogradPasses passes);
 
   bool runs_forward() const override { return passes_.forward; }
@@ -122,7 +132,7 @@ class WinogradConv final : public OwnKernels {
 
   ConvGeometry g_;
   WinogradPasses passes_;
-  int tile_;       // m: the outputs of a tile's side, 2 or 4 (tile_size())
+  int tile_;       // m: the outputs of a tile's side, 2 or 4, of every pass run here
   int positions_;  // (m + 2)²: of a transformed tile
   int64_t tiles_y_, tiles_x_, tiles_;  // per image, per image, in the batch
   int threads_;                        // fixed at construction: the scratchpad's per-thread parts
@@ -132,5 +142,10 @@ class WinogradConv final : public OwnKernels {
   AlignedBuffer zeros_;                // max(C, O) zeros: a patch's pixels outside the image
   float* scratch_ = nullptr;
 };
+
+// The passes `passes` asks for: one WinogradConv when they share a tile,
+// else one for the forward pass and one for the gradients (each with its own
+// transformed weights; they run at different times, so they share the scratchpad).
+std::unique_ptr<OwnKernels> make_winograd_conv(const ConvGeometry& g, WinogradPasses passes);
 
 }  // namespace convoy::cpu
