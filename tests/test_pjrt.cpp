@@ -196,7 +196,9 @@ TEST(PjrtEmitter, RefusesLayersItHasNoStableHloFor) {
     const std::string why = pjrt_unsupported(model);
     EXPECT_NE(why.find("the PJRT backend has no StableHLO for"), std::string::npos) << why;
     // Without a usable plugin (a build without the runtime) "pjrt" falls back before looking at the model.
-    if (find_pjrt("pjrt").usable()) EXPECT_THROW(choose_device("pjrt", model), UserError);
+    if (find_pjrt("pjrt").usable()) {
+      EXPECT_THROW(choose_device("pjrt", model), UserError);
+    }
   }
 }
 
