@@ -5,10 +5,14 @@
 // direct kernels (direct_conv.h): the measurements behind the `auto` rules.
 // Best of --reps runs; on one thread (OMP_NUM_THREADS=1) the thread's CPU
 // time, which other processes on a busy machine barely disturb.
+// --precision bf16 runs the first column (oneDNN's) in bf16, conversions
+// included, and the other in fp32: on an AMX CPU, the measurements behind
+// what bf16 routes to oneDNN (conv2d_op.cpp, DnnlEnv::bf16_on_amx).
 //
 //   conv_algo_times [--reps 10] [--against winograd|auto]     (a sweep of shapes)
 //   conv_algo_times --channels 64 --filters 64 --size 16 --batch 64 [--kernel 3 --padding 1 --stride 1] [--reps 10]
 //   [--kernels avx2]  (our kernels' copy; DNNL_MAX_CPU_ISA=AVX2 caps oneDNN's alike)
+//   [--precision bf16]  (the oneDNN column in bf16)
 #include <omp.h>
 
 #include <algorithm>
@@ -20,6 +24,7 @@
 
 #include "backends/cpu/backend_entry.h"
 #include "op_timing.h"
+#include "convoy/backends/devices.h"
 #include "convoy/core/cpu_info.h"
 #include "convoy/core/error.h"
 #include "convoy/core/rng.h"
@@ -37,7 +42,8 @@ struct PassTimes {
   double forward = 1e9, weights = 1e9, data = 1e9;  // seconds, best of reps
 };
 
-PassTimes time_conv(const Shape4& s, const char* algo, KernelSet kernels, int64_t reps, clockid_t clock) {
+PassTimes time_conv(const Shape4& s, const char* algo, Precision precision, KernelSet kernels, int64_t reps,
+                    clockid_t clock) {
   const nn::Sequential model({s.channels, s.size, s.size},
                              {nn::Conv2d{.filters = s.filters, .kernel = s.kernel, .stride = s.stride, .padding = s.padding, .bias = false}});
   const nn::LayerPlan& plan = model.layers()[0];
@@ -55,6 +61,7 @@ PassTimes time_conv(const Shape4& s, const char* algo, KernelSet kernels, int64_
     nn::LayerPlan frozen = plan;
     frozen.trainable = !with_data;  // a frozen layer computes no weight gradient
     cpu::DnnlEnv env;
+    if (precision == Precision::bf16) env.compute = dnnl::memory::data_type::bf16;
     auto op = cpu::backend(kernels).make_cpu_op(env, frozen, s.batch, 1, parse_conv_algo(algo));
     std::vector<float> scratch(op->scratchpad_bytes() / sizeof(float) + 16);
     cpu::OpBuffers b;
@@ -86,6 +93,7 @@ int main(int argc, char** argv) try {
   Shape4 one{0, 0, 0, 0};
   std::string against = "winograd";
   KernelSet kernels = KernelSet::automatic;
+  Precision precision = Precision::fp32;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--reps") reps = std::stoll(value);
@@ -98,9 +106,10 @@ int main(int argc, char** argv) try {
     else if (flag == "--stride") one.stride = std::stoll(value);
     else if (flag == "--against") against = conv_algo_name(parse_conv_algo(value));
     else if (flag == "--kernels") kernels = parse_kernel_set(value);
+    else if (flag == "--precision") precision = parse_precision(value);
     else
       throw UserError("unknown flag " + flag +
-                      "; flags: --channels --filters --size --batch --kernel --padding --stride --against --kernels --reps");
+                      "; flags: --channels --filters --size --batch --kernel --padding --stride --against --kernels --precision --reps");
   }
   std::vector<Shape4> shapes = {
       {64, 64, 64, 16},   {64, 128, 128, 8}, {64, 256, 256, 4}, {64, 512, 512, 2},  // ResNet-18 at 64×64
@@ -111,6 +120,9 @@ int main(int argc, char** argv) try {
     shapes = {{128, 10, 20, 12, 5, 0}, {128, 6, 16, 14, 5, 0}, {64, 16, 32, 16, 5, 2}, {64, 3, 16, 32},
               {64, 8, 8, 32},          {64, 16, 16, 32},       {64, 32, 32, 16},      {64, 32, 64, 8},
               {64, 3, 32, 32},         {64, 12, 24, 16, 7, 3}, {64, 20, 40, 8, 1, 0}};
+  if (precision == Precision::bf16) {
+    if (const std::string why = cpu_bf16_missing(); !why.empty()) throw UserError("--precision bf16: " + why);
+  }
   if (one.channels > 0) {
     if (one.filters <= 0) one.filters = one.channels;
     if (one.size <= 0) one.size = 16;
@@ -119,13 +131,13 @@ int main(int argc, char** argv) try {
   }
   const bool cpu_clock = omp_get_max_threads() == 1;
   const clockid_t clock = cpu_clock ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
-  std::printf("%d thread(s), best of %lld, %s, %s kernels; ms direct (oneDNN) / %s\n",
+  std::printf("%d thread(s), best of %lld, %s, %s kernels; ms direct (oneDNN, %s) / %s (fp32)\n",
               omp_get_max_threads(), static_cast<long long>(reps), cpu_clock ? "thread CPU time" : "wall clock",
-              kernel_set_name(resolve_kernel_set(kernels)), against.c_str());
+              kernel_set_name(resolve_kernel_set(kernels)), precision_name(precision), against.c_str());
   std::printf("%-28s %17s %17s %17s\n", "batch C->O HxW kK pP", "forward", "input grad", "weight grad");
   for (const Shape4& s : shapes) {
-    const PassTimes d = time_conv(s, "direct", kernels, reps, clock),
-                    w = time_conv(s, against.c_str(), kernels, reps, clock);
+    const PassTimes d = time_conv(s, "direct", precision, kernels, reps, clock),
+                    w = time_conv(s, against.c_str(), Precision::fp32, kernels, reps, clock);
     char name[64];
     std::snprintf(name, sizeof name, "%lld %lld->%lld %lldx%lld k%lld p%lld s%lld", static_cast<long long>(s.batch),
                   static_cast<long long>(s.channels), static_cast<long long>(s.filters),

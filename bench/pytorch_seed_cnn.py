@@ -7,6 +7,7 @@ after each epoch. Prints one JSON object like convoy's summary.json.
   /usr/bin/python3 bench/pytorch_seed_cnn.py --epochs 2 --threads 2
 """
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -40,6 +41,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--train-subset", type=int, default=0)
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -48,6 +50,12 @@ def main():
     if a.train_subset:
         x_train, y_train = x_train[: a.train_subset], y_train[: a.train_subset]
     model = SeedCNN()
+
+    def precision():
+        if a.precision == "bf16":
+            return torch.autocast("cpu", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum)
     n, b = len(y_train), a.batch_size
     seconds, history = [], []
@@ -59,14 +67,16 @@ def main():
         for i in range(n // b):
             idx = order[i * b: (i + 1) * b]
             opt.zero_grad()
-            F.nll_loss(model(x_train[idx]), y_train[idx]).backward()
+            with precision():
+                loss = F.nll_loss(model(x_train[idx]), y_train[idx])
+            loss.backward()
             opt.step()
         seconds.append(time.perf_counter() - start)
         model.eval()
         correct, loss = 0, 0.0
-        with torch.no_grad():
+        with torch.no_grad(), precision():
             for i in range(0, len(y_test), 1000):
-                out = model(x_test[i: i + 1000])
+                out = model(x_test[i: i + 1000]).float()
                 loss += F.nll_loss(out, y_test[i: i + 1000], reduction="sum").item()
                 correct += (out.argmax(1) == y_test[i: i + 1000]).sum().item()
         history.append({"epoch": epoch, "test_accuracy": correct / len(y_test), "test_loss": loss / len(y_test),
@@ -74,6 +84,7 @@ def main():
         print(f"pytorch epoch {epoch}: {seconds[-1]:.2f} s, test_acc {100 * correct / len(y_test):.2f}%",
               file=sys.stderr)
     print(json.dumps({"device": "cpu", "threads": torch.get_num_threads(), "torch": torch.__version__,
+                      "precision": a.precision,
                       "epochs": a.epochs, "batch_size": b, "epoch_seconds": seconds,
                       "total_train_seconds": time.perf_counter() - fit_start,
                       "images_per_second": (n // b) * b * a.epochs / sum(seconds),

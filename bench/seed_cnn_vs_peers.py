@@ -6,6 +6,7 @@ the same thread counts:
   convoy            build/convoy train
   convoy-bf16       build/convoy train --precision bf16 (CPUs with AVX512-BF16; not a default side)
   PyTorch (pip)     bench/pytorch_seed_cnn.py under .peers/torch (bench/setup_peers.sh)
+  torch-pip-bf16    the same under torch.autocast(bfloat16) (--precision bf16; not a default side)
   PyTorch (Debian)  bench/pytorch_seed_cnn.py under /usr/bin/python3 (python3-torch)
   TensorFlow/Keras  bench/keras_seed_cnn.py under .peers/py (setup.sh: pip tensorflow-cpu)
 
@@ -26,11 +27,12 @@ that binary's fp32 training, timed in turn with the others (a before/after
 pair in one window); --repeats runs every side that many times, in turn, and
 takes the median of the runs' median epochs (a shared machine's noise).
 
-The GFLOP/s and % of peak of convoy-bf16 count the same multiply-adds against
+The GFLOP/s and % of peak of the bf16 sides count the same multiply-adds against
 the fp32 peak.
 
 Ends with the headline line:
 seed_cnn_speedup_vs_fastest_peer_<T>threads: <fastest peer s/epoch / convoy s/epoch>x
+(fp32 peers), and with convoy-bf16 and torch-pip-bf16, seed_cnn_bf16_speedup_vs_fastest_peer_<T>threads.
 """
 import argparse
 import json
@@ -70,11 +72,13 @@ def side_command(side, epochs, threads, out_json):
         binary = BASELINE if side == "convoy-baseline" else CONVOY
         return [binary, "train", "--epochs", str(epochs), "--threads", str(threads),
                 "--progress", "quiet", "--precision", precision, "--out", out_json], None
-    script = {"torch-pip": "pytorch_seed_cnn.py", "torch-debian": "pytorch_seed_cnn.py",
-              "keras": "keras_seed_cnn.py"}[side]
+    script = {"torch-pip": "pytorch_seed_cnn.py", "torch-pip-bf16": "pytorch_seed_cnn.py",
+              "torch-debian": "pytorch_seed_cnn.py", "keras": "keras_seed_cnn.py"}[side]
     python = {"torch-pip": os.path.join(ROOT, ".peers", "torch", "bin", "python"),
+              "torch-pip-bf16": os.path.join(ROOT, ".peers", "torch", "bin", "python"),
               "torch-debian": "/usr/bin/python3", "keras": PEERS_PYTHON}[side]
-    return [python, os.path.join(BENCH, script), "--epochs", str(epochs), "--threads", str(threads)], python
+    precision = ["--precision", "bf16"] if side.endswith("-bf16") else []
+    return [python, os.path.join(BENCH, script), "--epochs", str(epochs), "--threads", str(threads)] + precision, python
 
 
 def measure(side, epochs, threads):
@@ -162,13 +166,16 @@ def main():
         if (side, 1) in by and (side, 2) in by:
             print(f"1 -> 2 threads, {side}: {by[(side, 1)]['seconds'] / by[(side, 2)]['seconds']:.2f}x")
     t = a.threads[0]
-    if ("convoy", t) in by:
-        peers = [r for r in rows if not r["side"].startswith("convoy") and r["threads"] == t]
+    for ours, headline in (("convoy", "seed_cnn"), ("convoy-bf16", "seed_cnn_bf16")):
+        if (ours, t) not in by:
+            continue
+        bf16 = ours.endswith("-bf16")  # fp32 against fp32 peers, bf16 against bf16 ones
+        peers = [r for r in rows if not r["side"].startswith("convoy") and r["side"].endswith("-bf16") == bf16
+                 and r["threads"] == t]
         if peers:
             fastest = min(peers, key=lambda r: r["seconds"])
-            print(f"fastest peer at {t} threads: {fastest['side']} ({fastest['version']})")
-            print(f"seed_cnn_speedup_vs_fastest_peer_{t}threads: {fastest['seconds'] / by[('convoy', t)]['seconds']:.2f}x")
-
+            print(f"fastest {'bf16 ' if bf16 else ''}peer at {t} threads: {fastest['side']} ({fastest['version']})")
+            print(f"{headline}_speedup_vs_fastest_peer_{t}threads: {fastest['seconds'] / by[(ours, t)]['seconds']:.2f}x")
 
 if __name__ == "__main__":
     main()

@@ -3,7 +3,7 @@
 // `--warmup` untimed steps, then `--steps` timed ones.
 //
 //   train_steps_convoy --model resnet18 --size 64 --classes 10 --batch 64 --steps 30 [--warmup 3] [--profile 1]
-//                      [--kernels base|avx2|avx512] [--parallelism auto|per_op|batch_slices]
+//                      [--kernels base|avx2|avx512] [--parallelism auto|per_op|batch_slices] [--precision fp32|bf16]
 // (--kernels: that copy of the CPU kernels, default the best;
 // --profile 1: the per-layer table of `convoy train --profile` on stderr)
 // Prints one JSON line: {"images_per_second": ..., "cpu_seconds_per_step": ..., "step_seconds": [...]}
@@ -31,6 +31,7 @@ int main(int argc, char** argv) try {
   bool profile = false;
   convoy::KernelSet kernels = convoy::KernelSet::automatic;
   std::string parallelism = "auto";
+  convoy::Precision precision = convoy::Precision::fp32;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const std::string value = argv[i + 1];
@@ -43,14 +44,15 @@ int main(int argc, char** argv) try {
     else if (flag == "--profile") profile = value == "1";
     else if (flag == "--kernels") kernels = convoy::parse_kernel_set(value);
     else if (flag == "--parallelism") parallelism = value;
+    else if (flag == "--precision") precision = convoy::parse_precision(value);
     else throw convoy::UserError("unknown flag " + flag + "; flags: --model --size --classes --batch --steps --warmup "
-                                 "--profile --kernels --parallelism");
+                                 "--profile --kernels --parallelism --precision");
   }
   using namespace convoy;
   const nn::Model m = nn::model_by_name(model, {.input = {3, size, size}, .classes = classes});
   auto exe = compile_cpu(m, {.batch_size = batch, .loss = Loss::softmax_cross_entropy,
                              .optimizer = {.lr = 0.01f, .momentum = 0.9f}, .cpu_kernels = kernels,
-                             .parallelism = parse_parallelism(parallelism)}, 1);
+                             .parallelism = parse_parallelism(parallelism), .precision = precision}, 1);
   Rng rng(7);
   std::vector<float> x(static_cast<std::size_t>(batch * numel(m.input_shape())));
   for (float& v : x) v = rng.uniform(-1.0f, 1.0f);
@@ -70,9 +72,10 @@ int main(int argc, char** argv) try {
     std::fputs(train::profile_table(exe->internals().profile(), exe->internals().profiled_steps()).c_str(), stderr);
   double total = 0;
   for (double s : seconds) total += s;
-  std::printf("{\"model\": \"%s\", \"batch\": %lld, \"batch_slices\": %lld, \"images_per_second\": %.2f, "
-              "\"cpu_seconds_per_step\": %.5f, \"step_seconds\": [",
-              model.c_str(), static_cast<long long>(batch), static_cast<long long>(exe->internals().batch_slices()),
+  std::printf("{\"model\": \"%s\", \"precision\": \"%s\", \"batch\": %lld, \"batch_slices\": %lld, "
+              "\"images_per_second\": %.2f, \"cpu_seconds_per_step\": %.5f, \"step_seconds\": [",
+              model.c_str(), precision_name(precision), static_cast<long long>(batch),
+              static_cast<long long>(exe->internals().batch_slices()),
               static_cast<double>(batch * steps) / total, cpu_per_step);
   for (std::size_t i = 0; i < seconds.size(); ++i) std::printf("%s%.5f", i ? ", " : "", seconds[i]);
   std::printf("]}\n");

@@ -3,7 +3,8 @@
 # oneDNN's ISA limit) lacks AVX512-BF16, and a resume in another precision
 # are each one line and exit 2; a run records its precision in summary.json
 # and its checkpoint. The lacking CPU is forced with oneDNN's own
-# DNNL_MAX_CPU_ISA, so the refusal is checked on every machine.
+# DNNL_MAX_CPU_ISA, so the refusal is checked on every machine; `convoy
+# devices` says whether bf16 runs on AMX tiles.
 set -u
 convoy="$1"
 here=$(cd "$(dirname "$0")" && pwd)
@@ -28,6 +29,11 @@ DNNL_MAX_CPU_ISA=AVX512_CORE_VNNI "$convoy" devices | grep -q -- "--precision bf
   fail "convoy devices does not say that bf16 cannot run under DNNL_MAX_CPU_ISA=AVX512_CORE_VNNI"
 if grep -qw avx512_bf16 /proc/cpuinfo; then
   "$convoy" devices | grep -q -- "--precision bf16: yes" || fail "convoy devices does not offer bf16 on this CPU"
+  if grep -qw amx_bf16 /proc/cpuinfo; then
+    "$convoy" devices | grep -q -- "--precision bf16: yes (AMX-BF16)" || fail "convoy devices does not say AMX-BF16"
+  fi
+  DNNL_MAX_CPU_ISA=AVX512_CORE_BF16 "$convoy" devices | grep -q -- "--precision bf16: yes (AVX512-BF16, no AMX)" ||
+    fail "convoy devices does not say that DNNL_MAX_CPU_ISA=AVX512_CORE_BF16 leaves bf16 without AMX"
   if "$convoy" "${args[@]}" --precision bf16 --out bf16 >/dev/null 2>err; then
     grep -q '"precision": "bf16"' bf16/summary.json || fail "summary.json of a bf16 run does not say so"
     "$convoy" train --resume bf16 --epochs 2 --progress quiet >/dev/null 2>err || { fail "bf16 resume failed:"; cat err; }

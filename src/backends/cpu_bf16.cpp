@@ -4,8 +4,7 @@
 // Without them oneDNN would refuse bf16 primitives or emulate them slowly.
 #include <algorithm>
 
-#include <oneapi/dnnl/dnnl.hpp>
-
+#include "backends/cpu/dnnl_env.h"
 #include "convoy/backends/devices.h"
 #include "convoy/core/cpu_info.h"
 
@@ -15,11 +14,13 @@ std::string cpu_bf16_missing() {
   const CpuInfo cpu = cpu_info();
   if (std::find(cpu.isa.begin(), cpu.isa.end(), "avx512_bf16") == cpu.isa.end())
     return "this CPU (" + cpu.model + ") lacks AVX512-BF16";
-  // oneDNN's ISA values are nested bit sets: AVX512-BF16 and every later one (AMX) hold its bits.
-  const auto want = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
-  if ((static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & want) != want)
+  if (!cpu::DnnlEnv::onednn_isa_reaches(dnnl::cpu_isa::avx512_core_bf16))
     return "oneDNN is limited below AVX512-BF16 on this CPU (DNNL_MAX_CPU_ISA)";
   return "";
+}
+
+bool cpu_bf16_on_amx() {
+  return cpu_bf16_missing().empty() && cpu::DnnlEnv::onednn_isa_reaches(dnnl::cpu_isa::avx512_core_amx);
 }
 
 }  // namespace convoy

@@ -7,6 +7,7 @@
 // (the CPU's oneDNN engine and stream, the GPU's stream and library handles).
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "convoy/backends/replica_hooks.h"
@@ -53,6 +54,9 @@ class Op {
   virtual void forward(Context& ctx, bool training) = 0;
   // Writes (overwrites) this layer's parameter gradients and, when bound, diff_src.
   virtual void backward(Context& ctx) = 0;
+  // What runs each pass, after bind(), for tests and diagnostics; empty where
+  // an op has nothing to tell (CPU: WeightedOp names oneDNN's implementations).
+  virtual std::string kernels() const { return {}; }
 };
 
 }  // namespace convoy

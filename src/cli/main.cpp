@@ -233,7 +233,8 @@ int run_devices() {
   std::printf("cpu   kernels: %s (this CPU runs %s)\n", convoy::kernel_set_name(convoy::best_kernel_set()),
               sets.c_str());
   const std::string no_bf16 = convoy::cpu_bf16_missing();
-  std::printf("cpu   --precision bf16: %s\n", no_bf16.empty() ? "yes (AVX512-BF16)" : ("no: " + no_bf16).c_str());
+  const char* bf16 = convoy::cpu_bf16_on_amx() ? "yes (AMX-BF16)" : "yes (AVX512-BF16, no AMX)";
+  std::printf("cpu   --precision bf16: %s\n", no_bf16.empty() ? bf16 : ("no: " + no_bf16).c_str());
   // What train, evaluate and predict run with (adopt_openmp_spin_default sets the spin unless the user did).
   const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
   const char* spin = std::getenv("GOMP_SPINCOUNT");

@@ -89,6 +89,10 @@ DeviceChoice choose_device(const std::string& requested, const nn::Model& model,
 // it; else one line saying which is missing. compile_cpu throws UserError
 // with that line for a bf16 run, rather than train slowly in emulation.
 std::string cpu_bf16_missing();
+// Whether bf16 runs here on AMX-BF16 tiles (oneDNN's avx512_core_amx, which
+// DNNL_MAX_CPU_ISA can lower): there oneDNN's AMX kernels take most
+// convolution passes from convoy's own fp32 kernels (backends/cpu/amx_passes.h).
+bool cpu_bf16_on_amx();
 
 // Compiles on the chosen device: its GPU or plugin go into `options`.
 std::unique_ptr<Executable> compile_on(const DeviceChoice& device, const nn::Model& model, CompileOptions options,

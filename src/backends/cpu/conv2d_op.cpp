@@ -7,10 +7,12 @@
 // convolutions may run any pass by Winograd F(2×2, 3×3) or F(4×4, 3×3) (winograd_conv.h);
 // other stride-1 convolutions of few channels, by our direct kernels
 // (direct_conv.h); wide ones with output maps of at most 4 pixels, as GEMMs
-// over the batch (small_map_conv.h).
+// over the batch (small_map_conv.h). In bf16 on an AMX CPU oneDNN's AMX
+// kernels take the passes amx_passes.h names, the others run as in fp32.
 //   src [N, C, H, W], weight [O, C/G, k, k], bias [O] (optional), dst [N, O, Ho, Wo]
 #include <memory>
 
+#include "backends/cpu/amx_passes.h"
 #include "backends/cpu/direct_conv.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/planar_conv.h"
@@ -22,6 +24,15 @@ namespace convoy::cpu {
 namespace {
 
 using namespace dnnl;
+
+// `own`'s passes less those AMX takes.
+template <class Passes>
+Passes without(const ConvPasses& amx, Passes own) {
+  own.forward = own.forward && !amx.forward;
+  own.input_gradient = own.input_gradient && !amx.input_gradient;
+  own.weight_gradient = own.weight_gradient && !amx.weight_gradient;
+  return own;
+}
 
 memory::desc weight_desc(const nn::Conv2d& c, int64_t channels) {
   if (c.groups == 1) return plain_desc({c.filters, channels, c.kernel, c.kernel});
@@ -39,34 +50,47 @@ class Conv2dOp final : public WeightedOp {
     const nn::Window wx = nn::window(in[3], c.kernel, c.stride, c.padding, plan.name);
     const memory::dims strides{c.stride, c.stride}, pad_l{wy.pad_begin, wx.pad_begin}, pad_r{wy.pad_end, wx.pad_end};
     const ConvGeometry g = conv_geometry(plan, in, out);
-    const memory::desc any_w = any_weights(), any_dw = any_weight_gradient();
+    // bf16 on AMX: oneDNN's AMX kernels run the passes amx_passes() names in
+    // bf16; every other pass runs as in fp32, on our Winograd, direct or
+    // small-map kernels where `automatic` picks them, else on oneDNN's fp32
+    // kernels. `winograd` and `direct` keep every pass as without AMX.
+    // Single-channel first convolutions stay on PlanarConv (fused with their pool).
+    const bool on_amx = algo == ConvAlgo::automatic && env.bf16_on_amx();
+    const ConvPasses amx = on_amx ? amx_passes(g) : ConvPasses{};
+    const auto type = [&](bool amx_takes) { return on_amx && !amx_takes ? memory::data_type::f32 : env.compute; };
+    const memory::data_type fwd_type = type(amx.forward), data_type = type(amx.input_gradient),
+                            weights_type = type(amx.weight_gradient);
+    const memory::desc fwd_src = retyped(src_md_, fwd_type), data_diff_dst = retyped(dst_md_, data_type),
+                       weights_src = retyped(src_md_, weights_type), weights_diff_dst = retyped(dst_md_, weights_type);
+    const memory::desc any_dw = any_weight_gradient();
     const auto attr = env.attr();
     const auto alg = algorithm::convolution_direct;
-    auto fwd_desc = has_bias() ? convolution_forward::desc(prop_kind::forward_training, alg, src_in_md_, any_w,
-                                                           b_md_, dst_md_, strides, pad_l, pad_r)
-                               : convolution_forward::desc(prop_kind::forward_training, alg, src_in_md_, any_w,
-                                                           dst_md_, strides, pad_l, pad_r);
+    auto fwd_desc = has_bias() ? convolution_forward::desc(prop_kind::forward_training, alg, fwd_src,
+                                                           any_weights(fwd_type), b_md_, dst_md_, strides, pad_l, pad_r)
+                               : convolution_forward::desc(prop_kind::forward_training, alg, fwd_src,
+                                                           any_weights(fwd_type), dst_md_, strides, pad_l, pad_r);
     convolution_forward::primitive_desc fwd_pd(fwd_desc, attr, env.engine);
     const convolution_backward_data::primitive_desc bwd_data_pd(
-        {alg, src_md_, any_w, diff_dst_in_md_, strides, pad_l, pad_r}, attr, env.engine, fwd_pd);
+        {alg, src_md_, any_weights(data_type), data_diff_dst, strides, pad_l, pad_r}, attr, env.engine, fwd_pd);
     if (PlanarConv::suits(g)) {
       set_own_kernels(fwd_pd, bwd_data_pd, std::make_unique<PlanarConv>(g));
       return;
     }
-    auto bwd_w_desc = has_bias() ? convolution_backward_weights::desc(alg, src_in_md_, any_dw, b_md_,
-                                                                      diff_dst_in_md_, strides, pad_l, pad_r)
-                                 : convolution_backward_weights::desc(alg, src_in_md_, any_dw, diff_dst_in_md_,
+    auto bwd_w_desc = has_bias() ? convolution_backward_weights::desc(alg, weights_src, any_dw, b_md_,
+                                                                      weights_diff_dst, strides, pad_l, pad_r)
+                                 : convolution_backward_weights::desc(alg, weights_src, any_dw, weights_diff_dst,
                                                                       strides, pad_l, pad_r);
     const convolution_backward_weights::primitive_desc bwd_w_pd(bwd_w_desc, attr, env.engine, fwd_pd);
-    if (SmallMapConv::chosen(g, algo)) {
-      set_primitives_and_own_kernels(fwd_pd, bwd_data_pd, bwd_w_pd, std::make_unique<SmallMapConv>(g));
+    const ConvPasses every{true, true, true};
+    if (const ConvPasses passes = SmallMapConv::chosen(g, algo) ? without(amx, every) : ConvPasses{}; passes.any()) {
+      set_primitives_and_own_kernels(fwd_pd, bwd_data_pd, bwd_w_pd, std::make_unique<SmallMapConv>(g, passes));
       return;
     }
-    if (const WinogradPasses passes = WinogradConv::passes(g, algo); passes.any()) {
+    if (const WinogradPasses passes = without(amx, WinogradConv::passes(g, algo)); passes.any()) {
       set_primitives_and_own_kernels(fwd_pd, bwd_data_pd, bwd_w_pd, make_winograd_conv(g, passes));
       return;
     }
-    if (const DirectPasses passes = DirectConv::passes(g, algo); passes.any()) {
+    if (const DirectPasses passes = without(amx, DirectConv::passes(g, algo)); passes.any()) {
       set_primitives_and_own_kernels(fwd_pd, bwd_data_pd, bwd_w_pd, std::make_unique<DirectConv>(g, passes));
       return;
     }

@@ -67,10 +67,7 @@
 
 namespace convoy::cpu {
 
-struct DirectPasses {
-  bool forward = false, input_gradient = false, weight_gradient = false;
-  bool any() const { return forward || input_gradient || weight_gradient; }
-};
+using DirectPasses = ConvPasses;
 
 class DirectConv final : public OwnKernels {
  public:

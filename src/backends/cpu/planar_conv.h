@@ -44,6 +44,12 @@ struct ConvGeometry {
   int64_t kernel = 0, stride = 1, groups = 1, pad_top = 0, pad_left = 0;
 };
 
+// Which of a convolution's three passes some kernels run.
+struct ConvPasses {
+  bool forward = false, input_gradient = false, weight_gradient = false;
+  bool any() const { return forward || input_gradient || weight_gradient; }
+};
+
 class PlanarConv final : public OwnKernels {
  public:
   static constexpr int64_t kMaxKernel = 7;

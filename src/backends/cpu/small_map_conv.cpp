@@ -86,8 +86,8 @@ bool SmallMapConv::chosen(const ConvGeometry& g, ConvAlgo algo) {
   return !winograds || g.out_height * g.out_width <= 4;
 }
 
-SmallMapConv::SmallMapConv(const ConvGeometry& g)
-    : g_(g), taps_(g.kernel * g.kernel * g.channels), threads_(omp_get_max_threads()) {
+SmallMapConv::SmallMapConv(const ConvGeometry& g, ConvPasses passes)
+    : g_(g), passes_(passes), taps_(g.kernel * g.kernel * g.channels), threads_(omp_get_max_threads()) {
   if (!suits(g)) throw std::logic_error("SmallMapConv built for a convolution it does not suit");
   const int64_t k = g.kernel;
   for (int64_t oy = 0; oy < g.out_height; ++oy)

@@ -82,11 +82,13 @@ class SmallMapConv final : public OwnKernels {
   // keeps oneDNN's kernels, `winograd` Winograd's where that suits.
   static bool chosen(const ConvGeometry& g, ConvAlgo algo);
 
-  explicit SmallMapConv(const ConvGeometry& g);
+  // passes: those these kernels run (chosen() gives all three; under bf16
+  // on AMX some go to oneDNN, amx_passes.h).
+  SmallMapConv(const ConvGeometry& g, ConvPasses passes);
 
-  bool runs_forward() const override { return true; }
-  bool runs_weight_gradient() const override { return true; }
-  bool runs_input_gradient() const override { return true; }
+  bool runs_forward() const override { return passes_.forward; }
+  bool runs_weight_gradient() const override { return passes_.weight_gradient; }
+  bool runs_input_gradient() const override { return passes_.input_gradient; }
   std::size_t scratchpad_bytes() const override;
   void set_scratchpad(void* scratchpad) override { scratch_ = static_cast<float*>(scratchpad); }
   void prepare(const float* weight) override;
@@ -117,6 +119,7 @@ class SmallMapConv final : public OwnKernels {
   void gather(const float* from, int64_t width, int64_t map_pixels, bool outputs, float* to) const;
 
   ConvGeometry g_;
+  ConvPasses passes_;
   int64_t taps_ = 0;  // k · k · C: a row of Wr
   int threads_;       // fixed at construction, as the splits
   std::vector<Run> runs_;

@@ -20,11 +20,13 @@
 // primitive's layout (which then does both), the source and the output
 // gradient by reorders into private bf16 copies, each only when a oneDNN pass
 // reads it. Sums, outputs, gradients and the master weights stay fp32. Own
-// kernels stay fp32: what they take (single-channel first convolutions,
-// Winograd passes) is little work or already fewer multiplies.
+// kernels stay fp32: without AMX what they take (single-channel first
+// convolutions, Winograd passes) is little work or already fewer multiplies;
+// with AMX oneDNN takes most of their passes (amx_passes.h).
 #include <algorithm>
 #include <memory>
 #include <stdexcept>
+#include <string>
 
 #include "backends/cpu/cpu_op.h"
 
@@ -82,16 +84,24 @@ class WeightedOp : public CpuOp {
     own_input_gradient_ = own_ && own_->runs_input_gradient();
     if (own_) own_->set_scratchpad(b.scratchpad);
     want_diff_src_ = b.diff_src != nullptr;
-    // The source and output gradient as oneDNN's passes take them (bf16 copies, or themselves).
+    // The source and output gradient as oneDNN's passes take them: each pass
+    // reads the fp32 tensor itself or its compute-type copy, per its primitive.
     const bool dnnl_weight_gradient = trainable_ && !own_weight_gradient_;
     const bool dnnl_input_gradient = want_diff_src_ && !own_input_gradient_;
-    const void* src_in = relayout_in(env, src_md_, src_in_md_, b.src, !own_forward_ || dnnl_weight_gradient, src_in_);
-    const void* diff_dst_in =
-        relayout_in(env, dst_md_, diff_dst_in_md_, b.diff_dst, dnnl_weight_gradient || dnnl_input_gradient, diff_dst_in_);
+    fwd_reads_src_in_ = !own_forward_ && fwd_src_md_ != src_md_;
+    const bool weight_gradient_reads_src_in = dnnl_weight_gradient && bwd_w_src_md_ != src_md_;
+    const void* src_in =
+        relayout_in(env, src_md_, src_in_md_, b.src, fwd_reads_src_in_ || weight_gradient_reads_src_in, src_in_);
+    const void* diff_dst_in = relayout_in(
+        env, dst_md_, diff_dst_in_md_, b.diff_dst,
+        (dnnl_weight_gradient && bwd_w_diff_dst_md_ != dst_md_) || (dnnl_input_gradient && bwd_data_diff_dst_md_ != dst_md_),
+        diff_dst_in_);
+    const auto src_for = [&](const dnnl::memory::desc& md) { return md == src_md_ ? b.src : src_in; };
+    const auto diff_dst_for = [&](const dnnl::memory::desc& md) { return md == dst_md_ ? b.diff_dst : diff_dst_in; };
     const void* fwd_w = nullptr;  // the forward's weights, refreshed by each forward pass
     if (!own_forward_) {
       fwd_w = relayout_in(env, w_md_, fwd_w_md_, b.params, true, fwd_weights_);
-      fwd_.bind(env, DNNL_ARG_SRC, src_in_md_, src_in);
+      fwd_.bind(env, DNNL_ARG_SRC, fwd_src_md_, src_for(fwd_src_md_));
       fwd_.bind(env, DNNL_ARG_WEIGHTS, fwd_w_md_, fwd_w);
       if (has_bias()) fwd_.bind(env, DNNL_ARG_BIAS, b_md_, b.params + w_floats);
       fwd_.bind(env, DNNL_ARG_DST, dst_md_, b.dst);
@@ -104,8 +114,8 @@ class WeightedOp : public CpuOp {
         diff_w = diff_weights_.buffer.data();
         diff_weights_.reorder = Prim::reorder(env, bwd_w_w_md_, diff_w, w_md_, b.grads);
       }
-      bwd_w_.bind(env, DNNL_ARG_SRC, src_in_md_, src_in);
-      bwd_w_.bind(env, DNNL_ARG_DIFF_DST, diff_dst_in_md_, diff_dst_in);
+      bwd_w_.bind(env, DNNL_ARG_SRC, bwd_w_src_md_, src_for(bwd_w_src_md_));
+      bwd_w_.bind(env, DNNL_ARG_DIFF_DST, bwd_w_diff_dst_md_, diff_dst_for(bwd_w_diff_dst_md_));
       bwd_w_.bind(env, DNNL_ARG_DIFF_WEIGHTS, bwd_w_w_md_, diff_w);
       if (has_bias()) bwd_w_.bind(env, DNNL_ARG_DIFF_BIAS, b_md_, b.grads + w_floats);
       bwd_w_.bind_scratchpad(env, b.scratchpad);
@@ -116,17 +126,28 @@ class WeightedOp : public CpuOp {
       const void* bwd_w = fwd_w && bwd_data_w_md_ == fwd_w_md_
                               ? fwd_w
                               : relayout_in(env, w_md_, bwd_data_w_md_, b.params, true, bwd_data_weights_);
-      bwd_data_.bind(env, DNNL_ARG_DIFF_DST, diff_dst_in_md_, diff_dst_in);
+      bwd_data_.bind(env, DNNL_ARG_DIFF_DST, bwd_data_diff_dst_md_, diff_dst_for(bwd_data_diff_dst_md_));
       bwd_data_.bind(env, DNNL_ARG_WEIGHTS, bwd_data_w_md_, bwd_w);
       bwd_data_.bind(env, DNNL_ARG_DIFF_SRC, src_md_, b.diff_src);
       bwd_data_.bind_scratchpad(env, b.scratchpad);
     }
   }
 
+  // "forward: K; input gradient: K; weight gradient: K", each K oneDNN's
+  // implementation, "convoy" (own kernels) or "none" (a pass not run).
+  std::string kernels() const override {
+    const auto name = [&](bool runs, bool own, const Prim& p) {
+      return !runs ? std::string("none") : own ? std::string("convoy") : p.implementation();
+    };
+    return "forward: " + name(true, own_forward_, fwd_) +
+           "; input gradient: " + name(want_diff_src_, own_input_gradient_, bwd_data_) +
+           "; weight gradient: " + name(trainable_, own_weight_gradient_, bwd_w_);
+  }
+
   void forward(DnnlEnv& env, bool training) override {
     if (own_forward_ || (want_diff_src_ && own_input_gradient_)) own_->prepare(own_args_.w);
     // The bf16 source serves oneDNN's forward, else only the weight gradient (after a training forward).
-    if (src_in_.reorder && (!own_forward_ || training)) src_in_.reorder.run(env);
+    if (src_in_.reorder && (fwd_reads_src_in_ || training)) src_in_.reorder.run(env);
     if (own_forward_) return own_->forward(own_args_.src, own_args_.w, own_args_.b, own_args_.dst);
     if (fwd_weights_.reorder) fwd_weights_.reorder.run(env);
     fwd_.run(env);
@@ -152,6 +173,8 @@ class WeightedOp : public CpuOp {
     set_forward_and_data(fwd, bwd_data);
     bwd_w_ = Prim(bwd_weights);
     bwd_w_w_md_ = bwd_weights.diff_weights_desc();
+    bwd_w_src_md_ = bwd_weights.src_desc();
+    bwd_w_diff_dst_md_ = bwd_weights.diff_dst_desc();
   }
   // Own kernels for the weight gradient and maybe the forward pass; oneDNN's
   // backward-data primitive (made with the forward's as its hint) remains.
@@ -169,17 +192,22 @@ class WeightedOp : public CpuOp {
   }
 
   bool has_bias() const { return b_md_.get_size() > 0; }
-  // Weights as the forward and backward-data passes take them (compute type),
-  // and the weight gradient as backward-weights writes it (fp32), in the
-  // layout the primitive picks.
-  dnnl::memory::desc any_weights() const { return {w_md_.dims(), compute_, dnnl::memory::format_tag::any}; }
+  // Weights as the forward and backward-data passes take them (compute type,
+  // or `type`), and the weight gradient as backward-weights writes it (fp32),
+  // in the layout the primitive picks.
+  dnnl::memory::desc any_weights() const { return any_weights(compute_); }
+  dnnl::memory::desc any_weights(dnnl::memory::data_type type) const {
+    return {w_md_.dims(), type, dnnl::memory::format_tag::any};
+  }
   dnnl::memory::desc any_weight_gradient() const {
     return {w_md_.dims(), dnnl::memory::data_type::f32, dnnl::memory::format_tag::any};
   }
 
   // fp32, in the canonical and activation layouts; the outputs and gradients the passes write.
   dnnl::memory::desc src_md_, dst_md_, w_md_, b_md_;
-  // The source and the output gradient as the passes read them: in the compute type.
+  // The source and the output gradient in the compute type: what the passes
+  // read, unless a primitive was described over src_md_ / dst_md_ (an fp32
+  // pass, where bf16 on AMX leaves it: conv2d_op.cpp).
   dnnl::memory::desc src_in_md_, diff_dst_in_md_;
 
  private:
@@ -195,6 +223,8 @@ class WeightedOp : public CpuOp {
     bwd_data_ = Prim(bwd_data);
     fwd_w_md_ = fwd.weights_desc();
     bwd_data_w_md_ = bwd_data.weights_desc();
+    fwd_src_md_ = fwd.src_desc();
+    bwd_data_diff_dst_md_ = bwd_data.diff_dst_desc();
   }
 
   // `data` (described by `from`) as `to`: itself, or a copy that r.reorder
@@ -209,6 +239,8 @@ class WeightedOp : public CpuOp {
 
   Prim fwd_, bwd_data_, bwd_w_;
   dnnl::memory::desc fwd_w_md_, bwd_data_w_md_, bwd_w_w_md_;
+  // The source and output gradient as each pass reads them: src_md_ / dst_md_ or the compute-type copies.
+  dnnl::memory::desc fwd_src_md_, bwd_w_src_md_, bwd_w_diff_dst_md_, bwd_data_diff_dst_md_;
   Relayout fwd_weights_, bwd_data_weights_, diff_weights_, src_in_, diff_dst_in_;
   std::unique_ptr<OwnKernels> own_;  // null: oneDNN's passes only
   struct {
@@ -221,6 +253,7 @@ class WeightedOp : public CpuOp {
   bool trainable_;
   bool own_forward_ = false, own_weight_gradient_ = false, own_input_gradient_ = false;
   bool want_diff_src_ = false;
+  bool fwd_reads_src_in_ = false;
 };
 
 }  // namespace convoy::cpu
