@@ -109,7 +109,8 @@ int main(int argc, char** argv) try {
     else if (flag == "--precision") precision = parse_precision(value);
     else
       throw UserError("unknown flag " + flag +
-                      "; flags: --channels --filters --size --batch --kernel --padding --stride --against --kernels --precision --reps");
+                      "; flags: --channels --filters --size --batch --kernel --padding --stride --against --kernels "
+                      "--precision --reps");
   }
   std::vector<Shape4> shapes = {
       {64, 64, 64, 16},   {64, 128, 128, 8}, {64, 256, 256, 4}, {64, 512, 512, 2},  // ResNet-18 at 64×64

@@ -8,7 +8,8 @@ torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's mixed precision:
 convolutions and linear layers in bf16, fp32 master weights and optimizer,
 as convoy's --precision bf16.
 
-  .peers/torch/bin/python bench/pytorch_train_steps.py --model resnet18 --size 64 --batch 64 --threads 2 [--precision bf16]
+  .peers/torch/bin/python bench/pytorch_train_steps.py --model resnet18 --size 64 --batch 64 --threads 2
+                                                       [--precision bf16]
 """
 import argparse
 import contextlib

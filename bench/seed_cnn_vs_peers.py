@@ -175,7 +175,8 @@ def main():
         if peers:
             fastest = min(peers, key=lambda r: r["seconds"])
             print(f"fastest {'bf16 ' if bf16 else ''}peer at {t} threads: {fastest['side']} ({fastest['version']})")
-            print(f"{headline}_speedup_vs_fastest_peer_{t}threads: {fastest['seconds'] / by[(ours, t)]['seconds']:.2f}x")
+            speedup = fastest["seconds"] / by[(ours, t)]["seconds"]
+            print(f"{headline}_speedup_vs_fastest_peer_{t}threads: {speedup:.2f}x")
 
 if __name__ == "__main__":
     main()

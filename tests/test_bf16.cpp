@@ -203,7 +203,8 @@ TEST(Bf16, OnAmxOneDnnTakesThePassesItWinsTheRestRunAsInFp32) {
        {true, true, false}},
   };
   for (const Case& c : cases) {
-    const auto fp32 = conv_kernels(c.input, c.conv, Precision::fp32), got = conv_kernels(c.input, c.conv, Precision::bf16);
+    const auto fp32 = conv_kernels(c.input, c.conv, Precision::fp32);
+    const auto got = conv_kernels(c.input, c.conv, Precision::bf16);
     ASSERT_EQ(got.size(), 3u) << c.what;
     ASSERT_EQ(fp32.size(), 3u) << c.what;
     for (std::size_t i = 0; i < 3; ++i) {

@@ -92,10 +92,9 @@ class WeightedOp : public CpuOp {
     const bool weight_gradient_reads_src_in = dnnl_weight_gradient && bwd_w_src_md_ != src_md_;
     const void* src_in =
         relayout_in(env, src_md_, src_in_md_, b.src, fwd_reads_src_in_ || weight_gradient_reads_src_in, src_in_);
-    const void* diff_dst_in = relayout_in(
-        env, dst_md_, diff_dst_in_md_, b.diff_dst,
-        (dnnl_weight_gradient && bwd_w_diff_dst_md_ != dst_md_) || (dnnl_input_gradient && bwd_data_diff_dst_md_ != dst_md_),
-        diff_dst_in_);
+    const bool diff_dst_in_read = (dnnl_weight_gradient && bwd_w_diff_dst_md_ != dst_md_) ||
+                                  (dnnl_input_gradient && bwd_data_diff_dst_md_ != dst_md_);
+    const void* diff_dst_in = relayout_in(env, dst_md_, diff_dst_in_md_, b.diff_dst, diff_dst_in_read, diff_dst_in_);
     const auto src_for = [&](const dnnl::memory::desc& md) { return md == src_md_ ? b.src : src_in; };
     const auto diff_dst_for = [&](const dnnl::memory::desc& md) { return md == dst_md_ ? b.diff_dst : diff_dst_in; };
     const void* fwd_w = nullptr;  // the forward's weights, refreshed by each forward pass
