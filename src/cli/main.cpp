@@ -235,15 +235,7 @@ int run_devices() {
   const std::string no_bf16 = convoy::cpu_bf16_missing();
   const char* bf16 = convoy::cpu_bf16_on_amx() ? "yes (AMX-BF16)" : "yes (AVX512-BF16, no AMX)";
   std::printf("cpu   --precision bf16: %s\n", no_bf16.empty() ? bf16 : ("no: " + no_bf16).c_str());
-  // What train, evaluate and predict run with (adopt_openmp_spin_default sets the spin unless the user did).
-  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
-  const char* spin = std::getenv("GOMP_SPINCOUNT");
-  const std::string idle = wait_policy != nullptr ? "OMP_WAIT_POLICY=" + std::string(wait_policy)
-                           : spin != nullptr      ? "spin " + std::string(spin) + " pauses, then sleep (GOMP_SPINCOUNT)"
-                                                  : "spin " + std::string(convoy::cli::kOpenmpSpinCount) +
-                                                   " pauses, then sleep (convoy's default; GOMP_SPINCOUNT or "
-                                                   "OMP_WAIT_POLICY overrides)";
-  std::printf("cpu   idle OpenMP threads in training: %s\n", idle.c_str());
+  std::printf("cpu   idle OpenMP threads in training: %s\n", convoy::cli::openmp_idle_policy().c_str());
   const convoy::GpuReport& gpus = convoy::find_gpus();
   for (const auto& g : gpus.gpus)
     std::printf("cuda:%d  %s | %.1f GiB | compute capability %d.%d\n", g.index, g.name.c_str(),
