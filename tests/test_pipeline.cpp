@@ -417,6 +417,10 @@ TEST(Pipeline, ShuffledPositionsLookedUpGiveTheExamples) {
     EXPECT_EQ(b->tensor("image").data<float>()[i * 4 + 3], static_cast<float>(4 * label + 3) / 255.0f);
   }
   EXPECT_FALSE(batched->next().has_value());
+  // An index past the rows is the user's error, in a batch as alone (rows 4..7 of 6).
+  auto past = Dataset::range(8).batch(4, /*drop_remainder=*/true).map(rows_of(data)).iterate();
+  EXPECT_TRUE(past->next().has_value());
+  EXPECT_THROW(past->next(), UserError);
   EXPECT_EQ(values(Dataset::range(0).map([](Example e, Rng&) { return e; })), std::vector<int32_t>{});
   EXPECT_THROW(Dataset::range(-1), UserError);
 }

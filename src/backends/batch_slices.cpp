@@ -185,7 +185,7 @@ class BatchSlices final : public Executable, public ExecutableInternals {
   template <class Fn> void on_slices(Fn fn) {
     require(!omp_in_parallel(), "batch slices: a step cannot run inside another parallel region; "
                                 "use training.parallelism per_op");
-    group_.barrier().reset();
+    group_.reset();
     std::vector<std::exception_ptr> errors(static_cast<std::size_t>(slices_));
     bool short_team = false;
 #pragma omp parallel num_threads(static_cast<int>(slices_))

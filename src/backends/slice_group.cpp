@@ -16,6 +16,16 @@ void cpu_relax() {
 #endif
 }
 
+// into[i] += from[i]; then, with `divide_by`, into[i] /= divide_by. Separate
+// pointers (restrict) so the loops vectorise; each element's operations are
+// the scalar ones in the same order, so the bits do not depend on it.
+void add_into(float* __restrict into, const float* __restrict from, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) into[i] += from[i];
+}
+void add_into_and_divide(float* __restrict into, const float* __restrict from, std::size_t n, float divide_by) {
+  for (std::size_t i = 0; i < n; ++i) into[i] = (into[i] + from[i]) / divide_by;
+}
+
 class SliceGradients final : public GradientReducer {
  public:
   SliceGradients(SliceGroup& group, int k) : group_(group), k_(k) {}
@@ -75,28 +85,35 @@ void SliceBarrier::reset() {
 
 SliceGroup::SliceGroup(int slices)
     : slices_(slices), barrier_(slices), gradients_(static_cast<std::size_t>(slices)),
-      statistics_(static_cast<std::size_t>(slices)), summed_(static_cast<std::size_t>(slices)) {
+      statistics_(static_cast<std::size_t>(slices)), staged_(static_cast<std::size_t>(slices)) {
   for (int k = 0; k < slices; ++k) reducers_.push_back(std::make_unique<SliceGradients>(*this, k));
+}
+
+void SliceGroup::reset() {
+  barrier_.reset();
+  for (Staged& s : staged_) s.next = 0;
 }
 
 StatisticsReducer SliceGroup::statistics_reducer(int k) {
   return [this, k](std::span<double> sums) { sum_of_statistics(k, sums); };
 }
 
-// Each thread sums its own range of elements over all slices, in slice
-// order, and writes the mean to every slice's buffer: one pass, no copies.
+// Each thread takes its own range of elements: slice 0's buffer accumulates
+// the others in slice order, (((g0 + g1) + g2) ...) / K per element, then
+// the mean is copied to the other slices' buffers.
 void SliceGroup::mean_of_gradients(int k, std::span<float> gradients) {
   const auto K = static_cast<std::size_t>(slices_);
   gradients_[static_cast<std::size_t>(k)] = gradients.data();
   barrier_.wait();
   const std::size_t n = gradients.size(), me = static_cast<std::size_t>(k), begin = n * me / K, end = n * (me + 1) / K;
-  const float slices = static_cast<float>(slices_);
-  for (std::size_t i = begin; i < end; ++i) {
-    float s = gradients_[0][i];
-    for (std::size_t j = 1; j < K; ++j) s += gradients_[j][i];
-    s /= slices;
-    for (std::size_t j = 0; j < K; ++j) gradients_[j][i] = s;
+  float* mean = gradients_[0] + begin;
+  for (std::size_t j = 1; j < K; ++j) {
+    if (j + 1 < K)
+      add_into(mean, gradients_[j] + begin, end - begin);
+    else
+      add_into_and_divide(mean, gradients_[j] + begin, end - begin, static_cast<float>(slices_));
   }
+  for (std::size_t j = 1; j < K; ++j) std::copy(mean, mean + (end - begin), gradients_[j] + begin);
   barrier_.wait();  // every buffer complete before any optimizer touches its own
   if (!outer_) return;
   if (k == 0) {
@@ -106,21 +123,25 @@ void SliceGroup::mean_of_gradients(int k, std::span<float> gradients) {
   share_from_first(k, gradients, gradients_);
 }
 
-// Every thread sums all slices (a handful of values per channel) into its
-// own staging, so each gets the same bits without waiting for another.
+// Every thread sums all slices' staged copies (a handful of values per
+// channel) into its own sums, so each gets the same bits without waiting for
+// another. The copies, not the sums, are read: a thread that has finished
+// may overwrite its sums while another still reads.
 void SliceGroup::sum_of_statistics(int k, std::span<double> sums) {
   const auto K = static_cast<std::size_t>(slices_);
   statistics_[static_cast<std::size_t>(k)] = sums.data();
-  std::vector<double>& out = summed_[static_cast<std::size_t>(k)];
-  if (out.size() < sums.size()) out.resize(sums.size());  // once per size: not in every step
+  Staged& mine = staged_[static_cast<std::size_t>(k)];
+  const int parity = mine.next;
+  mine.next ^= 1;
+  std::vector<double>& copy = mine.sums[parity];
+  if (copy.size() < sums.size()) copy.resize(sums.size());  // once per size: not in every step
+  std::copy(sums.begin(), sums.end(), copy.begin());
   barrier_.wait();
   for (std::size_t i = 0; i < sums.size(); ++i) {
-    double s = statistics_[0][i];
-    for (std::size_t j = 1; j < K; ++j) s += statistics_[j][i];
-    out[i] = s;
+    double s = staged_[0].sums[parity][i];
+    for (std::size_t j = 1; j < K; ++j) s += staged_[j].sums[parity][i];
+    sums[i] = s;
   }
-  barrier_.wait();  // all have read every slice's sums before any is overwritten
-  std::copy(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(sums.size()), sums.begin());
   if (!outer_statistics_) return;
   if (k == 0) outer_statistics_(sums);
   share_from_first(k, sums, statistics_);

@@ -8,7 +8,11 @@
 //     slice order (element i by one thread, whichever: the bits do not depend
 //     on it), so every slice updates its copy of the weights alike;
 //   batch-norm statistics: the per-channel sums become their sum over the
-//     slices, in slice order, so batch norm sees the whole batch.
+//     slices, in slice order, so batch norm sees the whole batch. One
+//     rendezvous per call, not two: each slice stages its sums in one of two
+//     buffers by the call's parity, so the next call overwrites the other
+//     (the call after that, this one's again, comes only after a rendezvous
+//     every slice reaches once it has read this call's).
 // An outer reducer (MPI replicas, each a process of K slices) then runs on
 // slice 0's thread, OpenMP's master thread, and its result is copied to all.
 #include <atomic>
@@ -59,6 +63,10 @@ class SliceGroup {
   explicit SliceGroup(int slices);
   int slices() const { return slices_; }
   SliceBarrier& barrier() { return barrier_; }
+  // Called while no thread is inside the group (between steps): clears the
+  // barrier's abort, and the staging parities, which a step that ended in an
+  // exception may have left unequal across the slices.
+  void reset();
   // Slice k's hooks, to bind to its Program; they live as long as the group.
   GradientReducer* gradient_reducer(int k) { return reducers_[static_cast<std::size_t>(k)].get(); }
   StatisticsReducer statistics_reducer(int k);
@@ -76,9 +84,16 @@ class SliceGroup {
   int slices_;
   SliceBarrier barrier_;
   std::vector<std::unique_ptr<GradientReducer>> reducers_;
+  // Slice k's copies of its batch-norm sums, by call parity. Each on its own
+  // cache lines: `next` changes every call.
+  struct alignas(64) Staged {
+    std::vector<double> sums[2];
+    int next = 0;
+  };
+
   std::vector<float*> gradients_;       // per slice, this step's buffer
-  std::vector<double*> statistics_;     // per slice, this call's sums
-  std::vector<std::vector<double>> summed_;  // per slice: the sums before they overwrite its own
+  std::vector<double*> statistics_;     // per slice, this call's sums (for the outer reducer's share)
+  std::vector<Staged> staged_;          // per slice
   GradientReducer* outer_ = nullptr;
   StatisticsReducer outer_statistics_;
 };
