@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -115,6 +116,48 @@ inline void expect_same_training(const Model& model, const CompileOptions& o, in
   const Metrics a = fused->metrics(Metrics::reset), b = unfused->metrics(Metrics::reset);
   EXPECT_EQ(a.loss_sum, b.loss_sum);
   EXPECT_EQ(a.correct, b.correct);
+}
+
+// Gradients and outputs through -0, NaN and ±inf, with and without the
+// input gradient, for a model of 4×5×5 inputs whose first layer is a batch
+// norm of them (its gamma and beta the model's first 8 parameters) and whose
+// last has 6 outputs: BN channel 1 gets gamma 0 (y = beta exactly: +0, then
+// -0.5), channel 2 beta -inf; the input a NaN in example 0, channel 3 (that
+// channel's statistics are NaN) and a -0, later ±inf (NaN losses, NaN
+// gradients). check(fused): what a test expects of the fused device besides
+// equal bits, run first.
+template <class Check>
+void expect_same_through_special_values(const Model& model, KernelSet set, Check check) {
+  for (bool input_gradient : {false, true}) {
+    auto o = options_for(set, 6, Loss::softmax_cross_entropy);
+    o.input_gradient = input_gradient;
+    auto fused = compile(model, o, true), unfused = compile(model, o, false);
+    check(*fused);
+    std::vector<float> params = model.initial_parameters(3);
+    params[1] = 0.0f;
+    params[4 + 1] = 0.0f;
+    params[4 + 2] = -std::numeric_limits<float>::infinity();
+    std::vector<float> x = images(model, 6, 11);
+    x[3 * 25 + 7] = std::numeric_limits<float>::quiet_NaN();
+    x[25 * 4 + 2] = -0.0f;
+    const std::vector<int32_t> y = labels(6, 6);
+    for (int round = 0; round < 3; ++round) {
+      if (round == 1) params[4 + 1] = -0.5f;
+      if (round == 2) x[25 * 4 + 3] = -std::numeric_limits<float>::infinity(), x[25 * 8 + 4] = -x[25 * 4 + 3];
+      fused->internals().write(Held::parameters, params);
+      unfused->internals().write(Held::parameters, params);
+      fused->internals().loss_and_gradients(x.data(), y.data());
+      unfused->internals().loss_and_gradients(x.data(), y.data());
+      const std::string when = "in round " + std::to_string(round) + (input_gradient ? " with" : " without") +
+                               " the input gradient";
+      for (Held h : {Held::gradients, Held::output}) expect_same_bits(*fused, *unfused, h, when);
+      if (input_gradient) expect_same_bits(*fused, *unfused, Held::input_gradient, when);
+      if (round == 0) {
+        const std::vector<float> g = fused->internals().copy_of(Held::gradients);
+        EXPECT_TRUE(std::isnan(g[3]) && std::isfinite(g[4 + 3])) << "BN channel 3: NaN gamma gradient, finite beta's";
+      }
+    }
+  }
 }
 
 }  // namespace convoy::fused_device_check

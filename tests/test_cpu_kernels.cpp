@@ -351,6 +351,10 @@ const PoolCase kPoolCases[] = {
     {"3x3 stride 3, 9 channels", 3, 9, 10, 11, {.kernel = 3}},
     {"overlapping 3x3/2 padded, 16 channels", 3, 16, 9, 8, {.kernel = 3, .stride = 2, .padding = 1}},
     {"overlapping, scalar channels", 2, 5, 9, 9, {.kernel = 3, .stride = 2, .padding = 1}},
+    // Overlapping windows add their gradients a vector at a time where the
+    // vectors divide the channels, else a channel at a time.
+    {"overlapping 3x3/2 padded, 64 channels (ResNet's stem pool)", 2, 64, 8, 8, {.kernel = 3, .stride = 2, .padding = 1}},
+    {"overlapping 3x3/2 padded, 12 channels", 2, 12, 7, 8, {.kernel = 3, .stride = 2, .padding = 1}},
     {"same padding", 2, 11, 7, 6, {.kernel = 3, .stride = 2, .padding = kSame}},
     // Rows of whole disjoint windows take the wide kernels (channels rounded
     // up to a power of two, the lanes past them spilling into the next

@@ -106,6 +106,14 @@ bool make_conv_pool(const nn::Model& model, const Readers& readers, std::size_t 
   return true;
 }
 
+// Whether layer `pool` (-1: none) is a max pool a batch norm over `shape`
+// can run after its ReLU: images ([N, C, H, W]) and a kernel the pool op takes.
+bool pools_images(const nn::Model& model, const Shape& shape, int pool) {
+  if (pool < 0 || shape.size() != 4) return false;
+  const auto* p = std::get_if<nn::MaxPool2d>(&model.layers()[static_cast<std::size_t>(pool)].layer);
+  return p && p->kernel <= 16;
+}
+
 // A batch norm or a two-input add (layer i) with its only reader, a ReLU, fused; true when made.
 bool make_with_relu(const nn::Model& model, const Readers& readers, std::size_t i, int64_t batch, CpuOps& made) {
   const nn::LayerPlan& plan = model.layers()[i];
@@ -116,8 +124,21 @@ bool make_with_relu(const nn::Model& model, const Readers& readers, std::size_t 
     return false;
   auto slot = std::make_shared<OpBuffers>();
   fuse_into(made, relu, i, slot);
-  made.ops[i] =
-      bn ? make_batch_norm(plan, with_batch(batch, plan.input_shape), slot) : make_add_relu(plan, batch, slot);
+  const Shape shape = with_batch(batch, plan.input_shape);
+  if (!bn) {
+    made.ops[i] = make_add_relu(plan, batch, slot);
+    return true;
+  }
+  const int pool = sole_reader(readers, static_cast<std::size_t>(relu));
+  if (!pools_images(model, shape, pool)) {
+    made.ops[i] = make_batch_norm(plan, shape, slot);
+    return true;
+  }
+  const nn::LayerPlan& pool_plan = model.layers()[static_cast<std::size_t>(pool)];
+  auto pool_slot = std::make_shared<OpBuffers>();
+  fuse_into(made, pool, i, pool_slot);
+  made.ops[i] = make_batch_norm_relu_pool(plan, shape, slot, pool_plan, with_batch(batch, pool_plan.output_shape),
+                                          pool_slot);
   return true;
 }
 

@@ -27,6 +27,12 @@
 // output recomputed from its inputs (relu_math.h: oneDNN's -0 and NaN bits),
 // so the ReLU's forward and backward passes and the tensors between them
 // vanish. Its output may have any number of readers, or be the model's.
+// When that ReLU follows a batch norm over images and its only reader is a
+// max pool, the batch norm runs the pool too (a ResNet's stem): it writes
+// only the pooled output and the window positions, one image at a time
+// through a per-thread buffer, and routes the pooled gradient back an image
+// at a time inside its backward passes (batch_norm_op.cpp). The ReLU's and
+// the pool's ops are then both FusedAwayOps.
 #include <cstdint>
 #include <memory>
 #include <vector>

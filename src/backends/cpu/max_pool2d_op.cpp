@@ -31,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/cpu/max_pool_kernels.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/pool_geometry.h"
 #include "backends/cpu/pool_lanes.h"
@@ -171,6 +172,31 @@ void route_blocks(const float* dy, const uint8_t* a, const Taps& t, int64_t c, i
     float* x = image + corner + t.offsets[p];
     const typename L::I pos = typename L::I{} + p;
     for (int j = 0; j < Chunks; ++j) simd::store(x + block[j], where[j] == pos ? d[j] : typename L::F{});
+  }
+}
+
+// The same for overlapping windows: the gradient added, into an input
+// gradient cleared first, at the position that won and +0 at the others
+// (which leaves every sum as it is: no sum from +0 is -0), so each input
+// gradient takes the same additions in the same window order as one channel
+// at a time. The blocks must not overlap: W divides the channels.
+template <int W, int Chunks>
+void add_blocks(const float* dy, const uint8_t* a, const Taps& t, int64_t c0, float* image, int64_t corner) {
+  using L = Lanes<W>;
+  typename L::F d[Chunks];
+  typename L::I where[Chunks];
+  for (int j = 0; j < Chunks; ++j) {
+    d[j] = simd::load<typename L::F>(dy + c0 + W * j);
+    where[j] = widen<W>(a + c0 + W * j);
+  }
+  for (int64_t i = 0; i < t.count; ++i) {
+    const int32_t p = t.positions[i];
+    float* x = image + corner + t.offsets[p] + c0;
+    const typename L::I pos = typename L::I{} + p;
+    for (int j = 0; j < Chunks; ++j) {
+      const typename L::F sum = simd::load<typename L::F>(x + W * j) + (where[j] == pos ? d[j] : typename L::F{});
+      simd::store(x + W * j, sum);
+    }
   }
 }
 
@@ -339,92 +365,117 @@ void route_rows(const PoolPlan plan, const float* dy, const uint8_t* arg, float*
   }
 }
 
-class MaxPool2dOp final : public CpuOp {
- public:
-  MaxPool2dOp(const PoolGeometry& g, int64_t outputs)
-      : g_(g), argmax_(static_cast<std::size_t>(outputs)), all_positions_(static_cast<std::size_t>(g.k * g.k)) {
-    std::iota(all_positions_.begin(), all_positions_.end(), uint8_t{0});
-    for (int64_t p = 0; p < g.k * g.k; ++p) offsets_.push_back((p / g.k * g.w + p % g.k) * g.c);
-    std::vector<uint8_t> row_covered(static_cast<std::size_t>(g.h)), col_covered(static_cast<std::size_t>(g.w));
-    for (int64_t oy = 0; oy < g.oh; ++oy)
-      for (int64_t iy = g.y0(oy); iy < g.y1(oy); ++iy) row_covered[static_cast<std::size_t>(iy)] = 1;
-    for (int64_t ox = 0; ox < g.ow; ++ox)
-      for (int64_t ix = g.x0(ox); ix < g.x1(ox); ++ix) col_covered[static_cast<std::size_t>(ix)] = 1;
-    for (int64_t y = 0; y < g.h; ++y)
-      if (!row_covered[static_cast<std::size_t>(y)]) uncovered_rows_.push_back(y);
-    for (int64_t x = 0; x < g.w; ++x)
-      if (!col_covered[static_cast<std::size_t>(x)]) uncovered_cols_.push_back(x);
+PoolPlan plan_of(const PoolGeometry& g, const uint8_t* all_positions, const int64_t* offsets) {
+  return {g, all_positions, offsets, vector_width(g.c), wide_rows(g)};
+}
+
+}  // namespace
+
+MaxPoolKernels::MaxPoolKernels(const PoolGeometry& g) : g_(g), all_positions_(static_cast<std::size_t>(g.k * g.k)) {
+  std::iota(all_positions_.begin(), all_positions_.end(), uint8_t{0});
+  for (int64_t p = 0; p < g.k * g.k; ++p) offsets_.push_back((p / g.k * g.w + p % g.k) * g.c);
+  std::vector<uint8_t> row_covered(static_cast<std::size_t>(g.h)), col_covered(static_cast<std::size_t>(g.w));
+  for (int64_t oy = 0; oy < g.oh; ++oy)
+    for (int64_t iy = g.y0(oy); iy < g.y1(oy); ++iy) row_covered[static_cast<std::size_t>(iy)] = 1;
+  for (int64_t ox = 0; ox < g.ow; ++ox)
+    for (int64_t ix = g.x0(ox); ix < g.x1(ox); ++ix) col_covered[static_cast<std::size_t>(ix)] = 1;
+  for (int64_t y = 0; y < g.h; ++y)
+    if (!row_covered[static_cast<std::size_t>(y)]) uncovered_rows_.push_back(y);
+  for (int64_t x = 0; x < g.w; ++x)
+    if (!col_covered[static_cast<std::size_t>(x)]) uncovered_cols_.push_back(x);
+}
+
+bool MaxPoolKernels::routes_rows() const { return g_.s >= g_.k && vector_width(g_.c); }
+
+void MaxPoolKernels::max_rows(const float* src, float* dst, uint8_t* positions, int64_t r0, int64_t r1) const {
+  cpu::max_rows(plan_of(g_, all_positions_.data(), offsets_.data()), src, dst, positions, r0, r1);
+}
+
+void MaxPoolKernels::max_image(const float* src, float* dst, uint8_t* positions) const {
+  cpu::max_rows(plan_of(g_, all_positions_.data(), offsets_.data()), src, dst, positions, 0, g_.oh);
+}
+
+void MaxPoolKernels::route_image(const float* dy, const uint8_t* positions, float* dx) const {
+  const PoolPlan plan = plan_of(g_, all_positions_.data(), offsets_.data());
+  if (routes_rows()) {
+    route_rows(plan, dy, positions, dx, 0, g_.oh);
+    clear_uncovered(dx);
+    return;
   }
+  // Overlapping windows, or fewer than 4 channels: clear, then add each
+  // output gradient in (for C = 3 this was 4× faster than writing every
+  // position of every window one channel at a time), a vector of channels at
+  // a time where vectors divide them (ResNet's 3×3/2 stem pool, C = 64: in
+  // the BN that runs it, on an image in cache, ~0.3 ms of ~8.3 per step;
+  // on its own op, which clears 16.8 MB, barely: docs/benchmarks.md).
+  std::memset(dx, 0, sizeof(float) * image_size());
+  const bool blocks = plan.width && g_.c % plan.width == 0;
+  uint8_t local[256];
+  for (int64_t oy = 0; oy < g_.oh; ++oy)
+    for (int64_t ox = 0; ox < g_.ow; ++ox) {
+      const int64_t o = (oy * g_.ow + ox) * g_.c, corner = plan.corner(oy, ox);
+      if (blocks) {
+        const Taps t = plan.taps(oy, ox, local);
+        over_blocks(plan.width, g_.c, [&]<int W, int Chunks>(int64_t c0) {
+          add_blocks<W, Chunks>(dy + o, positions + o, t, c0, dx, corner);
+        });
+        continue;
+      }
+      for (int64_t c = 0; c < g_.c; ++c) dx[corner + offsets_[positions[o + c]] + c] += dy[o + c];
+    }
+}
 
-  void bind(DnnlEnv&, const OpBuffers& b) override { b_ = b; }
-
-  void forward(DnnlEnv&, bool) override {
-    const PoolPlan plan = this->plan();
-    const float* src = b_.src;
-    float* dst = b_.dst;
-    uint8_t* arg = argmax_.data();
+void MaxPoolKernels::route(const float* dy, const uint8_t* positions, float* dx) const {
+  if (routes_rows()) {
+    const PoolPlan plan = plan_of(g_, all_positions_.data(), offsets_.data());
     const int64_t rows = g_.n * g_.oh;
 #pragma omp parallel
     {
       const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-      max_rows(plan, src, dst, arg, rows * t / nt, rows * (t + 1) / nt);
+      route_rows(plan, dy, positions, dx, rows * t / nt, rows * (t + 1) / nt);
+    }
+    for (int64_t n = 0; n < g_.n; ++n) clear_uncovered(dx + n * image_size());
+    return;
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < g_.n; ++n)
+    route_image(dy + n * pooled_size(), positions + n * pooled_size(), dx + n * image_size());
+}
+
+// Input gradients no window reaches (disjoint windows that skip pixels), in one image.
+void MaxPoolKernels::clear_uncovered(float* dx) const {
+  for (int64_t y : uncovered_rows_) std::fill_n(dx + y * g_.w * g_.c, g_.w * g_.c, 0.0f);
+  for (int64_t x0 : uncovered_cols_)
+    for (int64_t y = 0; y < g_.h; ++y) std::fill_n(dx + (y * g_.w + x0) * g_.c, g_.c, 0.0f);
+}
+
+namespace {
+
+class MaxPool2dOp final : public CpuOp {
+ public:
+  MaxPool2dOp(const PoolGeometry& g, int64_t outputs) : pool_(g), positions_(static_cast<std::size_t>(outputs)) {}
+
+  void bind(DnnlEnv&, const OpBuffers& b) override { b_ = b; }
+
+  void forward(DnnlEnv&, bool) override {
+    const float* src = b_.src;
+    float* dst = b_.dst;
+    uint8_t* positions = positions_.data();
+    const int64_t rows = pool_.geometry().n * pool_.geometry().oh;
+#pragma omp parallel
+    {
+      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+      pool_.max_rows(src, dst, positions, rows * t / nt, rows * (t + 1) / nt);
     }
   }
 
   void backward(DnnlEnv&) override {
-    if (!b_.diff_src) return;
-    const float* dy = b_.diff_dst;
-    float* dx = b_.diff_src;
-    const uint8_t* arg = argmax_.data();
-    const int64_t image = g_.h * g_.w * g_.c;
-    const PoolPlan plan = this->plan();
-    if (g_.s >= g_.k && plan.width) {
-      const int64_t rows = g_.n * g_.oh;
-#pragma omp parallel
-      {
-        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-        route_rows(plan, dy, arg, dx, rows * t / nt, rows * (t + 1) / nt);
-      }
-      clear_uncovered();
-      return;
-    }
-    // Overlapping windows, or fewer than 4 channels: clear, then add each
-    // output gradient in (for C = 3 this was 4× faster than writing every
-    // position of every window one channel at a time).
-#pragma omp parallel for schedule(static)
-    for (int64_t n = 0; n < g_.n; ++n) {
-      float* x = dx + n * image;
-      std::memset(x, 0, sizeof(float) * image);
-      for (int64_t oy = 0; oy < g_.oh; ++oy)
-        for (int64_t ox = 0; ox < g_.ow; ++ox) {
-          const int64_t o = ((n * g_.oh + oy) * g_.ow + ox) * g_.c, corner = plan.corner(oy, ox);
-          for (int64_t c = 0; c < g_.c; ++c) x[corner + offsets_[arg[o + c]] + c] += dy[o + c];
-        }
-    }
+    if (b_.diff_src) pool_.route(b_.diff_dst, positions_.data(), b_.diff_src);
   }
 
  private:
-  PoolPlan plan() const {
-    return {g_, all_positions_.data(), offsets_.data(), vector_width(g_.c), wide_};
-  }
-
-  // Input gradients no window reaches (disjoint windows that skip pixels).
-  void clear_uncovered() {
-    const int64_t image = g_.h * g_.w * g_.c;
-    for (int64_t n = 0; n < g_.n; ++n) {
-      float* x = b_.diff_src + n * image;
-      for (int64_t y : uncovered_rows_) std::fill_n(x + y * g_.w * g_.c, g_.w * g_.c, 0.0f);
-      for (int64_t x0 : uncovered_cols_)
-        for (int64_t y = 0; y < g_.h; ++y) std::fill_n(x + (y * g_.w + x0) * g_.c, g_.c, 0.0f);
-    }
-  }
-
-  PoolGeometry g_;
-  WideRows wide_ = wide_rows(g_);
-  std::vector<uint8_t> argmax_;  // window position of each output's maximum
-  std::vector<uint8_t> all_positions_;
-  std::vector<int64_t> offsets_;
-  std::vector<int64_t> uncovered_rows_, uncovered_cols_;  // input rows/columns no window reads
+  MaxPoolKernels pool_;
+  std::vector<uint8_t> positions_;  // window position of each output's maximum
   OpBuffers b_;
 };
 

@@ -22,6 +22,14 @@ std::unique_ptr<CpuOp> make_eltwise(DnnlEnv& env, const nn::Layer& layer, const 
 // buffers, filled in when the ReLU's op (a FusedAwayOp) is bound.
 std::unique_ptr<CpuOp> make_batch_norm(const nn::LayerPlan& plan, const Shape& shape,
                                        std::shared_ptr<const OpBuffers> relu = nullptr);
+// A batch norm running the ReLU after it and the max pool after that
+// (batch_norm_op.cpp): pool_plan and pooled (its output shape, batch in
+// front) describe the pool; relu and pool: the buffers of the two fused
+// layers, filled in when their ops (FusedAwayOps) are bound.
+std::unique_ptr<CpuOp> make_batch_norm_relu_pool(const nn::LayerPlan& plan, const Shape& shape,
+                                                 std::shared_ptr<const OpBuffers> relu,
+                                                 const nn::LayerPlan& pool_plan, const Shape& pooled,
+                                                 std::shared_ptr<const OpBuffers> pool);
 std::unique_ptr<CpuOp> make_dense(DnnlEnv& env, const nn::LayerPlan& plan, const Shape& in, const Shape& out);
 std::unique_ptr<CpuOp> make_log_softmax(const Shape& shape);
 // Add and Concat (the functional API's joins).
