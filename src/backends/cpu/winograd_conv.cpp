@@ -500,7 +500,9 @@ class WinogradTilePair final : public OwnKernels {
   }
   void prepare(const float* w) override {
     forward_.prepare(w);
-    backward_.prepare(w);  // the input gradient's U; nothing without one
+    // The input gradient's U is made when that pass first runs after this: an
+    // evaluation's forward passes (evaluate, predict, the test pass) never need it.
+    input_gradient_u_stale_ = true;
   }
   void forward(const float* src, const float* w, const float* b, float* dst) override {
     forward_.forward(src, w, b, dst);
@@ -509,12 +511,17 @@ class WinogradTilePair final : public OwnKernels {
     backward_.weight_gradient(src, diff_dst, dw, db);
   }
   void input_gradient(const float* diff_dst, const float* w, float* diff_src) override {
+    if (input_gradient_u_stale_) {
+      backward_.prepare(w);  // the weights prepare() saw: they change only after the step's backward pass
+      input_gradient_u_stale_ = false;
+    }
     backward_.input_gradient(diff_dst, w, diff_src);
   }
 
  private:
   WinogradConv forward_, backward_;
   WinogradPasses passes_;
+  bool input_gradient_u_stale_ = true;
 };
 
 }  // namespace
