@@ -291,12 +291,12 @@ bool WinogradConv::suits(const ConvGeometry& g) {
 WinogradPasses WinogradConv::passes(const ConvGeometry& g, ConvAlgo algo) {
   if (algo == ConvAlgo::direct || !suits(g)) return {};
   const int fewest = tile_size(g);
-  if (algo == ConvAlgo::winograd) return {true, true, true, fewest, fewest};
+  if (algo == ConvAlgo::winograd) return {{true, true, true}, fewest, fewest};
   // auto: where it won every pass on one AVX2 core (bench/conv_algo_times,
   // docs/architecture.md): 32→64 and wider. At 32→32 it tied, below it lost
   // (each tile's transforms cost as much as its few multiply-adds).
   const bool wide = g.channels >= 32 && g.filters >= 32 && g.channels * g.filters >= 32 * 64;
-  return {wide, wide, wide, automatic_forward_tile(g), fewest};
+  return {{wide, wide, wide}, automatic_forward_tile(g), fewest};
 }
 
 WinogradConv::WinogradConv(const ConvGeometry& g, WinogradPasses passes)
@@ -482,9 +482,9 @@ namespace {
 class WinogradTilePair final : public OwnKernels {
  public:
   WinogradTilePair(const ConvGeometry& g, WinogradPasses passes)
-      : forward_(g, {.forward = true, .forward_tile = passes.forward_tile}),
-        backward_(g, {.input_gradient = passes.input_gradient, .weight_gradient = passes.weight_gradient,
-                      .backward_tile = passes.backward_tile}),
+      : forward_(g, {{.forward = true}, passes.forward_tile, passes.backward_tile}),
+        backward_(g, {{.input_gradient = passes.input_gradient, .weight_gradient = passes.weight_gradient},
+                      passes.forward_tile, passes.backward_tile}),
         passes_(passes) {}
 
   bool runs_forward() const override { return true; }

@@ -81,11 +81,9 @@ namespace convoy::cpu {
 // product ≥ 2048 — a fixed rule, measured, not a per-run timing, so that a
 // run's arithmetic and its bits do not depend on the machine's load).
 
-struct WinogradPasses {
-  bool forward = false, input_gradient = false, weight_gradient = false;
+struct WinogradPasses : ConvPasses {
   // m: F(2×2, 3×3) or F(4×4, 3×3), of the forward pass and of both gradients.
   int forward_tile = 2, backward_tile = 2;
-  bool any() const { return forward || input_gradient || weight_gradient; }
   bool backward() const { return input_gradient || weight_gradient; }
 };
 
