@@ -182,6 +182,24 @@ expect_error "negative checkpoint_every_steps" "checkpoint_every_steps" -- train
 expect_error "non-UTF-8 config key" "unknown key 'training." -- train --config "$tmp/nonutf8key.yaml"
 expect_error "non-UTF-8 config value" "nonutf8value.json" -- train --config "$tmp/nonutf8value.json"
 expect_error "bad --on-nan" "on_nan" -- train --on-nan ignore
+# Two YAML documents: the second was silently dropped.
+printf 'training: {epochs: 1}\n---\ntraining: {epochs: 5}\n' >"$tmp/two_docs.yaml"
+expect_error "YAML config of two documents" "two_docs.yaml: holds 2 YAML documents" -- train --config "$tmp/two_docs.yaml"
+# An Adam eps of 1e300 trained nothing and said nothing.
+expect_error "optimizer eps above 1" "optimizer.eps must be above 0 and at most 1" -- train --set optimizer.eps=1e300
+# Batch norm options that break the statistics: refused wherever the layer list is read.
+printf 'model:\n  layers: [{type: conv2d, filters: 4, kernel: 3}, {type: batch_norm, eps: 0}, flatten, {type: dense, units: 10}, log_softmax]\n' >"$tmp/bn_eps.yaml"
+printf 'model:\n  layers: [{type: conv2d, filters: 4, kernel: 3}, {type: batch_norm, momentum: 1.5}, flatten, {type: dense, units: 10}, log_softmax]\n' >"$tmp/bn_momentum.yaml"
+expect_error "batch norm eps 0 (summary)" "'model.layers[1].eps' must be positive and finite" -- summary --config "$tmp/bn_eps.yaml"
+expect_error "batch norm eps 0 (train)" "'model.layers[1].eps' must be positive and finite" -- train --config "$tmp/bn_eps.yaml"
+expect_error "batch norm momentum 1.5" "'model.layers[1].momentum' must be in [0, 1]" -- summary --config "$tmp/bn_momentum.yaml"
+# Whole-number flags from 1 up: PositiveNumber took 0.5 and values past an int.
+expect_error "summary --classes past an int" "--classes: Value 99999999999 not in range 1 to 2147483647" -- \
+  summary --model plant_cnn --classes 99999999999
+expect_error "summary --image-size 3" "--image-size: Value 3 not in range 8 to 4096" -- summary --model plant_cnn --image-size 3
+expect_error "summary seed_cnn --image-size (ignored before)" "seed_cnn: its 1x28x28 input and 10 classes are fixed" -- \
+  summary --model seed_cnn --image-size 32
+expect_error "predict --top-k 0" "--top-k: Value 0 not in range 1" -- predict --checkpoint "$tmp" --top-k 0
 expect_error "checkpoint every steps without --out" "needs an output folder" -- "${small[@]}" --checkpoint-every-steps 5
 
 # A learning rate that blows the weights up: stopped at the step (on_nan: stop),
@@ -193,6 +211,12 @@ expect_error "NaN blow-up" "NaN or Inf at epoch 1 step" -- "${small[@]}" --lr 1e
 "$convoy" "${small[@]}" --out "$tmp/good" >/dev/null 2>&1 || echo "FAIL: could not make a checkpoint to damage"
 # A Fashion-MNIST run predicts an IDX file: --input is needed (an image run reads its test CSV).
 expect_error "predict missing input" "--input" -- predict --checkpoint "$tmp/good"
+expect_error "export --onnx -" "--onnx -: export writes a file, not standard output" -- export --checkpoint "$tmp/good" --onnx -
+expect_error "export --onnx ''" "--onnx: the path is empty" -- export --checkpoint "$tmp/good" --onnx ''
+[[ -e ./- || -e "$tmp/good/-" ]] && { echo "FAIL export --onnx -: wrote a file named -"; failures=$((failures + 1)); }
+# --resume --epochs 0 ran to the run's own end; --epochs at the epochs trained said "finished", exit 0.
+expect_error "resume --epochs 0" "--epochs 0: --resume trains on to epoch N" -- train --resume "$tmp/good" --epochs 0
+expect_error "resume --epochs not above the trained" "has already trained 1 epochs; give more" -- train --resume "$tmp/good" --epochs 1
 bad_checkpoint() {  # bad_checkpoint NAME: a run folder whose only checkpoint is stdin
   mkdir -p "$tmp/$1"
   cat >"$tmp/$1/checkpoint.safetensors"

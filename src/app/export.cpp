@@ -12,6 +12,11 @@ namespace convoy::train {
 
 ExportSummary export_checkpoint_onnx(const std::string& dir, const std::string& onnx_path,
                                      const io::OnnxExportOptions& options, std::ostream& warn) {
+  // Checked before the checkpoint loads: "" would fail only at the write, and
+  // "-" would become a file named "-" where `predict --output -` means the pipe.
+  require(!onnx_path.empty(), "--onnx: the path is empty; name the ONNX file to write, e.g. --onnx model.onnx");
+  require(onnx_path != "-", "--onnx -: export writes a file, not standard output; name the ONNX file to write, "
+                            "e.g. --onnx model.onnx");
   const RunCheckpoint ck = load_latest_checkpoint(dir, warn);
   // The model as `convoy evaluate` rebuilds it: from the run's config, on its data's shape.
   const nn::Model model = build_model(ck.config, model_input_shape(ck.config), model_classes(ck.config));

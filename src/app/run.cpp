@@ -101,7 +101,10 @@ RunOutcome resume_training(const std::string& dir, RunEvents* events, const std:
     return {};
   }
   if (epochs > 0) {
-    require(epochs >= ck.epoch + (unfinished_epoch ? 1 : 0),
+    // Equal is allowed only to finish what is there: an unfinished last epoch,
+    // or reports a full disk kept from being written. Otherwise --epochs N at
+    // or below the epochs trained would do nothing and say "finished".
+    require(epochs > ck.epoch || (epochs == ck.epoch && !unfinished_epoch && !reported),
             "--epochs " + std::to_string(epochs) + ": " + dir + " has already trained " + std::to_string(ck.epoch) +
                 " epochs; give more to continue it");
     if (epochs != ck.config.epochs && (ck.config.schedule.kind == "cosine" || ck.config.schedule.kind == "one_cycle"))

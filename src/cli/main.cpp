@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <new>
 #include <optional>
@@ -124,6 +125,9 @@ int64_t resume_epochs(const TrainFlags& f) {
   if (!f.has("training.epochs")) return 0;
   RunConfig c;
   apply_key_flag(*convoy::train::find_config_key("training.epochs"), f.keys.at("training.epochs"), c);
+  // 0 would mean "the run's own end" to resume_training: a given --epochs 0 is an error, not that.
+  convoy::require(c.epochs >= 1, "--epochs " + std::to_string(c.epochs) + ": --resume trains on to epoch N, so give "
+                                 "an N above the epochs the run has trained, or leave --epochs out to finish its own");
   return c.epochs;
 }
 
@@ -286,6 +290,10 @@ int run_summary(const TrainFlags& f, const SummaryFlags& s) {
                      .summary();
     return 0;
   }
+  // The seed CNN's 1x28x28 input and 10 classes are fixed: model_by_name would ignore the flags.
+  convoy::require(s.model != "seed_cnn" || (!s.classes && !s.image_size),
+                  "summary --model seed_cnn: its 1x28x28 input and 10 classes are fixed; drop --classes and "
+                  "--image-size, or pick another --model");
   convoy::nn::ZooOptions o;
   if (s.classes) o.classes = *s.classes;
   if (s.image_size) o.input = {3, *s.image_size, *s.image_size};
@@ -402,7 +410,9 @@ int main(int argc, char** argv) {
                       "CSV to write: file (or id) and one probability column per class; - for standard output "
                       "[DIR/predictions.csv; for a CSV input DIR/submission.csv]");
   int top_k = 0;
-  predict->add_option("--top-k", top_k, "Also print each input's K most probable classes")->check(CLI::PositiveNumber);
+  // A whole number from 1 up: PositiveNumber took 0.5 for an int64 and huge values it then narrowed.
+  const CLI::Range whole_from_one(1, std::numeric_limits<int>::max());
+  predict->add_option("--top-k", top_k, "Also print each input's K most probable classes")->check(whole_from_one);
   std::string onnx_path;
   bool keep_batch_norm = false;
   CLI::App* export_cmd = app.add_subcommand("export", "Write a checkpoint's inference graph as ONNX");
@@ -413,8 +423,8 @@ int main(int argc, char** argv) {
   SummaryFlags summary_flags;
   summary->add_option("--config", f.config, "Run config naming the model");
   summary->add_option("--model", summary_flags.model, "A zoo model: seed_cnn, plant_cnn, resnet18, resnet34, resnet50, mobilenet_v2, efficientnet_b0, efficientnet_lite0, tf_efficientnet_lite0");
-  summary->add_option("--classes", summary_flags.classes, "Classes of the zoo model's head [its own]")->check(CLI::PositiveNumber);
-  summary->add_option("--image-size", summary_flags.image_size, "Square RGB input size of the zoo model [224]")->check(CLI::PositiveNumber);
+  summary->add_option("--classes", summary_flags.classes, "Classes of the zoo model's head [its own]")->check(whole_from_one);
+  summary->add_option("--image-size", summary_flags.image_size, "Square RGB input size of the zoo model [224]")->check(CLI::Range(8, 4096));
   summary->add_option("--weights", summary_flags.weights, "A PyTorch state dict (.safetensors) to load onto the model, by tensor name");
   summary->add_option("--onnx", summary_flags.onnx, "An ONNX file to import (the model it becomes)");
   summary->add_option("--skip", summary_flags.skip, "Tensor name prefixes to leave out of --weights (a new head: fc.)");

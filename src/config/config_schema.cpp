@@ -136,7 +136,11 @@ const std::vector<ConfigKey>& config_schema() {
     k.push_back(boolean("optimizer.nesterov", AT(nesterov), "sgd: Nesterov momentum"));
     k.push_back(number("optimizer.beta1", AT(beta1), right_open(0, 1), "adam, adamw: first-moment decay"));
     k.push_back(number("optimizer.beta2", AT(beta2), right_open(0, 1), "adam, adamw: second-moment decay"));
-    k.push_back(number("optimizer.eps", AT(eps), above(0), "adam, adamw, rmsprop: added to the denominator"));
+    // At most 1: eps is added to sqrt(v), which is far below 1 for gradients a
+    // network has; a larger eps swamps it, so the step shrinks to lr * g / eps
+    // and a run with eps 1e300 trained nothing and said nothing.
+    k.push_back(number("optimizer.eps", AT(eps), left_open(0, 1, "above 0 and at most 1 (a larger eps drowns the gradients' scale)"),
+                       "adam, adamw, rmsprop: added to the denominator"));
     k.push_back(number("optimizer.alpha", AT(alpha), right_open(0, 1), "rmsprop: smoothing of the squared gradients"));
     k.push_back(number("optimizer.clip_norm", AT(clip_norm), at_least(0, "0 (off) or positive"),
                        "Clip the gradients' global norm to this; 0: off"));

@@ -3,6 +3,7 @@
 // a float setting as a config shows it.
 #include <charconv>
 #include <cstdlib>
+#include <string>
 
 namespace convoy::train {
 
@@ -14,6 +15,12 @@ inline double as_written(float v) {
   char* end = std::to_chars(text, text + sizeof text - 1, v).ptr;
   *end = '\0';
   return std::strtod(text, nullptr);
+}
+
+// A float as an error message shows it: "1e-05", "nan", "-inf".
+inline std::string float_text(float v) {
+  char text[32];
+  return std::string(text, std::to_chars(text, text + sizeof text, v).ptr);
 }
 
 }  // namespace convoy::train

@@ -86,6 +86,13 @@ nn::Layer layer_of_type(const std::string& type, Section& s) {
     nn::BatchNorm b;
     s.get("momentum", b.momentum);
     s.get("eps", b.eps);
+    // NaN fails both comparisons, so it is refused too. eps 0 divides a
+    // constant channel's zero variance by zero; a momentum outside [0, 1]
+    // makes the running statistics grow without bound.
+    require(b.eps > 0 && std::isfinite(b.eps),
+            s.where() + ": '" + s.dotted("eps") + "' must be positive and finite (e.g. 1e-5), got " + float_text(b.eps));
+    require(b.momentum >= 0 && b.momentum <= 1,
+            s.where() + ": '" + s.dotted("momentum") + "' must be in [0, 1] (e.g. 0.1), got " + float_text(b.momentum));
     return b;
   }
   if (type == "dense") {

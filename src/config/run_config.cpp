@@ -192,7 +192,13 @@ json config_text_to_json(const std::string& text, const std::string& where, bool
   if (yaml) {
     try {
       YamlBudget budget{where};
-      root = yaml_to_json(YAML::Load(text), budget);
+      // Every document is read, so a second one ("---" again, two configs
+      // pasted together) is refused instead of silently dropped.
+      const std::vector<YAML::Node> documents = YAML::LoadAll(text);
+      require(documents.size() <= 1, where + ": holds " + std::to_string(documents.size()) +
+                                         " YAML documents (separated by '---'); a run config is one, so keep one "
+                                         "or merge them");
+      if (!documents.empty()) root = yaml_to_json(documents.front(), budget);
     } catch (const YAML::Exception& e) {
       throw UserError(where + ": not valid YAML (" + shown(std::string_view(e.what()), 160) + ")");
     }
