@@ -139,6 +139,26 @@ PY
 refused "8x8 IDX on the 28x28 seed CNN" "takes [1, 28, 28] inputs but the data's examples are [1, 8, 8]" o11 -- \
   train --data idx8 --out o11 --epochs 1 --batch-size 8
 
+# 5b. Labels a careless user writes (each used to fail late, deep in the
+#     pipeline as "map: element N", or with advice that named nothing).
+copy_of two_labels && sed -i '3s/^\(Train_[0-9]*\),.*/\1,1,0,1,0/' two_labels/train.csv
+cfg two_labels.yaml "$tmp/two_labels"
+refused "a row giving two classes" "train.csv: line 3: 2 classes set (healthy, rust)" o27 -- train --config two_labels.yaml --out o27
+cfg classes_short.yaml "$tmp/plant" && sed -i '1s/^data: {/data: {classes: [healthy, rust, scab], /' classes_short.yaml
+refused "a CSV class column not in data.classes" "class column 'multiple_diseases' is not in data.classes" o28 -- \
+  train --config classes_short.yaml --out o28
+mkdir -p class_names/ok class_names/$'tab\there' && cp plant/images/Train_0.jpg class_names/ok/ &&
+  cp plant/images/Train_1.jpg class_names/$'tab\there'/
+refused "a class folder named with a tab" "class name 'tab\there' holds control bytes" o29 -- \
+  train --data class_names --out o29 --epochs 1
+copy_of quoted && sed -i '1s/,rust,/,"""",/' quoted/train.csv
+cfg quoted.yaml "$tmp/quoted"
+refused "a CSV class column of quotes only" "class name '\"' is only quotes" o30 -- train --config quoted.yaml --out o30
+cfg split.yaml "$tmp/plant"
+refused "a split leaving a class no training image" "0.99 puts all" o31 -- train --config split.yaml --out o31 --set data.validation_split=0.99
+refused "a split leaving no validation image" "leaves no validation images: even the largest class" o32 -- \
+  train --config split.yaml --out o32 --set data.validation_split=0.01
+
 # 6. Configs taken too loosely.
 refused "a folder as --config" "is a folder, not a config file" o12 -- train --config plant --out o12
 printf 'training:\n  epochs: 1\n  epochs: 50\n' >twice.yaml
@@ -272,6 +292,13 @@ if [[ $(id -u) -eq 0 ]] && mknod specials/null c 1 3 2>/dev/null; then
 else
   echo "skip export --onnx onto a device node (mknod needs root)"
 fi
+# An --input that is there but no file is named as what it is (it said "no such file").
+refused "predict --input a FIFO" "--input specials/fifo.csv: is a pipe (FIFO), not a file" specials -- \
+  predict --checkpoint keep --input specials/fifo.csv --output o26/p.csv
+refused "predict --input /dev/zero" "--input /dev/zero: is a device or socket, not a file" o26 -- \
+  predict --checkpoint keep --input /dev/zero --output o26/p.csv
+# The data set's own folder as --out: the outputs mixed with its files (the root: test_hostile_input_files).
+refused "--out the data folder" "is the data folder" plant -- train --config ok.yaml --out plant/.
 # A checkpoint folder that is a link loop was an internal error (exit 1).
 ln -s loop_b loop_a && ln -s loop_a loop_b
 for cmd in "evaluate --checkpoint loop_a" "predict --checkpoint loop_a" "export --checkpoint loop_a --onnx m.onnx" \

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "app/preflight.h"
 #include "convoy/app/run_checkpoint.h"
 #include "convoy/config/run_config.h"
 #include "convoy/core/untrusted.h"
@@ -201,6 +202,23 @@ TEST(HostileInputFiles, ACheckpointFolderThatIsNoFolderIsAUserError) {
             std::string::npos);
   EXPECT_NE(error_of([&] { train::load_latest_checkpoint(dir.file("none"), warn); }).find("none: no such folder"),
             std::string::npos);
+}
+
+// The root or the data set's own folder as --out: a run's outputs landed
+// among the system's files (`--out /` trained and wrote there). Checked before
+// anything is written, so this test writes nothing even when the check fails.
+TEST(HostileInputFiles, TheOutputFolderIsNeitherTheRootNorTheDataFolder) {
+  TempDir dir;
+  train::RunConfig c;  // Fashion-MNIST: the data folder is not read by the check
+  c.data_dir = dir.path();
+  c.out_dir = "/";
+  EXPECT_NE(error_of([&] { train::check_before_training(c); }).find("/: is the file system's root"), std::string::npos);
+  c.out_dir = "/tmp/../";
+  EXPECT_NE(error_of([&] { train::check_before_training(c); }).find("is the file system's root"), std::string::npos);
+  c.out_dir = dir.path() + "/.";
+  EXPECT_NE(error_of([&] { train::check_before_training(c); }).find(": is the data folder"), std::string::npos);
+  c.out_dir = dir.file("run");  // beside the data, in a folder of its own: fine
+  EXPECT_EQ(error_of([&] { train::check_before_training(c); }), "(no exception)");
 }
 
 }  // namespace

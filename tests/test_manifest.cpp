@@ -93,7 +93,55 @@ TEST(Manifest, LabelColumnOfClassNames) {
   for (data::Example& e : manifest_dataset(m).epoch(0)) EXPECT_EQ(e.tensor("label").shape(), Shape{});
   o.classes = {"healthy", "scab"};
   EXPECT_EQ(error_of([&] { read_csv_manifest(csv, o); }),
-            csv + ": line 2: unknown class 'rust' in column 'disease'; use one of: healthy, scab (or set on_bad_example: skip)");
+            csv + ": line 2: unknown class 'rust' in column 'disease'; add it to the classes given (data.classes; "
+                  "shards: --classes) or fix the CSV to use one of: healthy, scab (or set on_bad_example: skip)");
+}
+
+// The image workflow trains one class per image: a row setting two was found
+// only when its image was decoded mid-pipeline ("map: element 0 ..."); shards
+// keep such rows (multi-label).
+TEST(Manifest, ARowSettingTwoClassesIsABadRowWhereOneClassPerRowIsAsked) {
+  TempDir dir;
+  const std::string csv = plant_csv(dir, "a,1,0,0,0\nb,0,1,1,0\n", {"a", "b"});
+  EXPECT_EQ(read_csv_manifest(csv).entries.size(), 2u);
+  CsvManifestOptions o;
+  o.one_class_per_row = true;
+  EXPECT_EQ(error_of([&] { read_csv_manifest(csv, o); }),
+            csv + ": line 3: 2 classes set (multiple_diseases, rust); the image workflow trains one class per image: "
+                  "keep one 1 in the row (or set on_bad_example: skip)");
+  std::vector<std::string> log;
+  o.log = [&](const std::string& line) { log.push_back(line); };
+  o.on_bad_example = data::OnBadExample::skip;
+  EXPECT_EQ(read_csv_manifest(csv, o).entries.size(), 1u);
+  EXPECT_EQ(log.size(), 1u);
+}
+
+// Class names a folder, a CSV column and a report can hold, checked where
+// they are read, each error saying where the name came from.
+TEST(Manifest, ClassNamesThatAreNoNamesAreRefusedWithWhereTheyCameFrom) {
+  TempDir dir;
+  const std::string csv = plant_csv(dir, "a,1,0\n", {"a"}, "image_id,ok,\n");
+  EXPECT_EQ(error_of([&] { read_csv_manifest(csv); }),
+            csv + ", its header: class name '' is empty; rename it in the CSV");
+  write_bytes(csv, "image_id,ok,\"\"\"\"\na,1,0\n");
+  EXPECT_NE(error_of([&] { read_csv_manifest(csv); }).find("class name '\"' is only quotes"), std::string::npos);
+  write_bytes(csv, "image_id,kind\na,x\x1b[31m\n");
+  CsvManifestOptions o;
+  o.label_column = "kind";
+  EXPECT_NE(error_of([&] { read_csv_manifest(csv, o); }).find(", column 'kind': class name 'x\\x1b[31m' holds control bytes"),
+            std::string::npos);
+  o.classes = {"ok", ".."};
+  EXPECT_NE(error_of([&] { read_csv_manifest(csv, o); }).find("(the classes given: data.classes or shards --classes): "
+                                                               "class name '..' is a folder's own or parent link"),
+            std::string::npos);
+  TempDir folders;
+  for (const char* f : {"ok/a.jpg", "bell\a/b.jpg"}) {
+    std::filesystem::create_directories(std::filesystem::path(folders.file(f)).parent_path());
+    write_bytes(folders.file(f), f);
+  }
+  EXPECT_EQ(error_of([&] { read_folder_manifest(folders.path()); }),
+            folders.path() + ", a class folder: class name 'bell\\x07' holds control bytes (a tab, newline or escape); "
+                             "rename the folder");
 }
 
 TEST(Manifest, EachBadRowIsOneErrorNamingFileAndLine) {

@@ -97,7 +97,26 @@ TEST(PipelineThreads, MapErrorNamesTheElementAndKeepsItsKind) {
   const std::string msg = convoy::testing::error_of<std::runtime_error>([&] {
     values(files.map([](Example e, Rng&) -> Example { throw std::runtime_error("bad PNG"); }, {.parallelism = 2}));
   });
-  EXPECT_NE(msg.find("(file a.png)"), std::string::npos) << msg;
+  EXPECT_EQ(msg.rfind("a.png: bad PNG", 0), 0u) << msg;  // the file, not "map: element 0 ..."
+}
+
+// A worker out of memory (a huge image, a full machine) ends the epoch with a
+// UserError the CLI reports as "out of memory ..." with exit 2, on every
+// thread layout, not as an internal error.
+TEST(PipelineThreads, OutOfMemoryInAMapIsAUserErrorNamingTheFile) {
+  auto files = Dataset::from_slices(Example().set_texts("file", {"a.png", "huge.png"}));
+  for (int parallelism : {1, 2})
+    for (int64_t prefetch : {0, 2}) {
+      auto d = files.map([](Example e, Rng&) -> Example {
+        if (e.text("file") == "huge.png") throw std::bad_alloc();
+        return e;
+      }, {.parallelism = parallelism});
+      if (prefetch) d = d.prefetch(prefetch);
+      const std::string msg = convoy::testing::error_of<UserError>([&] {
+        for (Example& e : d.epoch(0)) (void)e;
+      });
+      EXPECT_EQ(msg.rfind("out of memory while preparing huge.png", 0), 0u) << msg;
+    }
 }
 
 // Leaving an epoch early (break or exception) must stop every thread and wait

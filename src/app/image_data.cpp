@@ -3,12 +3,14 @@
 #include <glob.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
 #include <set>
 
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 #include "convoy/data/bad_examples.h"
 #include "convoy/data/transforms.h"
 #include "convoy/image/maps.h"
@@ -140,6 +142,64 @@ struct Split {
   data::Dataset train, validation;
 };
 
+// A CSV's 0/1 class columns against data.classes, which fixes the label
+// order: the first column or class on one side only is named, with what to do.
+void require_columns_are_classes(const std::vector<std::string>& columns, const std::vector<std::string>& classes,
+                                 const std::string& csv) {
+  if (columns == classes) return;
+  const auto has = [](const std::vector<std::string>& v, const std::string& x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  for (const std::string& column : columns)
+    require(has(classes, column), csv + ": class column '" + shown(column) + "' is not in data.classes (" +
+                                      shown_list(classes) + "); add it to data.classes or remove the column from the CSV");
+  for (const std::string& name : classes)
+    require(has(columns, name), csv + ": data.classes names '" + shown(name) + "' but the CSV has no such column; "
+                                      "add the column or drop the class from data.classes");
+  throw UserError(csv + ": its class columns (" + shown_list(columns) + ") are in another order than data.classes (" +
+                  shown_list(classes) + "), which fixes the labels; list data.classes in the CSV's order");
+}
+
+// A fraction as a message shows it: 0.2, not 0.200000.
+std::string fraction_text(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
+
+// Images per class in a manifest (a multi-label row counts for each of its classes).
+std::vector<int64_t> images_per_class(const records::Manifest& m) {
+  std::vector<int64_t> n(m.classes.size(), 0);
+  for (const records::ManifestEntry& e : m.entries) {
+    if (m.label_kind == records::LabelKind::index && e.label >= 0 && static_cast<std::size_t>(e.label) < n.size())
+      ++n[static_cast<std::size_t>(e.label)];
+    for (std::size_t k = 0; k < e.one_hot.size() && k < n.size(); ++k) n[k] += e.one_hot[k] == 1.0f;
+  }
+  return n;
+}
+
+// The split leaves every class something to train on, and validation
+// something to measure: said with the class and its count, which the
+// advice needs ("leaves no validation images" left the user to guess).
+void require_split_serves_every_class(const records::ManifestSplit& s, double fraction) {
+  const std::vector<int64_t> train = images_per_class(s.train), validation = images_per_class(s.validation);
+  const std::string split = "data.validation_split " + fraction_text(fraction);
+  std::size_t largest = 0;
+  for (std::size_t k = 0; k < train.size(); ++k) {
+    const int64_t total = train[k] + validation[k];
+    require(total == 0 || train[k] > 0, split + " puts all " + std::to_string(total) + " image(s) of class '" +
+                                            shown(s.train.classes[k]) + "' in validation, leaving none to train on; "
+                                            "add images to it or lower data.validation_split");
+    if (total > train[largest] + validation[largest]) largest = k;
+  }
+  if (!s.validation.entries.empty() || train.empty()) return;
+  const int64_t most = train[largest] + validation[largest];
+  require(false, split + " leaves no validation images: even the largest class, '" + shown(s.train.classes[largest]) +
+                     "', has " + std::to_string(most) + " image(s), and " + fraction_text(fraction) + " of " +
+                     std::to_string(most) + " rounds to 0; add images or raise data.validation_split to at least " +
+                     fraction_text(std::ceil(500.0 / static_cast<double>(most)) / 1000));
+}
+
 // csv and folders: a manifest split by its rows, before any image is read.
 Split manifest_split(const RunConfig& c, ImageData& out, const std::shared_ptr<data::SkippedExamples>& skipped) {
   const data::OnBadExample policy = policy_of(c);
@@ -150,20 +210,19 @@ Split manifest_split(const RunConfig& c, ImageData& out, const std::shared_ptr<d
                                     .classes = c.data.label_column.empty() ? std::vector<std::string>{} : c.data.classes,
                                     .image_dir = c.data.images, .extension = c.data.extension,
                                     .max_image_bytes = static_cast<uint64_t>(c.data.max_image_bytes),
-                                    .on_bad_example = policy, .log = no_log()});
+                                    .on_bad_example = policy, .log = no_log(), .one_class_per_row = true});
     require(m.label_kind != records::LabelKind::none,
             data_path(c, c.data.train_csv) + ": has no class columns; give one 0/1 column per class or data.label_column");
   } else {
     m = records::read_folder_manifest(c.data_dir, {.classes = c.data.classes, .on_bad_example = policy, .log = no_log()});
   }
   if (!c.data.classes.empty() && c.data.label_column.empty() && c.data.kind == "csv")
-    require(m.classes == c.data.classes, data_path(c, c.data.train_csv) +
-                                             ": its class columns differ from data.classes (the checkpoint's order); "
-                                             "use the CSV the run was trained on");
+    require_columns_are_classes(m.classes, c.data.classes, data_path(c, c.data.train_csv));
   out.classes = m.classes;
   out.one_hot = m.label_kind == records::LabelKind::one_hot;
   out.skipped.insert(out.skipped.end(), m.skipped.begin(), m.skipped.end());
   records::ManifestSplit s = records::stratified_split(m, c.data.validation_split, c.seed);
+  require_split_serves_every_class(s, c.data.validation_split);
   if (c.data.oversample) s.train = oversampled(std::move(s.train));
   const records::ManifestDatasetOptions o{.max_image_bytes = static_cast<uint64_t>(c.data.max_image_bytes),
                                           .on_bad_example = policy, .skipped = skipped, .log = no_log()};

@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "convoy/core/error.h"
+#include "convoy/core/path_kind.h"
 #include "convoy/core/untrusted.h"
 #include "convoy/data/fashion_mnist.h"
 #include "convoy/data/idx.h"
@@ -128,6 +129,16 @@ void refuse_foreign_output(const std::string& path, const std::string& csv) {
                   "'); name a new file, or remove it first");
 }
 
+// --input must be a regular file here; anything else is named as what it is
+// (/dev/zero, a FIFO, a folder), not as missing: "<path>: is a pipe (FIFO), not a file; <todo>".
+void require_input_file(const std::string& path, const std::string& missing, const std::string& todo) {
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) return;
+  const std::string kind = path_kind(path);
+  throw UserError("--input " + shown(path) + ": " + (kind == "missing" ? missing : "is " + kind + ", not a file") +
+                  "; " + todo);
+}
+
 }  // namespace
 
 Predictions predict(const std::string& dir, const PredictOptions& o) {
@@ -138,7 +149,7 @@ Predictions predict(const std::string& dir, const PredictOptions& o) {
   if (!c.data.reads_images()) {
     require(!o.input.empty(), "predict: this run trained on Fashion-MNIST's IDX files; pass --input IMAGES.idx "
                               "(uint8 [N, 28, 28], raw or .gz)");
-    require(fs::is_regular_file(o.input), "--input " + shown(o.input) + ": no such file; pass an IDX file of images");
+    require_input_file(o.input, "no such file", "pass an IDX file of images");
     require(!holds_image(o.input), "--input " + shown(o.input) +
                                        ": an image, but this run trained on Fashion-MNIST's IDX files; pass an IDX "
                                        "file of uint8 [N, 28, 28] images (a run on photos predicts on images)");
@@ -153,9 +164,7 @@ Predictions predict(const std::string& dir, const PredictOptions& o) {
     if (fs::is_directory(path, ec)) {
       p = of_images(ck, folder_manifest(path), "folder");
     } else {
-      require(fs::is_regular_file(path, ec), "--input " + shown(path) +
-                                                 ": no such file or folder; pass an image, a folder of images or a "
-                                                 "test CSV");
+      require_input_file(path, "no such file or folder", "pass an image, a folder of images or a test CSV");
       if (holds_image(path)) {
         records::Manifest m;
         m.entries.push_back({.id = path, .path = path, .where = path});

@@ -42,7 +42,11 @@ const std::vector<ConfigKey>& config_schema() {
     k.push_back(images(text("data.extension", AT(data.extension), {}, "csv: appended to an id to name its image")));
     k.push_back(images(text("data.files", AT(data.files), {},
                             "tfrecord: a glob of tf.train.Example files (plain or gzip), e.g. shards/*.tfrecord")));
-    k.push_back(images(texts("data.classes", AT(data.classes), "Class names in label order; empty: found in the data")));
+    ConfigKey classes = images(texts("data.classes", AT(data.classes), "Class names in label order; empty: found in the data"));
+    classes.check = [](const RunConfig& c) {  // a name a folder, a CSV column and a report can hold
+      for (const std::string& name : c.data.classes) require_class_name(name, "data.classes", "fix the list");
+    };
+    k.push_back(std::move(classes));
     k.push_back(images(whole("data.width", AT(data.width), range(8, 4096), "Input width images are resized to")));
     k.push_back(images(whole("data.height", AT(data.height), range(8, 4096), "Input height images are resized to")));
     k.push_back(images(whole("data.channels", AT(data.channels), choices({"1", "3"}), "1 (gray) or 3 (RGB)")));

@@ -235,6 +235,30 @@ json parse_json_bounded(std::string_view text, const std::string& what) {
   }
 }
 
+bool holds_control_bytes(std::string_view value) {
+  return std::any_of(value.begin(), value.end(), [](char ch) {
+    const auto b = static_cast<unsigned char>(ch);
+    return b < 0x20 || b == 0x7f;
+  });
+}
+
+void require_class_name(const std::string& name, const std::string& where, const std::string& todo) {
+  const char* why = nullptr;
+  if (name.empty()) why = "is empty";
+  else if (name == "." || name == "..") why = "is a folder's own or parent link";
+  else if (name.find_first_not_of("\"'") == std::string::npos) why = "is only quotes";
+  else if (holds_control_bytes(name)) why = "holds control bytes (a tab, newline or escape)";
+  if (why) throw UserError(where + ": class name '" + shown(name) + "' " + why + "; " + todo);
+}
+
+std::string shown_list(const std::vector<std::string>& names) {
+  constexpr std::size_t kNamed = 8;
+  std::string out;
+  for (std::size_t i = 0; i < names.size() && i < kNamed; ++i) out += (i ? ", " : "") + shown(names[i]);
+  if (names.size() > kNamed) out += " and " + std::to_string(names.size() - kNamed) + " more";
+  return out;
+}
+
 bool lies_within(const fs::path& path, const fs::path& folder) {
   std::error_code ec, ec2;
   const fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);

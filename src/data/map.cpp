@@ -7,6 +7,8 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <new>
+#include <string>
 
 #include "convoy/core/error.h"
 #include "convoy/core/thread_pool.h"
@@ -15,22 +17,32 @@
 namespace convoy::data {
 namespace {
 
-// Runs fn on one element with its own generator. A failure is rethrown with
-// the element's position (and file, when the example names one), keeping
-// UserError a UserError.
+// Runs fn on one element with its own generator. A failure is rethrown
+// naming the element: its file when the example names one (the user's word
+// for it; "map: element N" meant nothing to them), else its position, and
+// keeps UserError a UserError. Running out of memory in a worker is a
+// UserError too ("out of memory ..."), so it ends the command with exit 2
+// under every policy instead of reaching the CLI as an internal error.
 Example apply(const MapFn& fn, Example in, uint64_t seed, int64_t epoch, int64_t position) {
-  std::string where = "map: element " + std::to_string(position) + " of epoch " + std::to_string(epoch);
+  std::string file;
   for (const char* name : {"file", "path"})
-    if (in.has(name) && !in.texts(name).empty()) where += " (" + std::string(name) + " " + in.text(name) + ")";
+    if (file.empty() && in.has(name) && !in.texts(name).empty()) file = in.text(name);
+  const auto where = [&](const std::string& message) {
+    if (file.empty()) return "element " + std::to_string(position) + " of epoch " + std::to_string(epoch) + ": " + message;
+    return message.find(file) == std::string::npos ? file + ": " + message : message;
+  };
   try {
     Rng rng(element_seed(seed, epoch, position));
     return fn(std::move(in), rng);
   } catch (const UserError& e) {
-    throw UserError(where + ": " + e.what());
+    throw UserError(where(e.what()));
+  } catch (const std::bad_alloc&) {
+    throw UserError("out of memory while preparing " + (file.empty() ? "an example" : file) +
+                    "; free memory, or use a smaller --batch-size, fewer --threads or a lower data.max_image_bytes");
   } catch (const std::exception& e) {
-    throw std::runtime_error(where + ": " + e.what());
+    throw std::runtime_error(where(e.what()));
   } catch (...) {
-    throw std::runtime_error(where + ": unknown exception");
+    throw std::runtime_error(where("unknown exception"));
   }
 }
 

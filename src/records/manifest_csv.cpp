@@ -19,15 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The first few names, each cut: a message stays short however many there are.
-std::string joined(const std::vector<std::string>& names) {
-  constexpr std::size_t kNamed = 8;
-  std::string out;
-  for (std::size_t i = 0; i < names.size() && i < kNamed; ++i) out += (i ? ", " : "") + shown(names[i]);
-  if (names.size() > kNamed) out += " and " + std::to_string(names.size() - kNamed) + " more";
-  return out;
-}
-
 // "0" or "1" (also "0.0" / "1.0" as pandas writes floats); nullopt otherwise.
 std::optional<float> zero_or_one(std::string_view s) {
   double v = 0;
@@ -69,6 +60,12 @@ Manifest read_csv_manifest(const std::string& csv_path, const CsvManifestOptions
   const int label_col = o.label_column.empty() ? -1 : table.require_column(o.label_column, "the class label");
   Manifest m;
   m.classes = classes_of(table, o, id_col, label_col);
+  for (const std::string& name : m.classes)
+    require_class_name(name,
+                       !o.classes.empty() ? csv_path + " (the classes given: data.classes or shards --classes)"
+                       : label_col >= 0   ? csv_path + ", column '" + shown(o.label_column) + "'"
+                                          : csv_path + ", its header",
+                       o.classes.empty() ? "rename it in the CSV" : "fix the list of classes");
   m.label_kind = label_col >= 0 ? LabelKind::index : m.classes.empty() ? LabelKind::none : LabelKind::one_hot;
   std::vector<int> class_cols;
   if (m.label_kind == LabelKind::one_hot)
@@ -110,7 +107,9 @@ Manifest read_csv_manifest(const std::string& csv_path, const CsvManifestOptions
       }
       if (it == class_index.end()) {
         bad.add(line_of(r), "unknown class '" + shown(name) + "' in column '" + o.label_column + "'",
-                "use one of: " + joined(m.classes));
+                o.classes.empty() ? "use one of: " + shown_list(m.classes)
+                                  : "add it to the classes given (data.classes; shards: --classes) or fix the CSV to "
+                                    "use one of: " + shown_list(m.classes));
         continue;
       }
       e.label = it->second;
@@ -128,8 +127,18 @@ Manifest read_csv_manifest(const std::string& csv_path, const CsvManifestOptions
         continue;
       }
       if (std::none_of(e.one_hot.begin(), e.one_hot.end(), [](float x) { return x == 1.0f; })) {
-        bad.add(line_of(r), "no class set (every one of " + joined(m.classes) + " is 0)", "set a 1 in the row's class");
+        bad.add(line_of(r), "no class set (every one of " + shown_list(m.classes) + " is 0)", "set a 1 in the row's class");
         continue;
+      }
+      if (o.one_class_per_row) {
+        std::vector<std::string> set;
+        for (std::size_t c = 0; c < e.one_hot.size(); ++c)
+          if (e.one_hot[c] == 1.0f) set.push_back(m.classes[c]);
+        if (set.size() > 1) {
+          bad.add(line_of(r), std::to_string(set.size()) + " classes set (" + shown_list(set) + ")",
+                  "the image workflow trains one class per image: keep one 1 in the row");
+          continue;
+        }
       }
     }
     if (const auto why = root.outside(e.id + o.extension)) {

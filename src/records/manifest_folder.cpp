@@ -65,6 +65,9 @@ Manifest read_folder_manifest(const std::string& root, const FolderManifestOptio
   try {
     m.classes = options.classes.empty() ? subfolders(root) : options.classes;
     require(!m.classes.empty(), root + ": no class subfolders; put each class's images in root/<class>/");
+    for (const std::string& name : m.classes)
+      require_class_name(name, root + (options.classes.empty() ? ", a class folder" : " (data.classes)"),
+                         options.classes.empty() ? "rename the folder" : "fix data.classes");
     std::vector<std::string> kept;  // the classes with images (all of data.classes)
     for (std::size_t c = 0; c < m.classes.size(); ++c) {
       check_class_folder(rule, root, m.classes, c);

@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 #include <string_view>
 
 #include <nlohmann/json_fwd.hpp>
@@ -36,9 +37,20 @@ inline constexpr std::size_t kMaxCsvFields = 65'536;
 // and broken UTF-8 escaped (\n, \x00), so the message stays one line; when
 // cut, ends with "... (N bytes)".
 std::string shown(std::string_view value, std::size_t max = kShownChars);
+// The first eight names, each through shown(), comma-separated, then "and N
+// more": a message stays short however many there are.
+std::string shown_list(const std::vector<std::string>& names);
 // Whether `value` is UTF-8 text (what JSON, and so every file convoy writes
 // names into, can hold). A file name from another system may not be.
 bool valid_utf8(std::string_view value);
+// Whether `value` holds an ASCII control byte (0x00-0x1f, 0x7f): a tab, a
+// newline or an escape that a CSV, a report or a terminal would garble.
+bool holds_control_bytes(std::string_view value);
+// A class name from a folder, a CSV or data.classes must be one a folder, a
+// CSV column and a report can hold: not empty, ".", "..", only quotes, nor
+// holding control bytes. Else UserError "<where>: class name '<name>' <why>;
+// rename it (<todo>)", `where` saying where the name came from.
+void require_class_name(const std::string& name, const std::string& where, const std::string& todo);
 // Hidden entries of a folder that no image walk takes: names starting with
 // '.' (.DS_Store, macOS's ._photo.jpg, .ipynb_checkpoints/) and __MACOSX/
 // (what unzipping a Mac's zip leaves). Thumbs.db is no image name anyway.

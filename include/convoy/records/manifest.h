@@ -60,6 +60,9 @@ struct CsvManifestOptions {
   uint64_t max_image_bytes = image::kDefaultMaxImageBytes;
   data::OnBadExample on_bad_example = data::OnBadExample::fail;
   data::LogFn log = data::stderr_log();  // where the skip summary goes
+  // 0/1 columns: a row with more than one 1 is a bad row (the image workflow
+  // trains one class per image; shards keep multi-label rows).
+  bool one_class_per_row = false;
 };
 Manifest read_csv_manifest(const std::string& csv_path, const CsvManifestOptions& options = {});
 
