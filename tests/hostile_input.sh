@@ -277,6 +277,17 @@ if [[ -w /dev/full ]]; then
     echo "ok   predict --output - onto a full stdout: $(cat err.txt)"
   fi
 fi
+# File names with a comma, a quote or a line break are quoted in the CSV
+# (RFC 4180): Python's csv reads each row back whole (a comma split it).
+mkdir -p odd_names && cp plant/images/Test_0.jpg 'odd_names/a,"b".jpg' && cp plant/images/Test_1.jpg odd_names/$'two\nlines.jpg'
+"$convoy" predict --checkpoint keep --input odd_names --output odd.csv >/dev/null 2>err.txt || fail "predict odd names: $(cat err.txt)"
+python3 - odd.csv <<'PY' && echo "ok   odd file names quoted in predictions.csv" || fail "odd file names: the CSV does not read back"
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1], newline="")))
+names = sorted(r[0].rsplit("/", 1)[-1] for r in rows[1:])
+assert names == ['a,"b".jpg', "two\nlines.jpg"], names
+assert all(len(r) == len(rows[0]) for r in rows), rows
+PY
 # An output whose name is a FIFO, a link or a device node is not replaced
 # (the rename replaced them: as root, --output /dev/null replaced the device).
 mkdir -p specials && mkfifo specials/fifo.csv && ln -s loop.onnx specials/loop.onnx && ln -s /etc/hostname specials/link.csv

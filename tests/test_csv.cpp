@@ -44,6 +44,17 @@ TEST(Csv, QuotedFieldsHoldCommasQuotesAndLineBreaks) {
   EXPECT_EQ(fields("ab\"c,d\n"), (Rows{{"ab\"c", "d"}}));  // a quote inside an unquoted field is data
 }
 
+// What convoy writes reads back field for field: a file name with a comma
+// split a predictions.csv row in two.
+TEST(Csv, AWrittenFieldReadsBackAsItWas) {
+  const std::vector<std::string> values = {"plain", "a,b.jpg", "say \"hi\"", "two\nlines", "cr\rhere", "", " spaced "};
+  std::string row;
+  for (const std::string& v : values) row += (row.empty() ? "" : ",") + records::csv_field(v);
+  EXPECT_EQ(fields(row + "\n"), Rows{values});
+  EXPECT_EQ(records::csv_field("plain"), "plain");  // unquoted when nothing needs it
+  EXPECT_EQ(records::csv_field("a\"b"), "\"a\"\"b\"");
+}
+
 TEST(Csv, DropsTheByteOrderMarkAndBlankLines) {
   EXPECT_EQ(fields("\xEF\xBB\xBFimage_id,healthy\n\nTrain_0,1\n\r\n"), (Rows{{"image_id", "healthy"}, {"Train_0", "1"}}));
   EXPECT_EQ(lines("a\n\n\nb\n"), (std::vector<int64_t>{1, 4}));

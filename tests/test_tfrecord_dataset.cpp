@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include "convoy/app/image_data.h"
+#include "convoy/config/run_config.h"
 #include "convoy/records/example_proto.h"
 #include "convoy/records/tfrecord_dataset.h"
 #include "test_helpers.h"
@@ -163,6 +165,28 @@ TEST(TfRecordDataset, MissingFilesAndBadOptionsFailAtOnce) {
   o.cycle_length = 0;
   const std::string a = shard(dir, "a", 1);
   EXPECT_NE(error_of([&] { tfrecord_dataset({a}, o); }).find("cycle_length"), std::string::npos);
+}
+
+// One stray huge label among small ones made that many classes (a head of
+// 2^31 outputs; label + 1 overflowed an int on the way): refused, naming the
+// label, unless data.classes says what the classes are.
+TEST(TfRecordDataset, AStrayHugeLabelInventsNoClasses) {
+  TempDir dir;
+  std::vector<std::string> records;
+  for (int i = 0; i < 8; ++i) records.push_back(record("r" + std::to_string(i), i % 2));
+  records.push_back(record("stray", 2147483647));
+  write_records(dir.file("s.tfrecord"), records);
+  train::RunConfig c;
+  c.data_dir = dir.path();
+  c.data.kind = "tfrecord";
+  c.data.files = "s.tfrecord";
+  const std::string msg = error_of([&] { train::load_image_data(c, true); });
+  EXPECT_NE(msg.find("s.tfrecord: the records' largest label is 2147483647, so there would be 2147483648 classes, but "
+                     "only 3 labels are used"), std::string::npos) << msg;
+  c.data.classes = {"a", "b"};
+  EXPECT_NE(error_of([&] { train::load_image_data(c, true); }).find("data.classes names 2 classes but the records use "
+                                                                     "label 2147483647"),
+            std::string::npos);
 }
 
 }  // namespace convoy::records

@@ -15,6 +15,7 @@
 #include "convoy/data/transforms.h"
 #include "convoy/image/maps.h"
 #include "convoy/io/atomic_file.h"
+#include "convoy/records/csv.h"
 #include "convoy/records/manifest.h"
 #include "convoy/records/tfrecord_dataset.h"
 #include "convoy/train/evaluation.h"
@@ -235,9 +236,17 @@ Split tfrecord_split(const RunConfig& c, ImageData& out, const std::shared_ptr<d
   const data::Dataset labels = records::tfrecord_dataset(glob_files(data_path(c, c.data.files)), o)
                                    .map(tolerant(single_label(), policy_of(c), skipped))
                                    .filter([](const data::Example& e) { return !e.has(kBadFeature); });
-  int64_t classes = 0;
-  for (data::Example& e : labels.epoch(0))
-    classes = std::max<int64_t>(classes, e.tensor("label").data<int32_t>()[0] + 1);
+  // In 64 bits (label 2^31 - 1 + 1 overflowed an int), and the labels used
+  // counted: one stray huge label made that many classes, a head of millions.
+  std::set<int64_t> used;
+  for (data::Example& e : labels.epoch(0)) used.insert(e.tensor("label").data<int32_t>()[0]);
+  const int64_t classes = used.empty() ? 0 : *used.rbegin() + 1;
+  const auto unused = classes - static_cast<int64_t>(used.size());
+  require(!c.data.classes.empty() || unused <= static_cast<int64_t>(used.size()),
+          data_path(c, c.data.files) + ": the records' largest label is " + std::to_string(classes - 1) + ", so there " +
+              "would be " + std::to_string(classes) + " classes, but only " + std::to_string(used.size()) +
+              " labels are used; labels are class indices from 0: fix the stray label, or name the classes in "
+              "data.classes");
   // Whether the records carry one-hot rows (image/class/one_hot) or indices: the first record says.
   bool one_hot = false;
   for (data::Example& e : records::tfrecord_dataset(glob_files(data_path(c, c.data.files)), o).take(1).epoch(0))
@@ -246,8 +255,9 @@ Split tfrecord_split(const RunConfig& c, ImageData& out, const std::shared_ptr<d
     for (int64_t k = 0; k < classes; ++k) out.classes.push_back(std::to_string(k));
   } else {
     require(static_cast<int64_t>(c.data.classes.size()) >= classes,
-            "data.classes names " + std::to_string(c.data.classes.size()) + " classes but the records use " +
-                std::to_string(classes));
+            "data.classes names " + std::to_string(c.data.classes.size()) + " classes but the records use label " +
+                std::to_string(classes - 1) + " (labels are class indices from 0); add the missing classes to "
+                "data.classes or fix the records");
     out.classes = c.data.classes;
   }
   out.one_hot = one_hot;
@@ -396,12 +406,12 @@ ImagePredictions predict_manifest(Executable& exe, const RunConfig& c, const rec
 
 std::string predictions_csv(const ImagePredictions& p, const std::string& first_column,
                             const std::vector<std::string>& classes) {
-  std::string csv = first_column;
-  for (const auto& name : classes) csv += "," + name;
+  std::string csv = records::csv_field(first_column);
+  for (const auto& name : classes) csv += "," + records::csv_field(name);
   csv += "\n";
   char cell[32];
   for (std::size_t r = 0; r < p.ids.size(); ++r) {
-    csv += p.ids[r];
+    csv += records::csv_field(p.ids[r]);
     for (int64_t k = 0; k < p.classes; ++k) {
       std::snprintf(cell, sizeof cell, ",%.6f", p.probabilities[r * static_cast<std::size_t>(p.classes) + k]);
       csv += cell;

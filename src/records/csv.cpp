@@ -128,4 +128,11 @@ CsvTable read_csv(const std::string& path) {
   return table;
 }
 
+std::string csv_field(std::string_view value) {
+  if (value.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(value);
+  std::string out = "\"";
+  for (const char c : value) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
 }  // namespace convoy::records

@@ -35,4 +35,10 @@ struct CsvTable {
 // header with a duplicate column name, or malformed quoting.
 CsvTable read_csv(const std::string& path);
 
+// `value` as one field of a CSV this reader (and Python's csv, Excel) reads
+// back as `value`: double-quoted, inner quotes doubled, when it holds a comma,
+// a quote or a line break; as it is otherwise. Every CSV convoy writes puts
+// its names and ids through it (a file name "a,b.jpg" split a row in two).
+std::string csv_field(std::string_view value);
+
 }  // namespace convoy::records
