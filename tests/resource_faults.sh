@@ -75,6 +75,22 @@ else
   echo "skip full disk (tmpfs): cannot mount here; the file-size limit cases stand in for it"
 fi
 
+# shards and demo-data on a full disk (a file-size limit): no half-written
+# output, no folder they made, and a user's file beside them untouched (the
+# folder and demo-data's marker stayed behind).
+"$convoy" demo-data plant --out "$tmp/plant" --train 24 --test 4 --size 40x32 >/dev/null 2>&1 ||
+  { echo "FAIL: demo-data for the shards case"; failures=$((failures + 1)); }
+(ulimit -f 8; exec "$convoy" shards --csv "$tmp/plant/train.csv" --out "$tmp/shards" --shard-mb 0.01) >/dev/null 2>"$tmp/err"
+check "shards onto a full disk" $? "$tmp/err" "File too large" &&
+  { [[ ! -e $tmp/shards ]] || { echo "FAIL shards onto a full disk: left $(ls -A "$tmp/shards")"; failures=$((failures + 1)); }; }
+mkdir -p "$tmp/mine" && echo notes >"$tmp/mine/notes.txt"
+(ulimit -f 8; exec "$convoy" shards --csv "$tmp/plant/train.csv" --out "$tmp/mine" --shard-mb 0.01) >/dev/null 2>"$tmp/err"
+check "shards onto a full disk, beside a user's file" $? "$tmp/err" "File too large" &&
+  { [[ "$(ls -A "$tmp/mine")" == notes.txt ]] || { echo "FAIL shards beside a user's file: left $(ls -A "$tmp/mine")"; failures=$((failures + 1)); }; }
+(ulimit -f 8; exec "$convoy" demo-data plant --out "$tmp/demo" --train 8 --test 2 --size 600x600) >/dev/null 2>"$tmp/err"
+check "demo-data onto a full disk" $? "$tmp/err" "cannot write" &&
+  { [[ ! -e $tmp/demo ]] || { echo "FAIL demo-data onto a full disk: left $(ls -A "$tmp/demo")"; failures=$((failures + 1)); }; }
+
 # An output folder that cannot be created: a file is in the way.
 touch "$tmp/not-a-folder"
 "$convoy" "${args[@]}" --epochs 1 --out "$tmp/not-a-folder/run" >/dev/null 2>"$tmp/err"

@@ -16,6 +16,7 @@
 #include "convoy/image/codec.h"
 #include "convoy/image/geometry.h"
 #include "convoy/io/atomic_file.h"
+#include "convoy/io/output_folder.h"
 
 namespace convoy::image {
 namespace {
@@ -161,6 +162,10 @@ PlantDemoSummary write_plant_demo(const PlantDemoOptions& o) {
   const Garments test_src = load_garments(o.fashion_mnist_dir, "t10k");  // no garment in both splits
 
   const fs::path dir(o.out_dir);
+  // A failure (a full disk, an unwritable folder) takes back what this call
+  // added, the marker included, and the folder when it made it.
+  io::FolderGuard folder(dir.string(), {}, {kMarker, "images", "train.csv", "test.csv", "sample_submission.csv",
+                                           "test_labels.csv"});
   prepare_out_dir(dir);
   const fs::path staging = dir / (".images.partial-" + std::to_string(::getpid()));
   std::error_code ec;

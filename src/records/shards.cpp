@@ -6,11 +6,13 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "convoy/core/error.h"
 #include "convoy/core/rng.h"
 #include "convoy/io/atomic_file.h"
+#include "convoy/io/output_folder.h"
 #include "convoy/records/example_proto.h"
 #include "convoy/records/tfrecord.h"
 #include "convoy/records/tfrecord_dataset.h"
@@ -143,7 +145,8 @@ ShardsWritten write_shards(const Manifest& manifest, const ShardOptions& o) {
   require(!o.prefix.empty() && o.prefix.find('/') == std::string::npos,
           "shards: the prefix '" + o.prefix + "' must be a non-empty file name without '/'");
   require(!manifest.entries.empty(), "shards: the manifest lists no images");
-  io::ensure_writable_dir(o.out_dir);
+  std::vector<std::string> outputs = {"classes.txt", o.prefix + "-shards.json"};
+  std::optional<io::FolderGuard> folder;  // made once the shard names are known, before anything is written
 
   std::vector<int64_t> order(manifest.entries.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
@@ -162,15 +165,18 @@ ShardsWritten write_shards(const Manifest& manifest, const ShardOptions& o) {
   int64_t count = 0;
   const std::vector<int64_t> shard_of = cut_into_shards(sizes, o.shard_mb * 1e6, count);
   check_no_stale_shards(o, count);
+  // A failure (a full disk, an unreadable image) leaves the folder as it was:
+  // no partial set of shards, no sidecar, and no folder this call made.
+  for (int64_t s = 0; s < count; ++s) outputs.push_back(shard_name(o.prefix, s, count, o.gzip));
+  folder.emplace(o.out_dir, std::vector<std::string>{}, outputs);
+  io::ensure_writable_dir(o.out_dir);
 
   ShardsWritten written;
-  std::size_t closed = 0;
-  try {
+  {
     std::unique_ptr<TfRecordWriter> writer;  // destroyed unclosed on an error: its temp file goes too
     auto finish = [&] {
       if (!writer) return;
       writer->close();
-      ++closed;
       written.shards.back().records = writer->records();
       written.shards.back().bytes = writer->bytes_written();
       writer.reset();
@@ -190,10 +196,6 @@ ShardsWritten write_shards(const Manifest& manifest, const ShardOptions& o) {
     finish();
     written.examples = i;
     write_sidecars(manifest, o, written);
-  } catch (...) {
-    std::error_code ec;
-    for (std::size_t k = 0; k < closed; ++k) fs::remove(written.shards[k].file, ec);  // no partial set of shards
-    throw;
   }
   return written;
 }
