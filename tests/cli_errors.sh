@@ -182,9 +182,23 @@ expect_error "negative checkpoint_every_steps" "checkpoint_every_steps" -- train
 expect_error "non-UTF-8 config key" "unknown key 'training." -- train --config "$tmp/nonutf8key.yaml"
 expect_error "non-UTF-8 config value" "nonutf8value.json" -- train --config "$tmp/nonutf8value.json"
 expect_error "bad --on-nan" "on_nan" -- train --on-nan ignore
+# An empty path (an unset shell variable) is refused: '--resume ""' started a new run,
+# '--config ""' trained the defaults, '--input ""' predicted the run's test CSV.
+for args in "train --resume" "train --config" "train --out" "train --data" "evaluate --checkpoint" \
+  "predict --checkpoint $tmp --input" "predict --checkpoint $tmp --output" "shards --out" "demo-data plant --out"; do
+  # shellcheck disable=SC2086
+  expect_error "$args ''" "${args##* }: the path is empty" -- $args ''
+done
 # Two YAML documents: the second was silently dropped.
 printf 'training: {epochs: 1}\n---\ntraining: {epochs: 5}\n' >"$tmp/two_docs.yaml"
 expect_error "YAML config of two documents" "two_docs.yaml: holds 2 YAML documents" -- train --config "$tmp/two_docs.yaml"
+# Numbers no float or double holds: said as such (it said "must be a number, got "1e999""),
+# for every float key, lists too, checked once where typed values are read.
+expect_error "lr 1e999" "'optimizer.lr' must be a finite number (a double: at most 1.8e+308" -- train --lr 1e999
+expect_error "lr 1e-999" "'optimizer.lr' must be a finite number" -- train --set optimizer.lr=1e-999
+expect_error "data.mean [inf]" "'data.mean' must hold finite numbers" -- train --set 'data.mean=[0.5, .inf]'
+printf 'optimizer: {lr: 1e999}\n' >"$tmp/lr_overflow.yaml"
+expect_error "lr 1e999 in YAML" "lr_overflow.yaml: 'optimizer.lr' must be a finite number" -- train --config "$tmp/lr_overflow.yaml"
 # An Adam eps of 1e300 trained nothing and said nothing.
 expect_error "optimizer eps above 1" "optimizer.eps must be above 0 and at most 1" -- train --set optimizer.eps=1e300
 # Batch norm options that break the statistics: refused wherever the layer list is read.

@@ -381,15 +381,22 @@ int main(int argc, char** argv) {
   convoy::train::install_crash_report();  // an abort or fault names itself on stderr
   CLI::App app{"convoy: train convolutional networks fast, in C++"};
   app.require_subcommand(1);
+  // A path given as '' (an unset shell variable): refused, not read as "not given" ('--resume ""' started a new
+  // run, '--config ""' trained the defaults, '--input ""' predicted the test CSV).
+  const CLI::Validator a_path(
+      [](const std::string& s) { return s.empty() ? std::string("the path is empty; name a file or folder") : std::string(); },
+      "");  // no text in --help: the option's own type name stays
   TrainFlags f;
   CLI::App* train = app.add_subcommand("train", "Train a model (default: the seed CNN on Fashion-MNIST)");
-  train->add_option("--config", f.config, "Run config (.json, .yaml); flags override its keys");
-  train->add_option("--resume", f.resume, "Continue the run saved in this --out folder");
+  train->add_option("--config", f.config, "Run config (.json, .yaml); flags override its keys")->check(a_path);
+  train->add_option("--resume", f.resume, "Continue the run saved in this --out folder")->check(a_path);
   // Every config key with a flag, its help and default from config_schema().
   for (const auto& key : convoy::train::config_schema()) {
     if (key.flag.empty()) continue;
     KeyFlag& k = f.keys[key.name];
     if (key.type == convoy::train::KeyType::boolean) train->add_flag(key.flag, k.on, convoy::train::flag_help(key));
+    else if (key.type == convoy::train::KeyType::path)
+      train->add_option(key.flag, k.text, convoy::train::flag_help(key))->type_name(metavar(key.type))->check(a_path);
     else train->add_option(key.flag, k.text, convoy::train::flag_help(key))->type_name(metavar(key.type));
   }
   train->add_option("--image-size", f.image_size, "Image data: resize to N x N [from the first image, at most 128]")
@@ -400,15 +407,17 @@ int main(int argc, char** argv) {
   train->add_flag("--quiet", f.quiet, "Print only the final test accuracy");
   std::string checkpoint, input, output;
   CLI::App* evaluate = app.add_subcommand("evaluate", "Evaluate a checkpoint on its test data");
-  evaluate->add_option("--checkpoint", checkpoint, "The --out folder of a train run")->required();
+  evaluate->add_option("--checkpoint", checkpoint, "The --out folder of a train run")->required()->check(a_path);
   CLI::App* predict = app.add_subcommand("predict", "Class probabilities for images, as a submission CSV");
-  predict->add_option("--checkpoint", checkpoint, "The --out folder of a train run")->required();
+  predict->add_option("--checkpoint", checkpoint, "The --out folder of a train run")->required()->check(a_path);
   predict->add_option("--input", input,
                       "An image, a folder of images (searched below too) or a test CSV of ids [the run's "
-                      "data.test_csv]; a Fashion-MNIST run: an IDX file of uint8 [N, 28, 28] images");
+                      "data.test_csv]; a Fashion-MNIST run: an IDX file of uint8 [N, 28, 28] images")
+      ->check(a_path);
   predict->add_option("--output", output,
                       "CSV to write: file (or id) and one probability column per class; - for standard output "
-                      "[DIR/predictions.csv; for a CSV input DIR/submission.csv]");
+                      "[DIR/predictions.csv; for a CSV input DIR/submission.csv]")
+      ->check(a_path);
   int top_k = 0;
   // A whole number from 1 up: PositiveNumber took 0.5 for an int64 and huge values it then narrowed.
   const CLI::Range whole_from_one(1, std::numeric_limits<int>::max());
@@ -416,12 +425,12 @@ int main(int argc, char** argv) {
   std::string onnx_path;
   bool keep_batch_norm = false;
   CLI::App* export_cmd = app.add_subcommand("export", "Write a checkpoint's inference graph as ONNX");
-  export_cmd->add_option("--checkpoint", checkpoint, "The --out folder of a train run")->required();
+  export_cmd->add_option("--checkpoint", checkpoint, "The --out folder of a train run")->required()->check(a_path);
   export_cmd->add_option("--onnx", onnx_path, "ONNX file to write")->required();
   export_cmd->add_flag("--keep-batch-norm", keep_batch_norm, "Keep batch norms as nodes instead of folding them into convolutions");
   CLI::App* summary = app.add_subcommand("summary", "Print a model's layers, output shapes and parameter counts");
   SummaryFlags summary_flags;
-  summary->add_option("--config", f.config, "Run config naming the model");
+  summary->add_option("--config", f.config, "Run config naming the model")->check(a_path);
   summary->add_option("--model", summary_flags.model, "A zoo model: seed_cnn, plant_cnn, resnet18, resnet34, resnet50, mobilenet_v2, efficientnet_b0, efficientnet_lite0, tf_efficientnet_lite0");
   summary->add_option("--classes", summary_flags.classes, "Classes of the zoo model's head [its own]")->check(whole_from_one);
   summary->add_option("--image-size", summary_flags.image_size, "Square RGB input size of the zoo model [224]")->check(CLI::Range(8, 4096));
@@ -435,15 +444,15 @@ int main(int argc, char** argv) {
       "SEED");
   ShardFlags sf;
   CLI::App* shards = app.add_subcommand("shards", "Write TFRecord shards from a CSV + image folder or class folders");
-  shards->add_option("--csv", sf.csv, "Manifest CSV (e.g. train.csv: image_id and 0/1 class columns)");
-  shards->add_option("--folder", sf.folder, "Folder with one subfolder of images per class");
+  shards->add_option("--csv", sf.csv, "Manifest CSV (e.g. train.csv: image_id and 0/1 class columns)")->check(a_path);
+  shards->add_option("--folder", sf.folder, "Folder with one subfolder of images per class")->check(a_path);
   shards->add_option("--images", sf.images, "CSV: image folder, relative to the CSV's folder [images]");
   shards->add_option("--id-column", sf.id_column, "CSV: the image id column [image_id]");
   shards->add_option("--label-column", sf.label_column, "CSV: a column of class names (default: 0/1 class columns)");
   shards->add_option("--extension", sf.extension, "CSV: appended to the id to name the image [.jpg]");
   shards->add_option("--classes", sf.classes, "Class names in label order (default: inferred, sorted)")->delimiter(',');
   shards->add_option("--on-bad-example", sf.on_bad_example, "CSV rows that cannot be used: fail or skip [fail]");
-  shards->add_option("--out", sf.out.out_dir, "Output folder")->required();
+  shards->add_option("--out", sf.out.out_dir, "Output folder")->required()->check(a_path);
   shards->add_option("--prefix", sf.out.prefix, "Shard name prefix [train]");
   shards->add_option("--shard-mb", sf.out.shard_mb, "Target shard size in MB [100]");
   shards->add_option("--seed", sf.out.seed, "Seed for shuffling examples across shards [0]")->check(seed_check);
@@ -453,7 +462,7 @@ int main(int argc, char** argv) {
   demo_data->add_option("kind", demo.kind, "plant: Plant Pathology 2020's layout (CSV + JPEG folder); the images are not leaves but "
                         "Fashion-MNIST clothes stamped on textured green (healthy: trouser, multiple_diseases: shirt, "
                         "rust: sneaker, scab: coat), a stand-in to try the workflow on")->required();
-  demo_data->add_option("--out", demo.plant.out_dir, "Folder to write (new, empty or a previous demo)")->required();
+  demo_data->add_option("--out", demo.plant.out_dir, "Folder to write (new, empty or a previous demo)")->required()->check(a_path);
   demo_data->add_option("--train", demo.plant.train, "Training images [400]");
   demo_data->add_option("--test", demo.plant.test, "Test images [100]");
   demo_data->add_option("--size", demo.size, "Image size WIDTHxHEIGHT [600x400]");

@@ -5,6 +5,10 @@
 // member's C++ type. Keys read by a parser of their own are in
 // config_structures.cpp.
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -56,11 +60,46 @@ template <class T> bool json_holds(const nlohmann::json& v) {
   else return v.is_string();
 }
 
+// A member's number type: T, or a vector's element type.
+template <class T> struct number_of { using type = T; };
+template <class T> struct number_of<std::vector<T>> { using type = T; };
+
+// Whether a value meant for a float (or double) member is a number it cannot
+// hold: NaN or infinite, beyond its largest, or text YAML and --set leave a
+// number in when it overflows a double ("1e999", "1e-999", "nan").
+template <class T> bool number_out_of_range(const nlohmann::json& x) {
+  if (x.is_number()) {
+    const double d = x.get<double>();
+    return !std::isfinite(d) || std::abs(d) > static_cast<double>(std::numeric_limits<T>::max());
+  }
+  if (!x.is_string()) return false;
+  const std::string& text = x.get_ref<const std::string&>();
+  for (const char* yaml : {".inf", "+.inf", "-.inf", ".nan", ".Inf", "+.Inf", "-.Inf", ".NaN", ".INF", "+.INF", "-.INF", ".NAN"})
+    if (text == yaml) return true;  // YAML's spellings, which strtod does not read
+  char* end = nullptr;
+  errno = 0;
+  const double d = std::strtod(text.c_str(), &end);
+  const bool parsed = !text.empty() && end == text.c_str() + text.size();
+  return parsed && (errno == ERANGE || !std::isfinite(d) || std::abs(d) > static_cast<double>(std::numeric_limits<T>::max()));
+}
+
 // A value of a file typed into `out`; a whole number too large for a narrow
-// member (fill_value's uint8) is refused with what the key allows.
+// member (fill_value's uint8) is refused with what the key allows, as is a
+// number a float member cannot hold (checked once here for every key, so a
+// key without a range of its own cannot take inf either).
 template <class T>
 void read_typed(const nlohmann::json& v, T& out, const std::string& name, const Allowed& allowed,
                 const std::string& where) {
+  using F = typename number_of<T>::type;
+  if constexpr (std::is_floating_point_v<F>) {
+    const auto bad = [](const nlohmann::json& x) { return number_out_of_range<F>(x); };
+    const bool out_of_range = v.is_array() ? std::any_of(v.begin(), v.end(), bad) : bad(v);
+    char largest[16];
+    std::snprintf(largest, sizeof largest, "%.2g", static_cast<double>(std::numeric_limits<F>::max()));
+    require(!out_of_range, where + ": '" + name + "' must " + (v.is_array() ? "hold finite numbers" : "be a finite number") +
+                               " (a " + (sizeof(F) == sizeof(float) ? "float" : "double") + ": at most " + largest +
+                               " in size, and not so small that it rounds to 0), got " + shown_json(v));
+  }
   // A value that is not valid UTF-8 is shown with replacement characters, not thrown on.
   require(json_holds<T>(v), where + ": '" + name + "' must be " + json_type_name<T>() + ", got " + shown_json(v));
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> && sizeof(T) < sizeof(int64_t)) {
