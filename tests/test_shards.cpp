@@ -125,7 +125,13 @@ TEST(Shards, AnErrorLeavesNoShardsAndStaleShardsAreRefused) {
   fs::remove(m.entries.back().path);  // vanished after listing
   const std::string msg = error_of([&] { write_shards(m, {.out_dir = dir.file("out"), .shard_mb = 0.005}); });
   EXPECT_NE(msg.find(m.entries.back().path), std::string::npos) << msg;
-  EXPECT_TRUE(fs::is_empty(dir.file("out")));
+  EXPECT_FALSE(fs::exists(dir.file("out")));  // no shard, and not the folder the call made (an empty one stayed)
+  fs::create_directories(dir.file("out"));
+  write_bytes(dir.file("out/notes.txt"), "mine");
+  EXPECT_NE(error_of([&] { write_shards(m, {.out_dir = dir.file("out"), .shard_mb = 0.005}); }), "(no exception)");
+  EXPECT_EQ(fs::directory_iterator(dir.file("out"))->path().filename(), "notes.txt");  // a user's file stays, alone
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.file("out")), fs::directory_iterator()), 1);
+  fs::remove(dir.file("out/notes.txt"));
 
   m.entries.pop_back();
   write_bytes(dir.file("out/train-00000-of-00009.tfrecord"), "old");
