@@ -84,6 +84,16 @@ else
   echo "ok   shards under skip lists the row: $(cat err.txt)"
 fi
 
+# A data set's own CSV linked out of it (train.csv or test.csv to /etc/passwd):
+# refused before a byte is read (an error echoed the foreign file's header).
+copy_of csv_out && ln -sf "$tmp/secret.jpg" csv_out/test.csv
+cfg csv_out.yaml "$tmp/csv_out"
+refused "test.csv linked out of the data set" "data.test_csv test.csv: leads outside the data folder" o33 -- \
+  train --config csv_out.yaml --out o33
+copy_of train_out && ln -sf "$tmp/secret.jpg" train_out/train.csv
+refused "train.csv linked out (found by --data)" "data.train_csv train.csv: leads outside the data folder" o34 -- \
+  train --data train_out --out o34
+
 # 2. Unbounded nesting: a safetensors header and a JSON config 100,000 deep.
 deep=$(printf '%*s' 100000 '' | tr ' ' '[')
 mkdir -p nested_ckpt

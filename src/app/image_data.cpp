@@ -298,7 +298,11 @@ void check_test_images(const RunConfig& c) {
 }
 
 std::string data_path(const RunConfig& c, const std::string& path) {
-  return (fs::path(c.data_dir) / path).string();  // an absolute `path` replaces the folder
+  const char* key = path == c.data.train_csv ? "data.train_csv"
+                    : path == c.data.test_csv  ? "data.test_csv"
+                    : path == c.data.files     ? "data.files"
+                                               : "a file of data.dir";
+  return path_in_data_folder(c.data_dir, path, key);  // an absolute `path` replaces the folder
 }
 
 ImageData load_image_data(const RunConfig& c, bool with_training) {

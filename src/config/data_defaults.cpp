@@ -112,7 +112,7 @@ DataFound find_data(const std::string& dir, const DataConfig& csv) {
     d.kind = "csv";
     if (exists_file(fs::path(dir) / "test.csv")) d.test_csv = "test.csv";
     // Read as the run will read it: the CSV keys given (data.extension '' for ids that are file names) count.
-    probe_first_image(d, records::read_csv_manifest((fs::path(dir) / csv.train_csv).string(),
+    probe_first_image(d, records::read_csv_manifest(path_in_data_folder(dir, csv.train_csv, "data.train_csv"),
                                                     {.id_column = csv.id_column,
                                                      .label_column = csv.label_column,
                                                      .image_dir = csv.images,

@@ -268,6 +268,14 @@ bool lies_within(const fs::path& path, const fs::path& folder) {
   return !inside.empty() && *inside.begin() != "..";
 }
 
+std::string path_in_data_folder(const std::string& folder, const std::string& relative, const std::string& what) {
+  if (fs::path(relative).is_absolute()) return relative;
+  if (const std::optional<std::string> why = PathRoot(folder).outside(relative))
+    throw UserError(what + " " + shown(relative) + ": leads outside the data folder " + shown(folder, 160) + " (" +
+                    *why + "); copy the file into the folder, or give its absolute path");
+  return (fs::path(folder) / relative).string();
+}
+
 PathRoot::PathRoot(fs::path root) : root_(std::move(root)) {
   std::error_code ec;
   if (fs::exists(root_, ec)) real_ = fs::canonical(root_, ec);

@@ -118,4 +118,11 @@ class PathRoot {
   std::filesystem::path root_, real_;  // real_: empty when the root does not exist
 };
 
+// `folder`/`relative` for a file a data set names by a relative path
+// (data.train_csv, data.test_csv, data.files): the path rule above applies, so
+// a train.csv linked to /etc/passwd is refused (its header was echoed in an
+// error) rather than read. An absolute `relative` is the user's own choice and
+// is returned as it is. `what` names the setting in the error.
+std::string path_in_data_folder(const std::string& folder, const std::string& relative, const std::string& what);
+
 }  // namespace convoy
