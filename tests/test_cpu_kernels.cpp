@@ -167,6 +167,12 @@ const ConvCase kConvCases[] = {
     {"k6, wide", 2, 1, 6, 30, {.filters = 2, .kernel = 6}},
     {"many row bands, last band short; oneDNN's forward", 2, 1, 65, 70, {.filters = 16, .kernel = 3}},
     {"11 filters (a tile of 5 padded), pad 1", 3, 1, 10, 9, {.filters = 11, .kernel = 3, .padding = 1}},
+    // The weight gradient's tiles take as many filters as fit the registers,
+    // in near-equal parts: k1 17 filters as 8 + 9 (AVX-512) or 5 + 6 + 6;
+    // k5 13 filters as 4 + 4 + 5 (AVX-512) or six 2s and a 1 (AVX2, base).
+    {"k1, 17 filters: weight-gradient tiles of 8 and 9", 2, 1, 5, 7, {.filters = 17, .kernel = 1}},
+    {"k5 pad 1, 13 filters: weight-gradient tiles of 4, 4, 5", 2, 1, 14, 13,
+     {.filters = 13, .kernel = 5, .padding = 1}},
     // Our direct kernels (direct_conv.h): several input channels, stride 1.
     {"rgb k3 pad 1", 3, 3, 9, 10, {.filters = 5, .kernel = 3, .padding = 1}},
     {"seed conv 10->20 k5", 3, 10, 12, 12, {.filters = 20, .kernel = 5}},

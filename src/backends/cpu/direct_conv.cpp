@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "backends/cpu/parts.h"
 #include "backends/cpu/planes.h"
 #include "backends/cpu/simd.h"
 
@@ -18,11 +19,7 @@ constexpr int64_t kLanes = simd::kLanes;
 // The forward pass's shifted planes per thread at most (1 MiB), else its
 // lanes stay over the filters.
 constexpr int64_t kMaxShiftedFloats = int64_t{1} << 18;
-#if defined(__AVX512F__)
-constexpr int kRegisters = 32;
-#else
-constexpr int kRegisters = 16;
-#endif
+constexpr int kRegisters = simd::kRegisters;
 // Vectors of sums per tile (the output channels one tile covers), and rows:
 // R × NV sums, NV loaded vectors and one broadcast fill the registers.
 constexpr int kMaxVectors = kRegisters == 32 ? 4 : 3;
@@ -91,18 +88,6 @@ constexpr auto all_tiles(std::index_sequence<NV...>) {
   return std::array{tiles_of<static_cast<int>(NV) + 1>(std::make_index_sequence<kMaxRows>{})...};
 }
 constexpr auto kTiles = all_tiles(std::make_index_sequence<kMaxVectors>{});
-
-// Calls fn(first, count) for `total` items cut into the fewest near-equal
-// parts of at most `most`.
-template <class Fn>
-void for_parts(int64_t total, int64_t most, Fn&& fn) {
-  const int64_t parts = (total + most - 1) / most;
-  for (int64_t i = 0, first = 0; i < parts; ++i) {
-    const int64_t count = (total - first) / (parts - i);
-    fn(first, count);
-    first += count;
-  }
-}
 
 // One image's forward-shaped pass: out[y][x][0..out_c) = init + Σ over
 // taps of in (padded, [out_h + k − 1][out_w + k − 1][in_c]) by packed

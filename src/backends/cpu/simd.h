@@ -26,6 +26,14 @@ inline constexpr int kLanes = 8;
 inline constexpr int kLanes = 4;
 #endif
 
+// Vector registers the set has: a register tile of sums, the operands
+// loaded for them and one broadcast must fit, or the sums spill to memory.
+#if defined(__AVX512F__)
+inline constexpr int kRegisters = 32;
+#else
+inline constexpr int kRegisters = 16;  // AVX2's ymm0-15, SSE2's xmm0-15
+#endif
+
 // Through a class: GCC drops the vector_size attribute of an alias template
 // whose size depends on its parameter (VecOf<8> would be a plain float).
 template <int W>
