@@ -24,12 +24,17 @@ constexpr int64_t kBandBytes = 16 * 1024;
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-// Filters per weight-gradient tile at most: R filters × K kernel columns of
-// sums, R gradient vectors and one input vector in the registers. Each input
-// vector serves R FMAs, so the more filters a tile takes the fewer loads per
-// FMA (seed conv 1→10 k5 on AVX-512: 2 tiles of 5, not 5 of 2). Filters are
-// cut into near-equal parts of at most this many (parts.h): none padded.
-constexpr int grad_tile_filters(int kernel) { return std::max(1, (simd::kRegisters - 1) / (kernel + 1)); }
+// Filters per weight-gradient tile at most: as many as fit the registers
+// with R filters × K kernel columns of sums, R gradient vectors and one
+// input vector. Each input vector serves R FMAs, so the more filters a tile
+// takes the fewer loads per FMA (seed conv 1→10 k5 on AVX-512: 2 tiles of 5,
+// not 5 of 2). Never fewer than 8 independent FMA chains (two FMA units,
+// four cycles each), the rule before, though that spills a register (k7 and
+// k1 on AVX2: 2 and 8 filters). Filters are cut into near-equal parts of at
+// most this many (parts.h): none padded.
+constexpr int grad_tile_filters(int kernel) {
+  return std::max((simd::kRegisters - 1) / (kernel + 1), (8 + kernel - 1) / kernel);
+}
 
 // Filters per forward tile, and blocks of kLanes positions taken together:
 // 5 filters × B blocks of sums, 5 broadcast weights and one input vector fill
@@ -142,7 +147,6 @@ void forward_band(int64_t kernel, const BandLayout& b, const float* input, const
 // in registers.
 template <int K, int R>
 void accumulate_filters(const BandLayout& b, int64_t o0, const float* input, const float* grad, float* sums) {
-  static_assert(R * (K + 1) + 1 <= simd::kRegisters || R == 1, "the tile spills");
   const int64_t block_rows = b.block_rows(), per_row = b.per_row();
   for (int64_t c = 0; c < b.channels; ++c)
     for (int64_t kh = 0; kh < K; ++kh) {
