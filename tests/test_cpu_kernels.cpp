@@ -15,6 +15,8 @@
 
 #include <gtest/gtest.h>
 
+#include "backends/cpu/planes.h"
+#include "backends/cpu/simd.h"
 #include "backends/cpu/winograd_conv.h"
 #include "convoy/backends/executable.h"
 #include "convoy/backends/executable_internals.h"
@@ -167,6 +169,12 @@ const ConvCase kConvCases[] = {
     {"k6, wide", 2, 1, 6, 30, {.filters = 2, .kernel = 6}},
     {"many row bands, last band short; oneDNN's forward", 2, 1, 65, 70, {.filters = 16, .kernel = 3}},
     {"11 filters (a tile of 5 padded), pad 1", 3, 1, 10, 9, {.filters = 11, .kernel = 3, .padding = 1}},
+    // The weight gradient's tiles take as many filters as fit the registers,
+    // in near-equal parts: k1 17 filters as 8 + 9 (AVX-512) or 5 + 6 + 6;
+    // k5 13 filters as 4 + 4 + 5 (AVX-512) or six 2s and a 1 (AVX2, base).
+    {"k1, 17 filters: weight-gradient tiles of 8 and 9", 2, 1, 5, 7, {.filters = 17, .kernel = 1}},
+    {"k5 pad 1, 13 filters: weight-gradient tiles of 4, 4, 5", 2, 1, 14, 13,
+     {.filters = 13, .kernel = 5, .padding = 1}},
     // Our direct kernels (direct_conv.h): several input channels, stride 1.
     {"rgb k3 pad 1", 3, 3, 9, 10, {.filters = 5, .kernel = 3, .padding = 1}},
     {"seed conv 10->20 k5", 3, 10, 12, 12, {.filters = 20, .kernel = 5}},
@@ -636,6 +644,33 @@ TEST_P(CpuKernels, SmallMapSameBitsOnOneAndTwoThreadsAndNotOneDnns) {
 
 TEST_P(CpuKernels, DirectConvMatchesReferenceSumsOnWinogradShapes) {
   for (const ConvCase& k : kWinogradCases) check_conv_gradients(k, set(), ConvAlgo::direct);
+}
+
+// The restaging helpers every kernel set inlines, in the copy this test is
+// compiled for (simd.h's baseline width): rows of every length up to a few
+// vectors copied exactly, nothing written past them; transposes of every
+// shape up to 19 × 19, both sides whole blocks or not.
+TEST(CpuRestaging, CopyRowCopiesEveryLengthAndNothingPast) {
+  for (int64_t n = 0; n <= 4 * cpu::simd::kLanes + 3; ++n) {
+    const std::vector<float> from = uniform(static_cast<std::size_t>(n), 11);
+    std::vector<float> to(static_cast<std::size_t>(n + 2), 7.0f);
+    cpu::simd::copy_row(from.data(), n, to.data());
+    EXPECT_EQ(std::vector<float>(to.begin(), to.begin() + n), from) << n;
+    EXPECT_EQ(to[static_cast<std::size_t>(n)], 7.0f) << n;
+  }
+}
+
+TEST(CpuRestaging, TransposeOfEveryShape) {
+  for (int64_t rows = 1; rows < 20; ++rows)
+    for (int64_t cols = 1; cols < 20; ++cols) {
+      const int64_t in_stride = cols + 3, out_stride = rows + 2;
+      const std::vector<float> in = uniform(static_cast<std::size_t>(rows * in_stride), 12);
+      std::vector<float> out(static_cast<std::size_t>(cols * out_stride), 7.0f), want = out;
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) want[j * out_stride + i] = in[i * in_stride + j];
+      cpu::transpose(in.data(), in_stride, rows, cols, out.data(), out_stride);
+      EXPECT_EQ(out, want) << rows << " x " << cols;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(KernelSets, CpuKernels,

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "backends/cpu/parts.h"
 #include "backends/cpu/planes.h"
 #include "backends/cpu/simd.h"
 
@@ -18,11 +19,7 @@ constexpr int64_t kLanes = simd::kLanes;
 // The forward pass's shifted planes per thread at most (1 MiB), else its
 // lanes stay over the filters.
 constexpr int64_t kMaxShiftedFloats = int64_t{1} << 18;
-#if defined(__AVX512F__)
-constexpr int kRegisters = 32;
-#else
-constexpr int kRegisters = 16;
-#endif
+constexpr int kRegisters = simd::kRegisters;
 // Vectors of sums per tile (the output channels one tile covers), and rows:
 // R × NV sums, NV loaded vectors and one broadcast fill the registers.
 constexpr int kMaxVectors = kRegisters == 32 ? 4 : 3;
@@ -92,18 +89,6 @@ constexpr auto all_tiles(std::index_sequence<NV...>) {
 }
 constexpr auto kTiles = all_tiles(std::make_index_sequence<kMaxVectors>{});
 
-// Calls fn(first, count) for `total` items cut into the fewest near-equal
-// parts of at most `most`.
-template <class Fn>
-void for_parts(int64_t total, int64_t most, Fn&& fn) {
-  const int64_t parts = (total + most - 1) / most;
-  for (int64_t i = 0, first = 0; i < parts; ++i) {
-    const int64_t count = (total - first) / (parts - i);
-    fn(first, count);
-    first += count;
-  }
-}
-
 // One image's forward-shaped pass: out[y][x][0..out_c) = init + Σ over
 // taps of in (padded, [out_h + k − 1][out_w + k − 1][in_c]) by packed
 // weights [k][k·in_c][out_pad]. `row` holds one output row.
@@ -117,7 +102,7 @@ void convolve_image(const Convolve& c, const float* in, const float* packed, con
   const Walk walk{.segments = c.kernel, .length = taps, .a_segment = in_w * c.in_c, .a_step = 1,
                   .b_segment = taps * c.out_pad, .b_step = c.out_pad};
   for (int64_t y = 0; y < c.out_h; ++y) {
-    for (int64_t x = 0; x < c.out_w; ++x) std::copy_n(init, c.out_pad, row + x * c.out_pad);
+    for (int64_t x = 0; x < c.out_w; ++x) simd::copy_row(init, c.out_pad, row + x * c.out_pad);
     for_parts(c.out_pad / kLanes, kMaxVectors, [&](int64_t v0, int64_t nv) {
       for_parts(c.out_w, max_rows(static_cast<int>(nv)), [&](int64_t x0, int64_t rows) {
         kTiles[nv - 1][rows - 1](walk, in + (y * in_w + x0) * c.in_c, c.in_c, packed + v0 * kLanes,
@@ -125,7 +110,7 @@ void convolve_image(const Convolve& c, const float* in, const float* packed, con
       });
     });
     for (int64_t x = 0; x < c.out_w; ++x)
-      std::copy_n(row + x * c.out_pad, c.out_c, out + (y * c.out_w + x) * c.out_c);
+      simd::copy_row(row + x * c.out_pad, c.out_c, out + (y * c.out_w + x) * c.out_c);
   }
 }
 
@@ -135,7 +120,8 @@ void convolve_image(const Convolve& c, const float* in, const float* packed, con
 void place(const float* src, int64_t height, int64_t width, int64_t channels, int64_t pad_top, int64_t pad_left,
            int64_t dst_width, float* dst) {
   for (int64_t y = 0; y < height; ++y)
-    std::copy_n(src + y * width * channels, width * channels, dst + ((pad_top + y) * dst_width + pad_left) * channels);
+    simd::copy_row(src + y * width * channels, width * channels,
+                   dst + ((pad_top + y) * dst_width + pad_left) * channels);
 }
 
 // 0, 1, 2, … in the lanes: `lane_numbers() < n` keeps the first n.
@@ -157,7 +143,7 @@ void pad_rows(const float* src, int64_t rows, int64_t count, int64_t padded, flo
       const V x = simd::load<V>(src + r * count + v);
       simd::store(dst + r * padded + v, lane < static_cast<float>(count - v) ? x : V{});
     }
-  for (; r < rows; ++r) std::copy_n(src + r * count, count, dst + r * padded);
+  for (; r < rows; ++r) simd::copy_row(src + r * count, count, dst + r * padded);
 }
 
 // Runs fn(workspace, first_image, end_image) on each thread's share of the
@@ -438,7 +424,7 @@ void DirectConv::input_gradient(const float* diff_dst, const float* weight, floa
       // The image without its padding.
       float* dx = diff_src + n * in_image;
       for (int64_t y = 0; y < g_.height; ++y)
-        std::copy_n(padded + ((g_.pad_top + y) * in_w + g_.pad_left) * g_.channels, g_.width * g_.channels,
+        simd::copy_row(padded + ((g_.pad_top + y) * in_w + g_.pad_left) * g_.channels, g_.width * g_.channels,
                     dx + y * g_.width * g_.channels);
     }
   });

@@ -3,9 +3,11 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 #include <string>
 
+#include "backends/cpu/parts.h"
 #include "backends/cpu/planar_pool.h"
 #include "backends/cpu/planes.h"
 #include "backends/cpu/simd.h"
@@ -22,10 +24,17 @@ constexpr int64_t kBandBytes = 16 * 1024;
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-// Filters per weight-gradient tile: R filters × k kernel columns of sums, at
-// least 8 independent FMA chains (two FMA units, four cycles each) whatever
-// the width.
-int64_t tile_filters(int64_t kernel) { return (8 + kernel - 1) / kernel; }
+// Filters per weight-gradient tile at most: as many as fit the registers
+// with R filters × K kernel columns of sums, R gradient vectors and one
+// input vector. Each input vector serves R FMAs, so the more filters a tile
+// takes the fewer loads per FMA (seed conv 1→10 k5 on AVX-512: 2 tiles of 5,
+// not 5 of 2). Never fewer than 8 independent FMA chains (two FMA units,
+// four cycles each), the rule before, though that spills a register (k7 and
+// k1 on AVX2: 2 and 8 filters). Filters are cut into near-equal parts of at
+// most this many (parts.h): none padded.
+constexpr int grad_tile_filters(int kernel) {
+  return std::max((simd::kRegisters - 1) / (kernel + 1), (8 + kernel - 1) / kernel);
+}
 
 // Filters per forward tile, and blocks of kLanes positions taken together:
 // 5 filters × B blocks of sums, 5 broadcast weights and one input vector fill
@@ -43,7 +52,8 @@ bool flat_layout(int64_t out_width, int64_t kernel) {
 
 // One staged band: `rows` output rows of one image; the input's planes
 // [channels][rows + k - 1][in_cols], the output's (or its gradient's)
-// [filters_padded][rows][out_cols]. The band's output positions are walked
+// [filters][rows][out_cols] (the forward's filters rounded up to its tile,
+// the gradient's as they are). The band's output positions are walked
 // in blocks of kLanes: `block_rows` rows of `per_row` blocks, block (i, j)
 // reading the input from i * in_cols + j * kLanes (+ kh * in_cols + kw) and
 // writing the output at i * out_cols + j * kLanes. Rows of blocks: out_cols
@@ -51,7 +61,7 @@ bool flat_layout(int64_t out_width, int64_t kernel) {
 // blocks over all rows × in_cols positions; the k - 1 positions at the end of
 // each row are junk (the forward discards them; the gradient holds zeros there).
 struct BandLayout {
-  int64_t channels, filters_padded, rows, in_cols, in_plane, out_cols, out_plane;
+  int64_t channels, filters, rows, in_cols, in_plane, out_cols, out_plane;
   bool flat;
   int64_t block_rows() const { return flat ? 1 : rows; }
   int64_t per_row() const { return flat ? (rows * out_cols + kLanes - 1) / kLanes : out_cols / kLanes; }
@@ -61,7 +71,7 @@ struct BandLayout {
 
 BandLayout band_layout(const ConvGeometry& g, int64_t filters, int64_t rows, int64_t in_cols, int64_t in_plane,
                        int64_t out_cols, int64_t out_plane, bool flat) {
-  return {.channels = g.channels, .filters_padded = filters, .rows = rows, .in_cols = in_cols,
+  return {.channels = g.channels, .filters = filters, .rows = rows, .in_cols = in_cols,
           .in_plane = in_plane, .out_cols = out_cols, .out_plane = out_plane, .flat = flat};
 }
 
@@ -88,7 +98,7 @@ void forward_blocks(const BandLayout& b, const float* input, const float* weight
                     const int64_t* in, const int64_t* out, float* planes) {
   constexpr int R = kForwardFilters;
   const int64_t taps = b.channels * K * K;
-  for (int64_t o0 = 0; o0 < b.filters_padded; o0 += R) {
+  for (int64_t o0 = 0; o0 < b.filters; o0 += R) {
     Vec acc[R][B];
     for (int r = 0; r < R; ++r)
       for (int j = 0; j < B; ++j) acc[r][j] = simd::broadcast<Vec>(bias[o0 + r]);
@@ -133,43 +143,43 @@ void forward_band(int64_t kernel, const BandLayout& b, const float* input, const
 }
 
 // sums[o][c][kh][kw][lane] += Σ over the band's blocks of grad[o][block] · input[c][block + kh·in_cols + kw]
-// for one staged band, R filters × K kernel columns at a time.
+// for one staged band and filters o0 .. o0 + R, R filters × K kernel columns
+// in registers.
 template <int K, int R>
-void accumulate_band(const BandLayout& b, const float* input, const float* grad, float* sums) {
+void accumulate_filters(const BandLayout& b, int64_t o0, const float* input, const float* grad, float* sums) {
   const int64_t block_rows = b.block_rows(), per_row = b.per_row();
-  for (int64_t o0 = 0; o0 < b.filters_padded; o0 += R)
-    for (int64_t c = 0; c < b.channels; ++c)
-      for (int64_t kh = 0; kh < K; ++kh) {
-        Vec acc[R][K] = {};
-        for (int64_t i = 0; i < block_rows; ++i) {
-          const float* x_row = input + c * b.in_plane + b.in_at(i, 0) + kh * b.in_cols;
-          const float* d_row = grad + o0 * b.out_plane + b.out_at(i, 0);
-          for (int64_t x = 0; x < per_row * kLanes; x += kLanes) {
-            // Each value loaded once: R gradient vectors, then K shifted input
-            // vectors, each used by R FMAs (two loads a cycle would otherwise
-            // be the limit).
-            Vec d[R];
-            for (int r = 0; r < R; ++r) d[r] = simd::load<Vec>(d_row + r * b.out_plane + x);
-            for (int kw = 0; kw < K; ++kw) {
-              // pinned: GCC would otherwise fold the load into each of the R
-              // FMAs, loading it R times.
-              const Vec xv = simd::pinned(simd::load<Vec>(x_row + x + kw));
-              for (int r = 0; r < R; ++r) acc[r][kw] = simd::fma(d[r], xv, acc[r][kw]);
-            }
+  for (int64_t c = 0; c < b.channels; ++c)
+    for (int64_t kh = 0; kh < K; ++kh) {
+      Vec acc[R][K] = {};
+      for (int64_t i = 0; i < block_rows; ++i) {
+        const float* x_row = input + c * b.in_plane + b.in_at(i, 0) + kh * b.in_cols;
+        const float* d_row = grad + o0 * b.out_plane + b.out_at(i, 0);
+        for (int64_t x = 0; x < per_row * kLanes; x += kLanes) {
+          // Each value loaded once: R gradient vectors, then K shifted input
+          // vectors, each used by R FMAs (two loads a cycle would otherwise
+          // be the limit).
+          Vec d[R];
+          for (int r = 0; r < R; ++r) d[r] = simd::load<Vec>(d_row + r * b.out_plane + x);
+          for (int kw = 0; kw < K; ++kw) {
+            // pinned: GCC would otherwise fold the load into each of the R
+            // FMAs, loading it R times.
+            const Vec xv = simd::pinned(simd::load<Vec>(x_row + x + kw));
+            for (int r = 0; r < R; ++r) acc[r][kw] = simd::fma(d[r], xv, acc[r][kw]);
           }
         }
-        for (int r = 0; r < R; ++r) {
-          float* s = sums + (((o0 + r) * b.channels + c) * K + kh) * K * kLanes;
-          for (int kw = 0; kw < K; ++kw)
-            simd::store(s + kw * kLanes, simd::load<Vec>(s + kw * kLanes) + acc[r][kw]);
-        }
       }
+      for (int r = 0; r < R; ++r) {
+        float* s = sums + (((o0 + r) * b.channels + c) * K + kh) * K * kLanes;
+        for (int kw = 0; kw < K; ++kw)
+          simd::store(s + kw * kLanes, simd::load<Vec>(s + kw * kLanes) + acc[r][kw]);
+      }
+    }
 }
 
 // bias_sums[o][lane] += Σ over the band's blocks of grad[o][block]
 void accumulate_bias(const BandLayout& b, const float* grad, float* bias_sums) {
   const int64_t block_rows = b.block_rows(), per_row = b.per_row();
-  for (int64_t o = 0; o < b.filters_padded; ++o) {
+  for (int64_t o = 0; o < b.filters; ++o) {
     Vec acc = simd::load<Vec>(bias_sums + o * kLanes);
     for (int64_t i = 0; i < block_rows; ++i)
       for (int64_t j = 0; j < per_row; ++j) acc += simd::load<Vec>(grad + o * b.out_plane + b.out_at(i, j));
@@ -177,8 +187,22 @@ void accumulate_bias(const BandLayout& b, const float* grad, float* bias_sums) {
   }
 }
 
+using AccumulateFn = void (*)(const BandLayout&, int64_t, const float*, const float*, float*);
+
+// accumulate_filters<K, R> for R = 1 .. sizeof...(R).
+template <int K, int... R>
+constexpr std::array<AccumulateFn, sizeof...(R)> accumulate_tiles(std::integer_sequence<int, R...>) {
+  return {&accumulate_filters<K, R + 1>...};
+}
+
+// The weight gradient's sums over one staged band, all filters.
 void accumulate_weights(int64_t kernel, const BandLayout& b, const float* input, const float* grad, float* sums) {
-  with_kernel(kernel, [&]<int K> { accumulate_band<K, (8 + K - 1) / K>(b, input, grad, sums); });
+  with_kernel(kernel, [&]<int K> {
+    constexpr int most = grad_tile_filters(K);
+    static constexpr auto tiles = accumulate_tiles<K>(std::make_integer_sequence<int, most>{});
+    for_parts(b.filters, most,
+              [&](int64_t o0, int64_t count) { tiles[static_cast<std::size_t>(count - 1)](b, o0, input, grad, sums); });
+  });
 }
 
 }  // namespace
@@ -190,13 +214,12 @@ bool PlanarConv::suits(const ConvGeometry& g) {
 PlanarConv::PlanarConv(const ConvGeometry& g)
     : g_(g),
       forward_filters_(round_up(g.filters, kForwardFilters)),
-      grad_filters_(round_up(g.filters, tile_filters(g.kernel))),
       flat_(flat_layout(g.out_width, g.kernel)),
       out_cols_(flat_ ? g.out_width + g.kernel - 1 : round_up(g.out_width, kLanes)),
       in_cols_(flat_ ? out_cols_ : out_cols_ + g.kernel - 1) {
   if (!suits(g)) throw std::logic_error("PlanarConv built for a convolution it does not suit");
   // Equal bands of at most kBandBytes of staged rows each.
-  const int64_t filters = runs_forward() ? std::max(forward_filters_, grad_filters_) : grad_filters_;
+  const int64_t filters = runs_forward() ? std::max(forward_filters_, g.filters) : g.filters;
   const int64_t row_bytes = (filters * out_cols_ + g.channels * in_cols_) * int64_t{sizeof(float)};
   const int64_t most = std::clamp<int64_t>(kBandBytes / row_bytes, 1, g.out_height);
   const int64_t bands = (g.out_height + most - 1) / most;
@@ -209,12 +232,11 @@ PlanarConv::PlanarConv(const ConvGeometry& g)
   bias_ = AlignedBuffer(static_cast<std::size_t>(forward_filters_));
   threads_.resize(static_cast<std::size_t>(omp_get_max_threads()));
   for (Workspace& w : threads_) {
-    // Zeroed once: the padding columns and rows, and the padded filters'
-    // gradient rows, are never written and stay zero.
+    // Zeroed once: the padding columns and rows are never written and stay zero.
     w.input = AlignedBuffer(static_cast<std::size_t>(g.channels * in_plane_));
     if (runs_forward()) w.planes = AlignedBuffer(static_cast<std::size_t>(forward_filters_ * out_plane_));
-    w.grad = AlignedBuffer(static_cast<std::size_t>(grad_filters_ * out_plane_));
-    w.sums = AlignedBuffer(static_cast<std::size_t>(grad_filters_ * (taps + 1) * kLanes));
+    w.grad = AlignedBuffer(static_cast<std::size_t>(g.filters * out_plane_));
+    w.sums = AlignedBuffer(static_cast<std::size_t>(g.filters * (taps + 1) * kLanes));
     w.out.assign(static_cast<std::size_t>(g.filters * (taps + 1)), 0.0f);
   }
 }
@@ -248,7 +270,7 @@ void PlanarConv::set_pooling(bool relu) {
   const auto staged = static_cast<std::size_t>(band_ / 2 * g_.filters * pitch_);
   for (Workspace& w : threads_) {
     w.planes = AlignedBuffer(static_cast<std::size_t>(forward_filters_ * out_plane_ + slack));
-    w.grad = AlignedBuffer(static_cast<std::size_t>(grad_filters_ * out_plane_ + slack));
+    w.grad = AlignedBuffer(static_cast<std::size_t>(g_.filters * out_plane_ + slack));
     w.pooled = AlignedBuffer(staged);
     w.d_pooled = AlignedBuffer(staged);  // the lanes past the pooled width stay zero
   }
@@ -290,14 +312,14 @@ void PlanarConv::gradient_images(Workspace& w, int64_t first_image, int64_t end_
   const ConvGeometry& g = g_;
   const int64_t taps = g.channels * g.kernel * g.kernel;
   float* sums = w.sums.data();
-  float* bias_sums = sums + grad_filters_ * taps * kLanes;
+  float* bias_sums = sums + g.filters * taps * kLanes;
   std::fill_n(sums, w.sums.size(), 0.0f);
   for (int64_t n = first_image; n < end_image; ++n)
     for (int64_t y0 = 0; y0 < g.out_height; y0 += band_) {
       const int64_t rows = std::min(band_, g.out_height - y0);
-      const BandLayout b = band_layout(g, grad_filters_, rows, in_cols_, in_plane_, out_cols_, out_plane_, flat_);
+      const BandLayout b = band_layout(g, g.filters, rows, in_cols_, in_plane_, out_cols_, out_plane_, flat_);
       stage_input(w, n, y0, rows, src);
-      // Columns past the image's and the padded filters' rows stay zero; in a
+      // Columns past the image's stay zero; in a
       // flat band so must the positions its last block reads past its rows
       // (a longer band before may have left values there).
       if (positions) {
@@ -320,7 +342,7 @@ void PlanarConv::gradient_images(Workspace& w, int64_t first_image, int64_t end_
       accumulate_weights(g.kernel, b, w.input.data(), w.grad.data(), sums);
       accumulate_bias(b, w.grad.data(), bias_sums);
     }
-  // Lanes summed in a fixed order; the padded filters are dropped.
+  // Lanes summed in a fixed order.
   for (int64_t o = 0; o < g.filters; ++o) {
     for (int64_t t = 0; t < taps; ++t) w.out[o * taps + t] = simd::sum_lanes<kLanes>(sums + (o * taps + t) * kLanes);
     w.out[g.filters * taps + o] = simd::sum_lanes<kLanes>(bias_sums + o * kLanes);

@@ -88,8 +88,8 @@ class PlanarConv final : public OwnKernels {
   struct Workspace {
     AlignedBuffer input;     // [C][in_plane]: band + k - 1 rows of in_cols, and slack
     AlignedBuffer planes;    // [forward_filters][band][out_cols]: the output
-    AlignedBuffer grad;      // [grad_filters][band][out_cols]: its gradient
-    AlignedBuffer sums;      // [grad_filters][C][k][k][lanes], then [grad_filters][lanes] for the bias
+    AlignedBuffer grad;      // [filters][band][out_cols]: its gradient
+    AlignedBuffer sums;      // [filters][C][k][k][lanes], then [filters][lanes] for the bias
     std::vector<float> out;  // this thread's dw then db, summed over its lanes
     AlignedBuffer pooled, d_pooled;  // with pooling: a band's pooled rows [band / 2][filters][pitch]
   };
@@ -106,7 +106,7 @@ class PlanarConv final : public OwnKernels {
   void stage_input(Workspace& w, int64_t n, int64_t y0, int64_t rows, const float* src) const;
 
   ConvGeometry g_;
-  int64_t forward_filters_, grad_filters_;  // filters rounded up to each pass's register tile
+  int64_t forward_filters_;                 // filters rounded up to the forward's register tile
   bool flat_;                               // bands staged as one flat run of positions (planar_conv.cpp)
   int64_t out_cols_, in_cols_, band_;       // staged row lengths; output rows per band
   int64_t in_plane_, out_plane_;            // floats per staged channel / filter plane

@@ -1,10 +1,12 @@
 #pragma once
 // NHWC pixels to channel planes and back (PlanarConv's rows, DirectConv's
 // forward over pixels), 8 × 8 blocks transposed in registers where the
-// copy has AVX2, the rest a float at a time: data movement only, the same
+// copy has AVX2, else a float at a time: data movement only, the same
 // values in every copy.
 #include <algorithm>
 #include <cstdint>
+
+#include "backends/cpu/simd.h"
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -39,39 +41,35 @@ inline void transpose8x8(const float*, int64_t, float*, int64_t) {}
 constexpr bool kTranspose8 = false;
 #endif
 
+// out[j * out_stride + i] = in[i * in_stride + j] for i < rows, j < cols.
+// Where both are 8 or more, by 8 × 8 blocks, the last block of each side
+// overlapping the one before (the same values written twice) rather than a
+// float at a time for the rest (at the seed CNN's 12-wide maps, a third of
+// each row); else a float at a time. In and out must not overlap.
+inline void transpose(const float* in, int64_t in_stride, int64_t rows, int64_t cols, float* out, int64_t out_stride) {
+  if (kTranspose8 && rows >= 8 && cols >= 8) {
+    for (int64_t i0 = 0; i0 < rows; i0 += 8)
+      for (int64_t j0 = 0; j0 < cols; j0 += 8) {
+        const int64_t i = std::min(i0, rows - 8), j = std::min(j0, cols - 8);
+        transpose8x8(in + i * in_stride + j, in_stride, out + j * out_stride + i, out_stride);
+      }
+    return;
+  }
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) out[j * out_stride + i] = in[i * in_stride + j];
+}
+
 // planes[c * plane + p] = pixels[p * channels + c] for p < count: one row of
 // an NHWC image spread over channel planes.
 inline void to_planes(const float* pixels, int64_t count, int64_t channels, float* planes, int64_t plane) {
-  if (channels == 1) {
-    std::copy_n(pixels, count, planes);
-    return;
-  }
-  int64_t p = 0;
-  if (kTranspose8 && channels >= 8)
-    for (; p + 8 <= count; p += 8)
-      for (int64_t c0 = 0; c0 < channels; c0 += 8) {
-        const int64_t c = std::min(c0, channels - 8);  // the last block may overlap the one before: same values
-        transpose8x8(pixels + p * channels + c, channels, planes + c * plane + p, plane);
-      }
-  for (; p < count; ++p)
-    for (int64_t c = 0; c < channels; ++c) planes[c * plane + p] = pixels[p * channels + c];
+  if (channels == 1) simd::copy_row(pixels, count, planes);
+  else transpose(pixels, channels, count, channels, planes, plane);
 }
 
 // The inverse: pixels[p * channels + c] = planes[c * plane + p] for p < count.
 inline void from_planes(const float* planes, int64_t plane, int64_t count, int64_t channels, float* pixels) {
-  if (channels == 1) {
-    std::copy_n(planes, count, pixels);
-    return;
-  }
-  int64_t p = 0;
-  if (kTranspose8 && channels >= 8)
-    for (; p + 8 <= count; p += 8)
-      for (int64_t c0 = 0; c0 < channels; c0 += 8) {
-        const int64_t c = std::min(c0, channels - 8);
-        transpose8x8(planes + c * plane + p, plane, pixels + p * channels + c, channels);
-      }
-  for (; p < count; ++p)
-    for (int64_t c = 0; c < channels; ++c) pixels[p * channels + c] = planes[c * plane + p];
+  if (channels == 1) simd::copy_row(planes, count, pixels);
+  else transpose(planes, plane, channels, count, pixels, channels);
 }
 
 }  // namespace convoy::cpu

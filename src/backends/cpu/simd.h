@@ -26,6 +26,14 @@ inline constexpr int kLanes = 8;
 inline constexpr int kLanes = 4;
 #endif
 
+// Vector registers the set has: a register tile of sums, the operands
+// loaded for them and one broadcast must fit, or the sums spill to memory.
+#if defined(__AVX512F__)
+inline constexpr int kRegisters = 32;
+#else
+inline constexpr int kRegisters = 16;  // AVX2's ymm0-15, SSE2's xmm0-15
+#endif
+
 // Through a class: GCC drops the vector_size attribute of an alias template
 // whose size depends on its parameter (VecOf<8> would be a plain float).
 template <int W>
@@ -59,6 +67,31 @@ inline void store(float* p, V v) {
 template <class V>
 inline V broadcast(float x) {
   return x - V{};
+}
+
+// to[0, n) = from[0, n) for n < 2W: two W-float vectors, the second ending
+// at n (overlapping the first: the same values written twice), or half as
+// wide below W.
+template <int W>
+inline void copy_short(const float* from, int64_t n, float* to) {
+  if constexpr (W == 1) {
+    if (n == 1) to[0] = from[0];
+  } else if (n >= W) {
+    store(to, load<VecOf<W>>(from));
+    store(to + n - W, load<VecOf<W>>(from + n - W));
+  } else {
+    copy_short<W / 2>(from, n, to);
+  }
+}
+
+// to[0, n) = from[0, n) for a row that does not overlap `from`, inline:
+// vectors, the last ending at n. std::copy_n of a length known only at run
+// time is a call to memmove, which costs as much as the copy on rows of tens
+// of floats (a staged image row, a pixel's channels).
+inline void copy_row(const float* from, int64_t n, float* to) {
+  if (n < kLanes) return copy_short<kLanes / 2>(from, n, to);
+  for (int64_t i = 0; i + kLanes < n; i += kLanes) store(to + i, load<Vec>(from + i));
+  store(to + n - kLanes, load<Vec>(from + n - kLanes));
 }
 
 // a·b + c. With FMA in the set (the AVX2 and AVX-512 copies) the compiler
