@@ -351,11 +351,18 @@ const PoolCase kPoolCases[] = {
     {"3x3 stride 3, 9 channels", 3, 9, 10, 11, {.kernel = 3}},
     {"overlapping 3x3/2 padded, 16 channels", 3, 16, 9, 8, {.kernel = 3, .stride = 2, .padding = 1}},
     {"overlapping, scalar channels", 2, 5, 9, 9, {.kernel = 3, .stride = 2, .padding = 1}},
-    // Overlapping windows add their gradients a vector at a time where the
-    // vectors divide the channels, else a channel at a time.
+    // Overlapping windows' gradients a vector at a time from 4 channels on,
+    // below that a channel at a time.
     {"overlapping 3x3/2 padded, 64 channels (ResNet's stem pool)", 2, 64, 8, 8, {.kernel = 3, .stride = 2, .padding = 1}},
     {"overlapping 3x3/2 padded, 12 channels", 2, 12, 7, 8, {.kernel = 3, .stride = 2, .padding = 1}},
     {"same padding", 2, 11, 7, 6, {.kernel = 3, .stride = 2, .padding = kSame}},
+    // Overlapping windows with 4 or more channels gather each input gradient
+    // from the windows covering its pixel: up to three a side, pixels no
+    // window covers, vectors the channels do not fill (the last overlapping).
+    {"overlapping 5x5/2 padded 2, 20 channels: three windows a side", 2, 20, 11, 9,
+     {.kernel = 5, .stride = 2, .padding = 2}},
+    {"overlapping 3x3/1, 6 channels, odd size", 3, 6, 7, 5, {.kernel = 3, .stride = 1}},
+    {"overlapping 4x4/3, 7 channels: the last row and column in no window", 2, 7, 8, 8, {.kernel = 4, .stride = 3}},
     // Rows of whole disjoint windows take the wide kernels (channels rounded
     // up to a power of two, the lanes past them spilling into the next
     // position); the last window of a row, and partial windows, the exact path.
