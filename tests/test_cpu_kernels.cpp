@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "backends/cpu/backend_entry.h"
 #include "backends/cpu/winograd_conv.h"
 #include "convoy/backends/executable.h"
 #include "convoy/backends/executable_internals.h"
@@ -464,6 +465,34 @@ TEST_P(CpuKernels, BatchNormMatchesReferenceFormulas) {
 
 TEST_P(CpuKernels, MaxPoolMatchesReferenceWithTiesGoingToTheFirstMaximum) {
   for (const PoolCase& k : kPoolCases) check_max_pool(k, set());
+}
+
+// The CPU device's gradient sum at a fork, taken a block of floats at a time
+// over every part: each element the parts added in order (part 0 + part 1,
+// then + part 2, ...), bit for bit, over several blocks and a partial one,
+// and into part 0 itself. Magnitudes far apart, so another order would round
+// differently.
+TEST_P(CpuKernels, DeviceSumAddsThePartsInOrder) {
+  const auto device = cpu::backend(set()).make_device({});
+  for (const int64_t n : {int64_t{5}, int64_t{3 * 2048 + 17}})
+    for (const std::size_t count : {std::size_t{2}, std::size_t{3}, std::size_t{4}}) {
+      SCOPED_TRACE(std::to_string(n) + " floats, " + std::to_string(count) + " parts");
+      std::vector<std::vector<float>> parts;
+      for (std::size_t k = 0; k < count; ++k) {
+        parts.push_back(uniform(static_cast<std::size_t>(n), 20 + k));
+        for (float& v : parts.back()) v *= k % 2 ? 1e4f : 1e-3f;
+      }
+      std::vector<float> want = parts[0];
+      for (std::size_t k = 1; k < count; ++k)
+        for (std::size_t i = 0; i < want.size(); ++i) want[i] += parts[k][i];
+      std::vector<const float*> from;
+      for (const auto& p : parts) from.push_back(p.data());
+      std::vector<float> into(want.size());
+      device->sum(into.data(), from, n);
+      EXPECT_EQ(into, want);
+      device->sum(parts[0].data(), from, n);
+      EXPECT_EQ(parts[0], want);
+    }
 }
 
 TEST_P(CpuKernels, ConvOutputAndWeightGradientMatchReferenceSums) {
