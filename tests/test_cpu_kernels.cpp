@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "backends/cpu/backend_entry.h"
 #include "backends/cpu/planes.h"
 #include "backends/cpu/simd.h"
 #include "backends/cpu/winograd_conv.h"
@@ -359,11 +360,18 @@ const PoolCase kPoolCases[] = {
     {"3x3 stride 3, 9 channels", 3, 9, 10, 11, {.kernel = 3}},
     {"overlapping 3x3/2 padded, 16 channels", 3, 16, 9, 8, {.kernel = 3, .stride = 2, .padding = 1}},
     {"overlapping, scalar channels", 2, 5, 9, 9, {.kernel = 3, .stride = 2, .padding = 1}},
-    // Overlapping windows add their gradients a vector at a time where the
-    // vectors divide the channels, else a channel at a time.
+    // Overlapping windows' gradients a vector at a time from 4 channels on,
+    // below that a channel at a time.
     {"overlapping 3x3/2 padded, 64 channels (ResNet's stem pool)", 2, 64, 8, 8, {.kernel = 3, .stride = 2, .padding = 1}},
     {"overlapping 3x3/2 padded, 12 channels", 2, 12, 7, 8, {.kernel = 3, .stride = 2, .padding = 1}},
     {"same padding", 2, 11, 7, 6, {.kernel = 3, .stride = 2, .padding = kSame}},
+    // Overlapping windows with 4 or more channels gather each input gradient
+    // from the windows covering its pixel: up to three a side, pixels no
+    // window covers, vectors the channels do not fill (the last overlapping).
+    {"overlapping 5x5/2 padded 2, 20 channels: three windows a side", 2, 20, 11, 9,
+     {.kernel = 5, .stride = 2, .padding = 2}},
+    {"overlapping 3x3/1, 6 channels, odd size", 3, 6, 7, 5, {.kernel = 3, .stride = 1}},
+    {"overlapping 4x4/3, 7 channels: the last row and column in no window", 2, 7, 8, 8, {.kernel = 4, .stride = 3}},
     // Rows of whole disjoint windows take the wide kernels (channels rounded
     // up to a power of two, the lanes past them spilling into the next
     // position); the last window of a row, and partial windows, the exact path.
@@ -465,6 +473,34 @@ TEST_P(CpuKernels, BatchNormMatchesReferenceFormulas) {
 
 TEST_P(CpuKernels, MaxPoolMatchesReferenceWithTiesGoingToTheFirstMaximum) {
   for (const PoolCase& k : kPoolCases) check_max_pool(k, set());
+}
+
+// The CPU device's gradient sum at a fork, taken a block of floats at a time
+// over every part: each element the parts added in order (part 0 + part 1,
+// then + part 2, ...), bit for bit, over several blocks and a partial one,
+// and into part 0 itself. Magnitudes far apart, so another order would round
+// differently.
+TEST_P(CpuKernels, DeviceSumAddsThePartsInOrder) {
+  const auto device = cpu::backend(set()).make_device({});
+  for (const int64_t n : {int64_t{5}, int64_t{3 * 2048 + 17}})
+    for (const std::size_t count : {std::size_t{2}, std::size_t{3}, std::size_t{4}}) {
+      SCOPED_TRACE(std::to_string(n) + " floats, " + std::to_string(count) + " parts");
+      std::vector<std::vector<float>> parts;
+      for (std::size_t k = 0; k < count; ++k) {
+        parts.push_back(uniform(static_cast<std::size_t>(n), 20 + k));
+        for (float& v : parts.back()) v *= k % 2 ? 1e4f : 1e-3f;
+      }
+      std::vector<float> want = parts[0];
+      for (std::size_t k = 1; k < count; ++k)
+        for (std::size_t i = 0; i < want.size(); ++i) want[i] += parts[k][i];
+      std::vector<const float*> from;
+      for (const auto& p : parts) from.push_back(p.data());
+      std::vector<float> into(want.size());
+      device->sum(into.data(), from, n);
+      EXPECT_EQ(into, want);
+      device->sum(parts[0].data(), from, n);
+      EXPECT_EQ(parts[0], want);
+    }
 }
 
 TEST_P(CpuKernels, ConvOutputAndWeightGradientMatchReferenceSums) {

@@ -17,11 +17,13 @@
 // windows do not overlap (stride ≥ kernel, as the usual 2×2/2), the backward
 // pass writes every input gradient exactly once — the output gradient where
 // the window's maximum was, zero elsewhere — instead of clearing the whole
-// input gradient and adding into it. Rows of whole disjoint 2×2 or 3×3
-// windows (the seed CNN's pools) take straight-line kernels over the channels
-// rounded up to a power of two instead (max_row_wide): C = 10 is one 16-lane
-// vector in the AVX-512 copy, forward 1.5× and backward 1.1–1.5× faster
-// (docs/benchmarks.md).
+// input gradient and adding into it; when they overlap (ResNet's 3×3/2 stem
+// pool), it gathers each input gradient from the windows that cover its
+// pixel, in window order: the sums the scatter made, written once. Rows of
+// whole disjoint 2×2 or 3×3 windows (the seed CNN's pools) take
+// straight-line kernels over the channels rounded up to a power of two
+// instead (max_row_wide): C = 10 is one 16-lane vector in the AVX-512 copy,
+// forward 1.5× and backward 1.1–1.5× faster (docs/benchmarks.md).
 #include <omp.h>
 
 #include <algorithm>
@@ -175,27 +177,38 @@ void route_blocks(const float* dy, const uint8_t* a, const Taps& t, int64_t c, i
   }
 }
 
-// The same for overlapping windows: the gradient added, into an input
-// gradient cleared first, at the position that won and +0 at the others
-// (which leaves every sum as it is: no sum from +0 is -0), so each input
-// gradient takes the same additions in the same window order as one channel
-// at a time. The blocks must not overlap: W divides the channels.
+// The input gradients of one image for Chunks blocks of W channels from c0
+// (the last ending at channel c, possibly overlapping the one before: the
+// same values), each gathered from the windows that cover its pixel: +0,
+// then in window order each window's output gradient where its maximum was
+// this pixel and +0 where it was not. That is the sum the windows' scatter
+// into a cleared gradient made, term for term in the same order (adding +0
+// changes no sum that starts at +0: no such sum is -0), so the bits are the
+// same; but each gradient is written once, with no clearing pass and no
+// read-modify-write per window. rows[iy], cols[ix]: the windows covering
+// input row iy and column ix.
 template <int W, int Chunks>
-void add_blocks(const float* dy, const uint8_t* a, const Taps& t, int64_t c0, float* image, int64_t corner) {
+void gather_blocks(const PoolGeometry g, const WindowSpan* rows, const WindowSpan* cols, const float* dy,
+                   const uint8_t* a, int64_t c0, float* dx) {
   using L = Lanes<W>;
-  typename L::F d[Chunks];
-  typename L::I where[Chunks];
-  for (int j = 0; j < Chunks; ++j) {
-    d[j] = simd::load<typename L::F>(dy + c0 + W * j);
-    where[j] = widen<W>(a + c0 + W * j);
-  }
-  for (int64_t i = 0; i < t.count; ++i) {
-    const int32_t p = t.positions[i];
-    float* x = image + corner + t.offsets[p] + c0;
-    const typename L::I pos = typename L::I{} + p;
-    for (int j = 0; j < Chunks; ++j) {
-      const typename L::F sum = simd::load<typename L::F>(x + W * j) + (where[j] == pos ? d[j] : typename L::F{});
-      simd::store(x + W * j, sum);
+  int64_t block[Chunks];
+  for (int j = 0; j < Chunks; ++j) block[j] = std::min<int64_t>(c0 + W * j, g.c - W);
+  for (int64_t iy = 0; iy < g.h; ++iy) {
+    const WindowSpan r = rows[iy];
+    for (int64_t ix = 0; ix < g.w; ++ix, dx += g.c) {
+      const WindowSpan q = cols[ix];
+      typename L::F sum[Chunks];
+      for (int j = 0; j < Chunks; ++j) sum[j] = typename L::F{};
+      for (int64_t oy = r.first; oy < r.end; ++oy)
+        for (int64_t ox = q.first; ox < q.end; ++ox) {
+          const int64_t o = (oy * g.ow + ox) * g.c;
+          const typename L::I pos = typename L::I{} + static_cast<int32_t>((iy - oy * g.s + g.top) * g.k + ix -
+                                                                            ox * g.s + g.left);
+          for (int j = 0; j < Chunks; ++j)
+            sum[j] += widen<W>(a + o + block[j]) == pos ? simd::load<typename L::F>(dy + o + block[j])
+                                                         : typename L::F{};
+        }
+      for (int j = 0; j < Chunks; ++j) simd::store(dx + block[j], sum[j]);
     }
   }
 }
@@ -371,18 +384,24 @@ PoolPlan plan_of(const PoolGeometry& g, const uint8_t* all_positions, const int6
 
 }  // namespace
 
-MaxPoolKernels::MaxPoolKernels(const PoolGeometry& g) : g_(g), all_positions_(static_cast<std::size_t>(g.k * g.k)) {
+MaxPoolKernels::MaxPoolKernels(const PoolGeometry& g)
+    : g_(g), all_positions_(static_cast<std::size_t>(g.k * g.k)), row_windows_(static_cast<std::size_t>(g.h)),
+      col_windows_(static_cast<std::size_t>(g.w)) {
   std::iota(all_positions_.begin(), all_positions_.end(), uint8_t{0});
   for (int64_t p = 0; p < g.k * g.k; ++p) offsets_.push_back((p / g.k * g.w + p % g.k) * g.c);
-  std::vector<uint8_t> row_covered(static_cast<std::size_t>(g.h)), col_covered(static_cast<std::size_t>(g.w));
+  // Windows come in order and those covering a row (or column) are consecutive.
+  auto cover = [](WindowSpan& span, int64_t window) {
+    if (span.first == span.end) span.first = window;
+    span.end = window + 1;
+  };
   for (int64_t oy = 0; oy < g.oh; ++oy)
-    for (int64_t iy = g.y0(oy); iy < g.y1(oy); ++iy) row_covered[static_cast<std::size_t>(iy)] = 1;
+    for (int64_t iy = g.y0(oy); iy < g.y1(oy); ++iy) cover(row_windows_[static_cast<std::size_t>(iy)], oy);
   for (int64_t ox = 0; ox < g.ow; ++ox)
-    for (int64_t ix = g.x0(ox); ix < g.x1(ox); ++ix) col_covered[static_cast<std::size_t>(ix)] = 1;
+    for (int64_t ix = g.x0(ox); ix < g.x1(ox); ++ix) cover(col_windows_[static_cast<std::size_t>(ix)], ox);
   for (int64_t y = 0; y < g.h; ++y)
-    if (!row_covered[static_cast<std::size_t>(y)]) uncovered_rows_.push_back(y);
+    if (row_windows_[static_cast<std::size_t>(y)].empty()) uncovered_rows_.push_back(y);
   for (int64_t x = 0; x < g.w; ++x)
-    if (!col_covered[static_cast<std::size_t>(x)]) uncovered_cols_.push_back(x);
+    if (col_windows_[static_cast<std::size_t>(x)].empty()) uncovered_cols_.push_back(x);
 }
 
 bool MaxPoolKernels::routes_rows() const { return g_.s >= g_.k && vector_width(g_.c); }
@@ -402,25 +421,19 @@ void MaxPoolKernels::route_image(const float* dy, const uint8_t* positions, floa
     clear_uncovered(dx);
     return;
   }
-  // Overlapping windows, or fewer than 4 channels: clear, then add each
-  // output gradient in (for C = 3 this was 4× faster than writing every
-  // position of every window one channel at a time), a vector of channels at
-  // a time where vectors divide them (ResNet's 3×3/2 stem pool, C = 64: in
-  // the BN that runs it, on an image in cache, ~0.3 ms of ~8.3 per step;
-  // on its own op, which clears 16.8 MB, barely: docs/benchmarks.md).
+  if (plan.width) {  // overlapping windows: each input gradient gathered, kChunks blocks of channels at a time
+    over_blocks(plan.width, g_.c, [&]<int W, int Chunks>(int64_t c0) {
+      gather_blocks<W, Chunks>(g_, row_windows_.data(), col_windows_.data(), dy, positions, c0, dx);
+    });
+    return;
+  }
+  // Fewer than 4 channels: clear, then add each output gradient in at its
+  // window's maximum, a channel at a time (for C = 3 this was 4× faster than
+  // writing every position of every window).
   std::memset(dx, 0, sizeof(float) * image_size());
-  const bool blocks = plan.width && g_.c % plan.width == 0;
-  uint8_t local[256];
   for (int64_t oy = 0; oy < g_.oh; ++oy)
     for (int64_t ox = 0; ox < g_.ow; ++ox) {
       const int64_t o = (oy * g_.ow + ox) * g_.c, corner = plan.corner(oy, ox);
-      if (blocks) {
-        const Taps t = plan.taps(oy, ox, local);
-        over_blocks(plan.width, g_.c, [&]<int W, int Chunks>(int64_t c0) {
-          add_blocks<W, Chunks>(dy + o, positions + o, t, c0, dx, corner);
-        });
-        continue;
-      }
       for (int64_t c = 0; c < g_.c; ++c) dx[corner + offsets_[positions[o + c]] + c] += dy[o + c];
     }
 }

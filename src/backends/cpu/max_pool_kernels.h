@@ -11,6 +11,12 @@
 
 namespace convoy::cpu {
 
+// The windows [first, end) along one axis that cover an input row (or column).
+struct WindowSpan {
+  int64_t first = 0, end = 0;
+  bool empty() const { return first == end; }
+};
+
 class MaxPoolKernels {
  public:
   explicit MaxPoolKernels(const PoolGeometry& g);
@@ -27,7 +33,8 @@ class MaxPoolKernels {
   // One image's pass, its own pointers (src and dx: image_size() floats,
   // dst, positions and dy: pooled_size()), on the calling thread:
   // max_rows over its rows, and its input gradient, every element written:
-  // each output gradient added at its window's recorded position, zero elsewhere.
+  // the sum, in window order, of the output gradients of the windows whose
+  // recorded position is that element, +0 where there are none.
   void max_image(const float* src, float* dst, uint8_t* positions) const;
   void route_image(const float* dy, const uint8_t* positions, float* dx) const;
 
@@ -41,6 +48,7 @@ class MaxPoolKernels {
   PoolGeometry g_;
   std::vector<uint8_t> all_positions_;
   std::vector<int64_t> offsets_;
+  std::vector<WindowSpan> row_windows_, col_windows_;     // per input row / column: the windows covering it
   std::vector<int64_t> uncovered_rows_, uncovered_cols_;  // input rows/columns no window reads
 };
 
