@@ -232,6 +232,35 @@ namespace convoy::train {
 // Found by reasoning about the fuzz target: a wrong-type value holding bytes
 // that are not UTF-8 used to escape as an internal error while the message
 // was built; non-UTF-8 paths would have broken checkpoints' JSON later.
+// A second document is refused, found from the text alone: a trailing or
+// leading marker is no second document, and the rest is never parsed.
+TEST(RunConfig, YamlDocumentsAfterTheFirstAreCountedNotParsed) {
+  EXPECT_NE(error_of("optimizer: {lr: 0.1}\n---\ntraining: {epochs: 2}\n", true).find("cfg: holds 2 YAML documents"),
+            std::string::npos);
+  EXPECT_NE(error_of("optimizer: {lr: 0.1}\n...\n--- {training: {epochs: 2}}\n", true).find("holds 2 YAML documents"),
+            std::string::npos);
+  EXPECT_EQ(parse_run_config("optimizer: {lr: 0.25}\n---\n", "cfg", true).lr, 0.25);
+  EXPECT_EQ(parse_run_config("%YAML 1.2\n---\n# only a comment after\noptimizer: {lr: 0.25}\n...\n# end\n", "cfg", true).lr,
+            0.25);
+  EXPECT_EQ(parse_run_config("--- {optimizer: {lr: 0.25}}\n", "cfg", true).lr, 0.25);
+  // A fuzz find: yaml-cpp asked for every document of these 464 bytes took
+  // over 24 GiB (and its event parser looped forever); the config's first
+  // document alone reads at once (ctest's timeout is the check).
+  const std::string runaway = std::string(
+      ", x, x, x, x, x, x, x, x]\n"
+      "a1: &a1 [*a0, *a1, *a0, *a0, *a0, *a0, *a0, *a0, *a0, *a0]\n"
+      "a2: &a2 [*a1, *a1, *a1,(*a1, *a1, *a0, val_loss: *a1, *a1]\n"
+      "a3: &a3 [*a2, *a1, *a2, *a2, *a1, *a2, *a2, a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n"
+      "a1: &a1 [*a0, *a1, *a0, *a0, *a0, *a0, *a0, *a0, *a0, *a0]\n"
+      "a2: &a2 [*a1, *a1, *a1,(*a1, *a1, *a0, val_loss: *a1, *a1]\n"
+      "a3: &a3 [*a2, *a1, *a2, *a2, *a1, *a2, *a2, *a2, *a2, *a2]\n"
+      "+a4: &a4 [*a3, *a3, *a4,\263\377\377\377, *a3, *a3, *a3, *a3, *a3, *a3]\n"
+      "",
+      464);
+  ASSERT_EQ(runaway.size(), 464u);
+  EXPECT_EQ(error_of(runaway, true).find("YAML documents"), std::string::npos);
+}
+
 TEST(RunConfig, NonUtf8ValuesAreUserErrorsNamingTheKey) {
   const std::string bad_type = testing::error_of([] { parse_run_config("training:\n  epochs: \"\xff\"\n", "c.yaml", true); });
   EXPECT_NE(bad_type.find("training.epochs"), std::string::npos) << bad_type;

@@ -21,6 +21,7 @@
 #include "config/config_section.h"
 #include "config/data_config.h"
 #include "config/layer_config.h"
+#include "config/yaml_documents.h"
 #include "convoy/train/numerical_guard.h"
 
 namespace convoy::train {
@@ -192,13 +193,14 @@ json config_text_to_json(const std::string& text, const std::string& where, bool
   if (yaml) {
     try {
       YamlBudget budget{where};
-      // Every document is read, so a second one ("---" again, two configs
-      // pasted together) is refused instead of silently dropped.
-      const std::vector<YAML::Node> documents = YAML::LoadAll(text);
-      require(documents.size() <= 1, where + ": holds " + std::to_string(documents.size()) +
-                                         " YAML documents (separated by '---'); a run config is one, so keep one "
-                                         "or merge them");
-      if (!documents.empty()) root = yaml_to_json(documents.front(), budget);
+      // A second document ("---" again, two configs pasted together) is
+      // refused instead of silently dropped; counted from the text, since
+      // yaml-cpp must never parse past the first (yaml_documents.h).
+      const int documents = yaml_documents_with_content(text);
+      require(documents <= 1, where + ": holds " + std::to_string(documents) +
+                                  " YAML documents (separated by '---'); a run config is one, so keep one "
+                                  "or merge them");
+      root = yaml_to_json(YAML::Load(text), budget);
     } catch (const YAML::Exception& e) {
       throw UserError(where + ": not valid YAML (" + shown(std::string_view(e.what()), 160) + ")");
     }
