@@ -130,6 +130,11 @@ TEST(Manifest, ClassNamesThatAreNoNamesAreRefusedWithWhereTheyCameFrom) {
   o.label_column = "kind";
   EXPECT_NE(error_of([&] { read_csv_manifest(csv, o); }).find(", column 'kind': class name 'x\\x1b[31m' holds control bytes"),
             std::string::npos);
+  write_bytes(csv, "image_id,ok,caf\xe9\na,1,0\n");  // a header saved in cp1252: JSON files cannot hold it
+  EXPECT_EQ(error_of([&] { read_csv_manifest(csv); }),
+            csv + ", its header: class name 'caf\\xe9' is not UTF-8 text (saved in another encoding, such as cp1252 "
+                  "or Latin-1?); rename it in the CSV");
+  write_bytes(csv, "image_id,kind\na,x\x1b[31m\n");
   o.classes = {"ok", ".."};
   EXPECT_NE(error_of([&] { read_csv_manifest(csv, o); }).find("(the classes given: data.classes or shards --classes): "
                                                                "class name '..' is a folder's own or parent link"),

@@ -142,4 +142,25 @@ TEST(Shards, AnErrorLeavesNoShardsAndStaleShardsAreRefused) {
             std::string::npos);
 }
 
+// -shards.json holds UTF-8 only: a cp1252 class name or prefix used to throw
+// json's type_error ("internal error", exit 1) after every shard was written.
+TEST(Shards, NamesTheSidecarCannotHoldAreRefusedBeforeAnyShard) {
+  TempDir dir;
+  fs::create_directories(dir.file("csv/images"));
+  write_bytes(dir.file("csv/images/a.jpg"), pattern(100, 1));
+  write_bytes(dir.file("csv/labels.csv"), "image_id,kind\na,caf\xe9\n");
+  CsvManifestOptions o;
+  o.label_column = "kind";
+  o.image_dir = "images";
+  o.extension = ".jpg";
+  EXPECT_NE(error_of([&] { read_csv_manifest(dir.file("csv/labels.csv"), o); }).find("'caf\\xe9' is not UTF-8 text"),
+            std::string::npos);
+  class_tree(dir.file("tree"), 1);
+  const Manifest m = read_folder_manifest(dir.file("tree"));
+  EXPECT_NE(error_of([&] { write_shards(m, {.out_dir = dir.file("out"), .prefix = "caf\xe9"}); })
+                .find("the prefix 'caf\\xe9' must be a non-empty file name in UTF-8"),
+            std::string::npos);
+  EXPECT_FALSE(fs::exists(dir.file("out")));
+}
+
 }  // namespace convoy::records

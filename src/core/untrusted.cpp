@@ -242,13 +242,19 @@ bool holds_control_bytes(std::string_view value) {
   });
 }
 
+const char* class_name_fault(std::string_view name) {
+  if (name.empty()) return "is empty";
+  if (name == "." || name == "..") return "is a folder's own or parent link";
+  if (name.find_first_not_of("\"'") == std::string_view::npos) return "is only quotes";
+  if (holds_control_bytes(name)) return "holds control bytes (a tab, newline or escape)";
+  // Class names go into every JSON file a run writes (run config, checkpoint, -shards.json).
+  if (!valid_utf8(name)) return "is not UTF-8 text (saved in another encoding, such as cp1252 or Latin-1?)";
+  return nullptr;
+}
+
 void require_class_name(const std::string& name, const std::string& where, const std::string& todo) {
-  const char* why = nullptr;
-  if (name.empty()) why = "is empty";
-  else if (name == "." || name == "..") why = "is a folder's own or parent link";
-  else if (name.find_first_not_of("\"'") == std::string::npos) why = "is only quotes";
-  else if (holds_control_bytes(name)) why = "holds control bytes (a tab, newline or escape)";
-  if (why) throw UserError(where + ": class name '" + shown(name) + "' " + why + "; " + todo);
+  if (const char* why = class_name_fault(name))
+    throw UserError(where + ": class name '" + shown(name) + "' " + why + "; " + todo);
 }
 
 std::string shown_list(const std::vector<std::string>& names) {

@@ -11,6 +11,7 @@
 
 #include "convoy/core/error.h"
 #include "convoy/core/rng.h"
+#include "convoy/core/untrusted.h"
 #include "convoy/io/atomic_file.h"
 #include "convoy/io/output_folder.h"
 #include "convoy/records/example_proto.h"
@@ -142,8 +143,11 @@ ShardsWritten write_shards(const Manifest& manifest, const ShardOptions& o) {
     std::snprintf(mb, sizeof mb, "%g", o.shard_mb);
     throw UserError(std::string("shards: the shard size must be positive, got ") + mb + " MB");
   }
-  require(!o.prefix.empty() && o.prefix.find('/') == std::string::npos,
-          "shards: the prefix '" + o.prefix + "' must be a non-empty file name without '/'");
+  // The prefix names the shards in -shards.json, which holds UTF-8 text only.
+  require(!o.prefix.empty() && o.prefix.find('/') == std::string::npos && valid_utf8(o.prefix) &&
+              !holds_control_bytes(o.prefix),
+          "shards: the prefix '" + shown(o.prefix) + "' must be a non-empty file name in UTF-8 without '/' or "
+          "control bytes");
   require(!manifest.entries.empty(), "shards: the manifest lists no images");
   std::vector<std::string> outputs = {"classes.txt", o.prefix + "-shards.json"};
   std::optional<io::FolderGuard> folder;  // made once the shard names are known, before anything is written

@@ -46,10 +46,13 @@ bool valid_utf8(std::string_view value);
 // Whether `value` holds an ASCII control byte (0x00-0x1f, 0x7f): a tab, a
 // newline or an escape that a CSV, a report or a terminal would garble.
 bool holds_control_bytes(std::string_view value);
-// A class name from a folder, a CSV or data.classes must be one a folder, a
-// CSV column and a report can hold: not empty, ".", "..", only quotes, nor
-// holding control bytes. Else UserError "<where>: class name '<name>' <why>;
-// rename it (<todo>)", `where` saying where the name came from.
+// Why `name` cannot be a class name, or nullptr when it can: a class name
+// from a folder, a CSV or data.classes must be one a folder, a CSV column, a
+// report and the JSON files a run writes (UTF-8 only) can hold: not empty,
+// ".", "..", only quotes, holding control bytes, nor other than UTF-8.
+const char* class_name_fault(std::string_view name);
+// UserError "<where>: class name '<name>' <why>; <todo>" when
+// class_name_fault(name) says why, `where` saying where the name came from.
 void require_class_name(const std::string& name, const std::string& where, const std::string& todo);
 // Hidden entries of a folder that no image walk takes: names starting with
 // '.' (.DS_Store, macOS's ._photo.jpg, .ipynb_checkpoints/) and __MACOSX/
