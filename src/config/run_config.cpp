@@ -193,8 +193,11 @@ json config_text_to_json(const std::string& text, const std::string& where, bool
     try {
       YamlBudget budget{where};
       // Every document is read, so a second one ("---" again, two configs
-      // pasted together) is refused instead of silently dropped.
-      const std::vector<YAML::Node> documents = YAML::LoadAll(text);
+      // pasted together) is refused instead of silently dropped. Empty ones
+      // (a trailing "---", as some editors and generators end a file) hold
+      // nothing to drop and are not counted.
+      std::vector<YAML::Node> documents = YAML::LoadAll(text);
+      std::erase_if(documents, [](const YAML::Node& d) { return d.IsNull(); });
       require(documents.size() <= 1, where + ": holds " + std::to_string(documents.size()) +
                                          " YAML documents (separated by '---'); a run config is one, so keep one "
                                          "or merge them");
