@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 
+#include "convoy/core/temporary_files.h"
 #include "convoy/records/shards.h"
 #include "convoy/records/tfrecord_dataset.h"
 #include "test_helpers.h"
@@ -140,6 +141,34 @@ TEST(Shards, AnErrorLeavesNoShardsAndStaleShardsAreRefused) {
             std::string::npos);
   EXPECT_NE(error_of([&] { write_shards(m, {.out_dir = dir.file("out"), .prefix = "a/b"}); }).find("prefix"),
             std::string::npos);
+}
+
+// A re-run into the same folder and prefix that fails part way used to leave
+// new shards 0..k-1 beside the old ones k.. and the old -shards.json: the old
+// set now stays whole, byte for byte, with no temporary beside it.
+TEST(Shards, AReRunThatFailsPartWayLeavesTheEarlierSetWhole) {
+  TempDir dir;
+  const auto files = class_tree(dir.file("tree"), 3);
+  const Manifest m = read_folder_manifest(dir.file("tree"));
+  const ShardOptions o{.out_dir = dir.file("out"), .shard_mb = 0.001, .seed = 7};  // one image a shard
+  const ShardsWritten first = write_shards(m, o);
+  ASSERT_GT(first.shards.size(), 3u);
+  auto contents = [&] {
+    std::map<std::string, std::string> out;
+    for (const auto& f : fs::directory_iterator(dir.file("out")))
+      if (f.is_regular_file()) out[f.path().filename().string()] = read_bytes(f.path().string());
+    return out;
+  };
+  const auto before = contents();
+  // The same images with new bytes (same sizes: the same cut into shards),
+  // and shard 2 made unwritable: a folder where its file (or the temporary
+  // it is renamed from) would go.
+  for (const auto& [id, bytes] : files) write_bytes(dir.file("tree/" + id), std::string(bytes.size(), 'x'));
+  const std::string third = first.shards[2].file;
+  fs::create_directory(convoy::temporary_name(third));
+  fs::create_directory(convoy::temporary_name(convoy::temporary_name(third)));
+  EXPECT_NE(error_of([&] { write_shards(m, o); }).find(fs::path(third).filename().string()), std::string::npos);
+  EXPECT_TRUE(contents() == before);  // shards 0 and 1 not rewritten, no temporary file left
 }
 
 // -shards.json holds UTF-8 only: a cp1252 class name or prefix used to throw
