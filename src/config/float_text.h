@@ -1,5 +1,6 @@
 #pragma once
-// Private to config/ (and app/model_files.cpp, which writes a KerasModel's run config):
+// Private to config/ (and app/model_files.cpp, which writes a KerasModel's run config, and
+// io/onnx_import.cpp, whose batch-norm errors show settings as layer_config.cpp's do):
 // a float setting as a config shows it.
 #include <charconv>
 #include <cstdlib>

@@ -257,6 +257,14 @@ void require_class_name(const std::string& name, const std::string& where, const
     throw UserError(where + ": class name '" + shown(name) + "' " + why + "; " + todo);
 }
 
+const char* batch_norm_eps_fault(double eps) {
+  return eps > 0 && std::isfinite(eps) ? nullptr : "must be positive and finite";
+}
+
+const char* batch_norm_momentum_fault(double momentum) {
+  return momentum >= 0 && momentum <= 1 ? nullptr : "must be in [0, 1]";
+}
+
 std::string shown_list(const std::vector<std::string>& names) {
   constexpr std::size_t kNamed = 8;
   std::string out;

@@ -28,6 +28,7 @@
 #include "convoy/core/error.h"
 #include "convoy/core/untrusted.h"
 #include "convoy/io/onnx.h"
+#include "config/float_text.h"
 #include "io/onnx_fold.h"
 
 namespace convoy::io {
@@ -1008,7 +1009,12 @@ class Importer {
       if ((n.outputs.size() > 1 && !n.outputs[1].empty()) || int_attr(n, "training_mode", 0) != 0)
         fail(n, "training-mode batch norm (several outputs, or training_mode 1) is not supported");
       const onnx::Tensor& scale = need_float(n, 1);
-      return (void)add(n, nn::BatchNorm{.momentum = 1.0f - float_attr(n, "momentum", 0.9f), .eps = float_attr(n, "epsilon", 1e-5f)},
+      // ONNX's momentum weighs the running statistics (0.9), convoy's the new batch (0.1); the same rule for both.
+      const float eps = float_attr(n, "epsilon", 1e-5f), momentum = float_attr(n, "momentum", 0.9f);
+      if (const char* why = batch_norm_eps_fault(eps)) fail(n, "'epsilon' " + std::string(why) + ", got " + train::float_text(eps));
+      if (const char* why = batch_norm_momentum_fault(1.0 - momentum))
+        fail(n, "'momentum' " + std::string(why) + ", got " + train::float_text(momentum));
+      return (void)add(n, nn::BatchNorm{.momentum = 1.0f - momentum, .eps = eps},
                  {n.inputs[0]},
                  {.params = {scale.floats, need_float(n, 2).floats}, .state = {need_float(n, 3).floats, need_float(n, 4).floats}},
                  layer_name(scale.name));

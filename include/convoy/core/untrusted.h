@@ -54,6 +54,13 @@ const char* class_name_fault(std::string_view name);
 // UserError "<where>: class name '<name>' <why>; <todo>" when
 // class_name_fault(name) says why, `where` saying where the name came from.
 void require_class_name(const std::string& name, const std::string& where, const std::string& todo);
+// Why a batch norm cannot take this eps or momentum (the new batch's
+// weight, PyTorch's meaning), or nullptr: "must be positive and finite",
+// "must be in [0, 1]". NaN fails both. eps 0 divides a constant channel's
+// zero variance by zero; a momentum outside [0, 1] makes the running
+// statistics grow without bound. One rule for a config's layers and ONNX.
+const char* batch_norm_eps_fault(double eps);
+const char* batch_norm_momentum_fault(double momentum);
 // Hidden entries of a folder that no image walk takes: names starting with
 // '.' (.DS_Store, macOS's ._photo.jpg, .ipynb_checkpoints/) and __MACOSX/
 // (what unzipping a Mac's zip leaves). Thumbs.db is no image name anyway.
