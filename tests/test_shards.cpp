@@ -182,7 +182,7 @@ TEST(Shards, NamesTheSidecarCannotHoldAreRefusedBeforeAnyShard) {
   o.label_column = "kind";
   o.image_dir = "images";
   o.extension = ".jpg";
-  EXPECT_NE(error_of([&] { read_csv_manifest(dir.file("csv/labels.csv"), o); }).find("'caf\\xe9' is not UTF-8 text"),
+  EXPECT_NE(error_of([&] { read_csv_manifest(dir.file("csv/labels.csv"), o); }).find("class name 'caf\\xe9' in column 'kind' is not UTF-8 text"),
             std::string::npos);
   class_tree(dir.file("tree"), 1);
   const Manifest m = read_folder_manifest(dir.file("tree"));
