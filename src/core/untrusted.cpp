@@ -282,6 +282,26 @@ bool lies_within(const fs::path& path, const fs::path& folder) {
   return !inside.empty() && *inside.begin() != "..";
 }
 
+void require_output_placed(const std::string& out, const std::string& data, bool inside_refused,
+                           const std::string& what, const std::string& example) {
+  // The root or the data's own folder: the outputs (and --overwrite's
+  // replacements) would land among the system's or the data's files, where
+  // a user cannot tell them apart or remove them safely.
+  std::error_code ec;
+  const fs::path real = fs::weakly_canonical(fs::absolute(out, ec), ec);
+  require(ec || real != real.root_path(), what + " " + shown(out) +
+                                              ": is the file system's root; give the output a folder of its own, "
+                                              "e.g. " + example);
+  if (data.empty()) return;
+  // Outputs inside class folders would be the next run's data (a class 'run1', curves.png an image).
+  if (inside_refused && lies_within(out, data))
+    throw UserError(what + " " + shown(out) + ": inside the data folder " + shown(data) +
+                    ", where the next run would read its files as images; pick a folder outside it");
+  require(!(lies_within(out, data) && lies_within(data, out)),
+          what + " " + shown(out) + ": is the data folder " + shown(data) +
+              "; the outputs would mix with the data's files, so give them a folder of their own, e.g. " + example);
+}
+
 std::string path_in_data_folder(const std::string& folder, const std::string& relative, const std::string& what) {
   if (fs::path(relative).is_absolute()) return relative;
   if (const std::optional<std::string> why = PathRoot(folder).outside(relative))

@@ -113,6 +113,15 @@ nlohmann::json parse_json_bounded(std::string_view text, const std::string& what
 // exist (false when either cannot be resolved).
 bool lies_within(const std::filesystem::path& path, const std::filesystem::path& folder);
 
+// Where an output folder may not be: the file system's root, the folder
+// `data` that is read, nor (`inside_refused`: class folders, whose files a
+// next run would read as images) anywhere inside it. `what` names the flag
+// ("output.dir (--out)", "shards --out"), `example` a better one
+// ("--out runs/first"). UserError naming the folder otherwise; `data` may be
+// empty (nothing read).
+void require_output_placed(const std::string& out, const std::string& data, bool inside_refused,
+                           const std::string& what, const std::string& example);
+
 // The path rule for ids read from files: a relative path must name a place
 // inside the root. It may not be absolute, hold a ".." segment or a NUL byte,
 // and as far as it exists, neither it nor any folder on the way may be a
