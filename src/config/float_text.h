@@ -1,6 +1,5 @@
 #pragma once
-// Private to config/ (and app/model_files.cpp, which writes a KerasModel's run config, and
-// io/onnx_import.cpp, whose batch-norm errors show settings as layer_config.cpp's do):
+// Private to config/ (and app/model_files.cpp, which writes a KerasModel's run config):
 // a float setting as a config shows it.
 #include <charconv>
 #include <cstdlib>

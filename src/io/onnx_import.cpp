@@ -15,6 +15,7 @@
 // Dense's weight columns permuted to match, and a last Softmax is left out.
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <deque>
 #include <fstream>
@@ -28,7 +29,6 @@
 #include "convoy/core/error.h"
 #include "convoy/core/untrusted.h"
 #include "convoy/io/onnx.h"
-#include "config/float_text.h"
 #include "io/onnx_fold.h"
 
 namespace convoy::io {
@@ -1011,9 +1011,12 @@ class Importer {
       const onnx::Tensor& scale = need_float(n, 1);
       // ONNX's momentum weighs the running statistics (0.9), convoy's the new batch (0.1); the same rule for both.
       const float eps = float_attr(n, "epsilon", 1e-5f), momentum = float_attr(n, "momentum", 0.9f);
-      if (const char* why = batch_norm_eps_fault(eps)) fail(n, "'epsilon' " + std::string(why) + ", got " + train::float_text(eps));
-      if (const char* why = batch_norm_momentum_fault(1.0 - momentum))
-        fail(n, "'momentum' " + std::string(why) + ", got " + train::float_text(momentum));
+      const auto refuse = [&](const char* attr, const char* why, float got) {
+        char text[32];  // the shortest text of the float: 1e-05, nan
+        fail(n, std::string("'") + attr + "' " + why + ", got " + std::string(text, std::to_chars(text, text + sizeof text, got).ptr));
+      };
+      if (const char* why = batch_norm_eps_fault(eps)) refuse("epsilon", why, eps);
+      if (const char* why = batch_norm_momentum_fault(1.0 - momentum)) refuse("momentum", why, momentum);
       return (void)add(n, nn::BatchNorm{.momentum = 1.0f - momentum, .eps = eps},
                  {n.inputs[0]},
                  {.params = {scale.floats, need_float(n, 2).floats}, .state = {need_float(n, 3).floats, need_float(n, 4).floats}},
