@@ -227,10 +227,12 @@ expect_error "NaN blow-up" "NaN or Inf at epoch 1 step" -- "${small[@]}" --lr 1e
 expect_error "predict missing input" "--input" -- predict --checkpoint "$tmp/good"
 expect_error "export --onnx -" "--onnx -: export writes a file, not standard output" -- export --checkpoint "$tmp/good" --onnx -
 expect_error "export --onnx ''" "--onnx: the path is empty" -- export --checkpoint "$tmp/good" --onnx ''
+# summary's paths were read as not given ('' named no file): refused as the other path flags are.
+expect_error "summary --onnx ''" "--onnx: the path is empty" -- summary --onnx ''
+expect_error "summary --weights ''" "--weights: the path is empty" -- summary --model seed_cnn --weights ''
 [[ -e ./- || -e "$tmp/good/-" ]] && { echo "FAIL export --onnx -: wrote a file named -"; failures=$((failures + 1)); }
-# --resume --epochs 0 ran to the run's own end; --epochs at the epochs trained said "finished", exit 0.
+# --resume --epochs 0 ran to the run's own end (--epochs at the epochs trained: early_stopping.sh).
 expect_error "resume --epochs 0" "--epochs 0: --resume trains on to epoch N" -- train --resume "$tmp/good" --epochs 0
-expect_error "resume --epochs not above the trained" "has already trained 1 epochs; give more" -- train --resume "$tmp/good" --epochs 1
 bad_checkpoint() {  # bad_checkpoint NAME: a run folder whose only checkpoint is stdin
   mkdir -p "$tmp/$1"
   cat >"$tmp/$1/checkpoint.safetensors"

@@ -48,6 +48,11 @@ echo "ok: early stopping said so, reported epoch 1's weights everywhere, and --r
 "$convoy" train "${common[@]}" --epochs 2 --out "$tmp/short" >/dev/null 2>&1 || fail "2-epoch run"
 "$convoy" train --resume "$tmp/short" >"$tmp/done.log" 2>&1 || fail "--resume of a completed run exited non-zero"
 grep -q "is finished: it trained all 2 epochs" "$tmp/done.log" || { cat "$tmp/done.log"; fail "no 'finished' line"; }
+# The same --epochs N again (a retry wrapper) is "finished", exit 0; fewer is refused, exit 2.
+"$convoy" train --resume "$tmp/short" --epochs 2 >"$tmp/same.log" 2>&1 || { cat "$tmp/same.log"; fail "--resume --epochs 2 of a 2-epoch run exited non-zero"; }
+grep -q "is finished: it trained all 2 epochs" "$tmp/same.log" || { cat "$tmp/same.log"; fail "--epochs 2: no 'finished' line"; }
+"$convoy" train --resume "$tmp/short" --epochs 1 >"$tmp/fewer.log" 2>&1
+[[ $? == 2 ]] && grep -q "has already trained 2 epochs; give more" "$tmp/fewer.log" || { cat "$tmp/fewer.log"; fail "--resume --epochs 1 after 2 epochs"; }
 "$convoy" train --resume "$tmp/short" --epochs 4 >"$tmp/more.log" 2>&1 || { cat "$tmp/more.log"; fail "--resume --epochs 4"; }
 "$convoy" train "${common[@]}" --epochs 4 --out "$tmp/long" >/dev/null 2>&1 || fail "4-epoch run"
 cmp -s "$tmp/short/model.safetensors" "$tmp/long/model.safetensors" ||

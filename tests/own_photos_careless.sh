@@ -59,7 +59,7 @@ fi
 
 # 3. A class folder named in Latin-1 (not UTF-8): one line naming it, escaped.
 cp -r base latin1 && mv latin1/dog "latin1/$(printf 'b\xe9e')"
-expect_error "a class folder name that is not UTF-8" "latin1: class folder 'b\\xe9e': its name is not UTF-8 text" -- \
+expect_error "a class folder name that is not UTF-8" "latin1, a class folder: class name 'b\\xe9e' is not UTF-8 text" -- \
   train --data latin1 "${args[@]}" --progress quiet
 
 # 4. A bad photo whose file name is not UTF-8, skipped: summary.json is still written (as JSON).

@@ -65,6 +65,12 @@ expect_error "missing folder" "$tmp/nope" -- shards --folder "$tmp/nope" --out "
 expect_error "unknown class column" "no column 'blight'" -- \
   shards --csv "$tmp/pp/train.csv" --classes healthy,blight --out "$tmp/x"
 expect_error "zero shard size" "shard size" -- shards --folder "$tmp/tree" --out "$tmp/x" --shard-mb 0
+# The output folder is placed as train's is: shards inside --folder were the next run's class 'shards'.
+expect_error "--out inside --folder" "shards --out $tmp/tree/shards: inside the data folder" -- \
+  shards --folder "$tmp/tree" --out "$tmp/tree/shards"
+[[ -e "$tmp/tree/shards" ]] && fail "--out inside --folder: made $tmp/tree/shards"
+expect_error "--out inside the CSV's images" "inside the data folder" -- shards --csv "$tmp/pp/train.csv" --out "$tmp/pp/images/s"
+expect_error "--out the root" "is the file system's root" -- shards --folder "$tmp/tree" --out /
 
 if [[ $failures -ne 0 ]]; then
   echo "$failures failure(s)"

@@ -126,6 +126,20 @@ TEST(ConfigSchema, FlagTextIsTypedAsTheKeyInAFile) {
   }
 }
 
+// Keys held as double but narrowed to float where they are used took 1e300
+// and trained with inf: each is refused with optimizer.lr's float bound.
+TEST(ConfigSchema, FloatNarrowedKeysAreBoundedByWhatAFloatHolds) {
+  for (const char* key : {"transfer.fine_tune_lr", "optimizer.lr", "optimizer.weight_decay", "optimizer.clip_norm",
+                          "schedule.gamma", "schedule.min_lr", "schedule.max_lr"}) {
+    const std::string dotted(key), section = dotted.substr(0, dotted.find('.')), name = dotted.substr(dotted.find('.') + 1);
+    const std::string message =
+        error_of([&] { parse_run_config("{\"" + section + "\": {\"" + name + "\": 1e300}}", "c.json", false); });
+    EXPECT_NE(message.find(key), std::string::npos) << message;
+    EXPECT_NE(message.find("3.4e38"), std::string::npos) << message;
+    EXPECT_NO_THROW(parse_run_config("{\"" + section + "\": {\"" + name + "\": 3e38}}", "c.json", false)) << key;
+  }
+}
+
 TEST(ConfigSchema, EveryShippedConfigLoadsAndRoundTrips) {
   int n = 0;
   for (const auto& entry : fs::directory_iterator(std::string(CONVOY_SOURCE_DIR) + "/configs")) {

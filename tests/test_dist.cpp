@@ -151,6 +151,10 @@ TEST(DataParallel, ScaleLrMultipliesEveryLearningRateByTheReplicas) {
   EXPECT_DOUBLE_EQ(s.schedule.max_lr, 0.8);
   EXPECT_DOUBLE_EQ(s.schedule.min_lr, 0.008);
   EXPECT_DOUBLE_EQ(s.reduce_lr_on_plateau->min_lr, 0.016);
+  c.lr = 1e38;  // a float, but not 8 times over: it trained with lr inf
+  EXPECT_NE(testing::error_of([&] { train::scaled_for_replicas(c, 8); })
+                .find("optimizer.lr times 8 replicas (training.scale_lr) is more than a float holds"),
+            std::string::npos);
 }
 
 nn::Sequential small_bn_net() {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "convoy/core/error.h"
+#include "convoy/core/temporary_files.h"
 #include "convoy/image/codec.h"
 #include "cli/plant_demo.h"
 #include "test_helpers.h"
@@ -78,6 +79,22 @@ TEST(PlantDemo, SameSeedSameBytesAndRerunsReplaceTheDemo) {
   image::write_plant_demo(other);  // a previous demo: replaced whole
   EXPECT_EQ(lines_of(a + "/train.csv").size(), 5u);
   EXPECT_FALSE(fs::exists(a + "/images/Train_4.jpg"));
+}
+
+// A regeneration that fails part way (here: train.csv, written last, cannot
+// be written) used to leave the new images and CSVs written so far, the guard
+// having been made while the previous demo's files were still there.
+TEST(PlantDemo, AFailedRegenerationLeavesNoPartialDemo) {
+  testing::TempDir tmp;
+  const std::string dir = tmp.file("demo");
+  image::write_plant_demo(small(dir));
+  fs::create_directory(temporary_name(dir + "/train.csv"));  // in the way of train.csv's atomic write
+  EXPECT_NE(testing::error_of([&] { image::write_plant_demo(small(dir)); }).find("train.csv"), std::string::npos);
+  for (const char* f : {"images", "train.csv", "test.csv", "sample_submission.csv", "test_labels.csv"})
+    EXPECT_FALSE(fs::exists(dir + "/" + f)) << f;
+  fs::remove(temporary_name(dir + "/train.csv"));
+  image::write_plant_demo(small(dir));  // the folder is still the demo's: regenerated
+  EXPECT_EQ(lines_of(dir + "/train.csv").size(), 11u);
 }
 
 TEST(PlantDemo, RefusesForeignFoldersAndBadSizes) {

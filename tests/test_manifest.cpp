@@ -128,8 +128,14 @@ TEST(Manifest, ClassNamesThatAreNoNamesAreRefusedWithWhereTheyCameFrom) {
   write_bytes(csv, "image_id,kind\na,x\x1b[31m\n");
   CsvManifestOptions o;
   o.label_column = "kind";
-  EXPECT_NE(error_of([&] { read_csv_manifest(csv, o); }).find(", column 'kind': class name 'x\\x1b[31m' holds control bytes"),
-            std::string::npos);
+  EXPECT_EQ(error_of([&] { read_csv_manifest(csv, o); }),
+            csv + ": line 2: class name 'x\\x1b[31m' in column 'kind' holds control bytes (a tab, newline or escape); "
+                  "give the row a class name (or set on_bad_example: skip)");
+  write_bytes(csv, "image_id,ok,caf\xe9\na,1,0\n");  // a header saved in cp1252: JSON files cannot hold it
+  EXPECT_EQ(error_of([&] { read_csv_manifest(csv); }),
+            csv + ", its header: class name 'caf\\xe9' is not UTF-8 text (saved in another encoding, such as cp1252 "
+                  "or Latin-1?); rename it in the CSV");
+  write_bytes(csv, "image_id,kind\na,x\x1b[31m\n");
   o.classes = {"ok", ".."};
   EXPECT_NE(error_of([&] { read_csv_manifest(csv, o); }).find("(the classes given: data.classes or shards --classes): "
                                                                "class name '..' is a folder's own or parent link"),
@@ -142,6 +148,25 @@ TEST(Manifest, ClassNamesThatAreNoNamesAreRefusedWithWhereTheyCameFrom) {
   EXPECT_EQ(error_of([&] { read_folder_manifest(folders.path()); }),
             folders.path() + ", a class folder: class name 'bell\\x07' holds control bytes (a tab, newline or escape); "
                              "rename the folder");
+}
+
+// In label-column mode one row's bad label refused the whole file even with
+// on_bad_example: skip; it is now a bad row like the others.
+TEST(Manifest, ABadLabelValueIsABadRow) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.file("images"));
+  for (const char* id : {"a", "b", "c", "d", "e"}) write_bytes(dir.file(std::string("images/") + id + ".jpg"), id);
+  const std::string csv = dir.file("labels.csv");
+  write_bytes(csv, "image_id,kind\na,cat\nb,.\nc,\"\"\"\"\"\"\nd,caf\xe9\ne,dog\n");
+  CsvManifestOptions o;
+  o.label_column = "kind";
+  o.on_bad_example = data::OnBadExample::skip;
+  std::vector<std::string> log;
+  o.log = [&](const std::string& line) { log.push_back(line); };
+  const Manifest m = read_csv_manifest(csv, o);
+  EXPECT_EQ(m.classes, (std::vector<std::string>{"cat", "dog"}));
+  EXPECT_EQ(m.entries.size(), 2u);
+  EXPECT_EQ(m.skipped.size(), 3u);
 }
 
 TEST(Manifest, EachBadRowIsOneErrorNamingFileAndLine) {

@@ -447,6 +447,23 @@ TEST(OnnxFuzzRegressions, EmptyRawDataIsAnEmptyTensor) {
   EXPECT_EQ(back.graph.initializers[1].dims, (std::vector<int64_t>{0}));
 }
 
+// An imported batch norm passes the eps and momentum rule a config's
+// batch_norm layer does (it skipped it: epsilon 0 divided a constant
+// channel's zero variance by zero).
+TEST(Onnx, BatchNormSettingsAreCheckedAsAConfigsAre) {
+  std::vector<onnx::Tensor> ones;
+  for (const char* name : {"s", "b", "m", "v"}) ones.push_back({.name = name, .dims = {1}, .floats = {1.0f}});
+  auto bn = [&](const char* attr, float v) {
+    const onnx::Attribute a{.name = attr, .type = onnx::Attribute::kFloatAttr, .f = v};
+    return graph({1, 2, 2}, {op("BatchNormalization", "bn", {"x", "s", "b", "m", "v"}, {a})}, ones);
+  };
+  EXPECT_EQ(import_error(bn("epsilon", 0.0f)), "g.onnx: node 'bn' (BatchNormalization): 'epsilon' must be positive and finite, got 0");
+  EXPECT_EQ(import_error(bn("epsilon", std::nanf(""))),
+            "g.onnx: node 'bn' (BatchNormalization): 'epsilon' must be positive and finite, got nan");
+  EXPECT_EQ(import_error(bn("momentum", 1.5f)), "g.onnx: node 'bn' (BatchNormalization): 'momentum' must be in [0, 1], got 1.5");
+  EXPECT_NO_THROW(import(bn("momentum", 0.99f)));
+}
+
 // Sizes a file claims but does not hold: a batch norm over 2^30 channels
 // with one value per tensor allocated 16 GiB of flat buffers before the sizes
 // were compared (libFuzzer: out-of-memory); an input of 2^120 values per

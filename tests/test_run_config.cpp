@@ -282,3 +282,18 @@ TEST(RunConfig, ReliabilityKeysParseAndAreChecked) {
 }
 
 }  // namespace convoy::train
+
+namespace convoy::train {
+
+// A trailing "---" (an empty second document) ends many generated YAML files:
+// read as the one config it is; a second config with keys is still refused.
+TEST(RunConfig, EmptyYamlDocumentsAreNotCountedAsConfigs) {
+  EXPECT_EQ(parse_run_config("training:\n  epochs: 3\n---\n", "c.yaml", true).epochs, 3);
+  EXPECT_EQ(parse_run_config("---\ntraining:\n  epochs: 4\n---\n...\n", "c.yaml", true).epochs, 4);
+  EXPECT_EQ(parse_run_config("---\n---\n", "c.yaml", true).epochs, RunConfig{}.epochs);
+  EXPECT_NE(testing::error_of([] { parse_run_config("training: {epochs: 3}\n---\nseed: 1\n", "c.yaml", true); })
+                .find("c.yaml: holds 2 YAML documents"),
+            std::string::npos);
+}
+
+}  // namespace convoy::train

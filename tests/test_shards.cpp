@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 
+#include "convoy/core/temporary_files.h"
 #include "convoy/records/shards.h"
 #include "convoy/records/tfrecord_dataset.h"
 #include "test_helpers.h"
@@ -140,6 +141,55 @@ TEST(Shards, AnErrorLeavesNoShardsAndStaleShardsAreRefused) {
             std::string::npos);
   EXPECT_NE(error_of([&] { write_shards(m, {.out_dir = dir.file("out"), .prefix = "a/b"}); }).find("prefix"),
             std::string::npos);
+}
+
+// A re-run into the same folder and prefix that fails part way used to leave
+// new shards 0..k-1 beside the old ones k.. and the old -shards.json: the old
+// set now stays whole, byte for byte, with no temporary beside it.
+TEST(Shards, AReRunThatFailsPartWayLeavesTheEarlierSetWhole) {
+  TempDir dir;
+  const auto files = class_tree(dir.file("tree"), 3);
+  const Manifest m = read_folder_manifest(dir.file("tree"));
+  const ShardOptions o{.out_dir = dir.file("out"), .shard_mb = 0.001, .seed = 7};  // one image a shard
+  const ShardsWritten first = write_shards(m, o);
+  ASSERT_GT(first.shards.size(), 3u);
+  auto contents = [&] {
+    std::map<std::string, std::string> out;
+    for (const auto& f : fs::directory_iterator(dir.file("out")))
+      if (f.is_regular_file()) out[f.path().filename().string()] = read_bytes(f.path().string());
+    return out;
+  };
+  const auto before = contents();
+  // The same images with new bytes (same sizes: the same cut into shards),
+  // and shard 2 made unwritable: a folder where its file (or the temporary
+  // it is renamed from) would go.
+  for (const auto& [id, bytes] : files) write_bytes(dir.file("tree/" + id), std::string(bytes.size(), 'x'));
+  const std::string third = first.shards[2].file;
+  fs::create_directory(convoy::temporary_name(third));
+  fs::create_directory(convoy::temporary_name(convoy::temporary_name(third)));
+  EXPECT_NE(error_of([&] { write_shards(m, o); }).find(fs::path(third).filename().string()), std::string::npos);
+  EXPECT_TRUE(contents() == before);  // shards 0 and 1 not rewritten, no temporary file left
+}
+
+// -shards.json holds UTF-8 only: a cp1252 class name or prefix used to throw
+// json's type_error ("internal error", exit 1) after every shard was written.
+TEST(Shards, NamesTheSidecarCannotHoldAreRefusedBeforeAnyShard) {
+  TempDir dir;
+  fs::create_directories(dir.file("csv/images"));
+  write_bytes(dir.file("csv/images/a.jpg"), pattern(100, 1));
+  write_bytes(dir.file("csv/labels.csv"), "image_id,kind\na,caf\xe9\n");
+  CsvManifestOptions o;
+  o.label_column = "kind";
+  o.image_dir = "images";
+  o.extension = ".jpg";
+  EXPECT_NE(error_of([&] { read_csv_manifest(dir.file("csv/labels.csv"), o); }).find("class name 'caf\\xe9' in column 'kind' is not UTF-8 text"),
+            std::string::npos);
+  class_tree(dir.file("tree"), 1);
+  const Manifest m = read_folder_manifest(dir.file("tree"));
+  EXPECT_NE(error_of([&] { write_shards(m, {.out_dir = dir.file("out"), .prefix = "caf\xe9"}); })
+                .find("the prefix 'caf\\xe9' must be a non-empty file name in UTF-8"),
+            std::string::npos);
+  EXPECT_FALSE(fs::exists(dir.file("out")));
 }
 
 }  // namespace convoy::records

@@ -61,22 +61,7 @@ void check_before_training(const RunConfig& c) {
   if (!c.pretrained.empty()) check_pretrained(c);
   check_output_folder(c.out_dir);
   if (c.out_dir.empty()) return;
-  // The root or the data set's own folder: a run's fifteen outputs (and
-  // --overwrite's replacements) would land among the system's or the data's
-  // files, where a user cannot tell them apart or remove them safely.
-  std::error_code ec;
-  const fs::path real = fs::weakly_canonical(fs::absolute(c.out_dir, ec), ec);
-  require(ec || real != real.root_path(), "output.dir (--out) " + shown(c.out_dir) +
-                                              ": is the file system's root; give the run a folder of its own, e.g. "
-                                              "--out runs/first");
-  // Outputs inside class folders would be the next run's data (a class 'run1', curves.png an image).
-  if (c.data.kind == "folders" && lies_within(c.out_dir, c.data_dir))
-    throw UserError("output.dir (--out) " + shown(c.out_dir) + ": inside the data folder " + shown(c.data_dir) +
-                    ", where the next run would read its files as images; pick a folder outside it");
-  require(c.data_dir.empty() || !(lies_within(c.out_dir, c.data_dir) && lies_within(c.data_dir, c.out_dir)),
-          "output.dir (--out) " + shown(c.out_dir) + ": is the data folder " + shown(c.data_dir) +
-              "; its submission.csv and reports would mix with the data's files, so give the run a folder of its "
-              "own, e.g. --out runs/first");
+  require_output_placed(c.out_dir, c.data_dir, c.data.kind == "folders", "output.dir (--out)", "--out runs/first");
 }
 
 }  // namespace convoy::train

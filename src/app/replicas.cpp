@@ -1,6 +1,10 @@
 #include "convoy/app/replicas.h"
 
 #include <cstdio>
+#include <limits>
+#include <string>
+
+#include "convoy/core/error.h"
 
 namespace convoy::train {
 
@@ -11,11 +15,19 @@ dist::StrategyOptions strategy_options(const RunConfig& c) {
 RunConfig scaled_for_replicas(const RunConfig& c, int replicas) {
   RunConfig s = c;
   if (!c.scale_lr) return s;
-  s.lr *= replicas;
-  s.fine_tune_lr *= replicas;
-  s.schedule.min_lr *= replicas;
-  s.schedule.max_lr *= replicas;
-  if (s.reduce_lr_on_plateau) s.reduce_lr_on_plateau->min_lr *= replicas;
+  // Each rate is narrowed to float where it is used: one that the scaling
+  // takes past what a float holds would train with inf, so it is refused.
+  const auto scale = [&](double& rate, const char* key) {
+    rate *= replicas;
+    if (rate > static_cast<double>(std::numeric_limits<float>::max()))
+      throw UserError(std::string(key) + " times " + std::to_string(replicas) +
+                      " replicas (training.scale_lr) is more than a float holds (3.4e38); lower " + key);
+  };
+  scale(s.lr, "optimizer.lr");
+  scale(s.fine_tune_lr, "transfer.fine_tune_lr");
+  scale(s.schedule.min_lr, "schedule.min_lr");
+  scale(s.schedule.max_lr, "schedule.max_lr");
+  if (s.reduce_lr_on_plateau) scale(s.reduce_lr_on_plateau->min_lr, "callbacks.reduce_lr_on_plateau.min_lr");
   return s;
 }
 

@@ -101,12 +101,15 @@ RunOutcome resume_training(const std::string& dir, RunEvents* events, const std:
     return {};
   }
   if (epochs > 0) {
-    // Equal is allowed only to finish what is there: an unfinished last epoch,
-    // or reports a full disk kept from being written. Otherwise --epochs N at
-    // or below the epochs trained would do nothing and say "finished".
-    require(epochs > ck.epoch || (epochs == ck.epoch && !unfinished_epoch && !reported),
+    // Equal to the epochs trained (at an epoch boundary) asks for the run as
+    // it is: the reports a full disk kept from being written are written, and
+    // a reported run is "finished", exit 0, below (retry wrappers repeat the
+    // same --epochs N). Fewer, or as many while a checkpoint is already part
+    // way into the next epoch, cannot be had: refused.
+    require(epochs > ck.epoch || (epochs == ck.epoch && !unfinished_epoch),
             "--epochs " + std::to_string(epochs) + ": " + dir + " has already trained " + std::to_string(ck.epoch) +
-                " epochs; give more to continue it");
+                (unfinished_epoch ? " epochs and part of epoch " + std::to_string(ck.epoch + 1) : " epochs") +
+                "; give more to continue it");
     if (epochs != ck.config.epochs && (ck.config.schedule.kind == "cosine" || ck.config.schedule.kind == "one_cycle"))
       say("convoy: note: the " + ck.config.schedule.kind + " schedule spans the run's epochs, so with --epochs " +
           std::to_string(epochs) + " the learning rates from epoch " + std::to_string(ck.epoch + 1) +

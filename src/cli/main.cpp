@@ -209,6 +209,10 @@ struct ShardFlags {
 int run_shards(const ShardFlags& f) {
   namespace records = convoy::records;
   convoy::require(f.csv.empty() != f.folder.empty(), "shards: pass either --csv FILE or --folder DIR (one of them)");
+  // Not the root, nor among what is read: shards inside --folder would be the next run's class 'shards'.
+  const std::string images =
+      f.csv.empty() ? "" : (std::filesystem::path(f.csv).parent_path() / f.images).lexically_normal().string();
+  convoy::require_output_placed(f.out.out_dir, f.csv.empty() ? f.folder : images, true, "shards --out", "--out shards");
   const auto policy = convoy::data::parse_on_bad_example(f.on_bad_example, "--on-bad-example");
   const records::Manifest manifest =
       f.csv.empty() ? records::read_folder_manifest(f.folder, {.classes = f.classes, .on_bad_example = policy})
@@ -434,8 +438,8 @@ int main(int argc, char** argv) {
   summary->add_option("--model", summary_flags.model, "A zoo model: seed_cnn, plant_cnn, resnet18, resnet34, resnet50, mobilenet_v2, efficientnet_b0, efficientnet_lite0, tf_efficientnet_lite0");
   summary->add_option("--classes", summary_flags.classes, "Classes of the zoo model's head [its own]")->check(whole_from_one);
   summary->add_option("--image-size", summary_flags.image_size, "Square RGB input size of the zoo model [224]")->check(CLI::Range(8, 4096));
-  summary->add_option("--weights", summary_flags.weights, "A PyTorch state dict (.safetensors) to load onto the model, by tensor name");
-  summary->add_option("--onnx", summary_flags.onnx, "An ONNX file to import (the model it becomes)");
+  summary->add_option("--weights", summary_flags.weights, "A PyTorch state dict (.safetensors) to load onto the model, by tensor name")->check(a_path);
+  summary->add_option("--onnx", summary_flags.onnx, "An ONNX file to import (the model it becomes)")->check(a_path);
   summary->add_option("--skip", summary_flags.skip, "Tensor name prefixes to leave out of --weights (a new head: fc.)");
   app.add_subcommand("devices", "List the devices convoy can train on");
   // Seeds are unsigned: "-1" would otherwise wrap to 18446744073709551615.

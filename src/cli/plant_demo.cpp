@@ -128,18 +128,19 @@ void write_plain(const fs::path& path, const std::string& bytes) {
 }
 
 // Refuses a folder holding anything but a previous demo; clears a previous demo.
-void prepare_out_dir(const fs::path& dir) {
+// The files a demo folder holds besides the marker.
+constexpr const char* kDemoFiles[] = {"images", "train.csv", "test.csv", "sample_submission.csv", "test_labels.csv"};
+
+// A new or empty --out, or a previous demo's folder, whose files are removed.
+void clear_previous_demo(const fs::path& dir) {
   if (path_kind(dir.string()) != "missing") require_folder(dir.string(), "", "pass a new or empty --out DIR");
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_empty(dir, ec)) {
     require(fs::exists(dir / kMarker),
             dir.string() + ": folder is not empty and holds no convoy demo data; pass a new or empty --out DIR "
                            "(convoy never overwrites other data)");
-    for (const char* name : {"images", "train.csv", "test.csv", "sample_submission.csv", "test_labels.csv"})
-      fs::remove_all(dir / name, ec);
+    for (const char* name : kDemoFiles) fs::remove_all(dir / name, ec);
   }
-  io::ensure_writable_dir(dir.string());
-  io::write_file_atomic((dir / kMarker).string(), "written by convoy demo-data plant\n");
 }
 
 std::string one_hot_row(const std::string& id, int c) {
@@ -162,11 +163,16 @@ PlantDemoSummary write_plant_demo(const PlantDemoOptions& o) {
   const Garments test_src = load_garments(o.fashion_mnist_dir, "t10k");  // no garment in both splits
 
   const fs::path dir(o.out_dir);
+  clear_previous_demo(dir);
   // A failure (a full disk, an unwritable folder) takes back what this call
-  // added, the marker included, and the folder when it made it.
-  io::FolderGuard folder(dir.string(), {}, {kMarker, "images", "train.csv", "test.csv", "sample_submission.csv",
-                                           "test_labels.csv"});
-  prepare_out_dir(dir);
+  // added, the marker included, and the folder when it made it. Made after a
+  // previous demo's files are gone, so the new ones count as added: a failed
+  // regeneration leaves no partial demo (a previous demo's marker stays).
+  std::vector<std::string> outputs(std::begin(kDemoFiles), std::end(kDemoFiles));
+  outputs.push_back(kMarker);
+  io::FolderGuard folder(dir.string(), {}, outputs);
+  io::ensure_writable_dir(dir.string());
+  io::write_file_atomic((dir / kMarker).string(), "written by convoy demo-data plant\n");
   const fs::path staging = dir / (".images.partial-" + std::to_string(::getpid()));
   std::error_code ec;
   fs::remove_all(staging, ec);

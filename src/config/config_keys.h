@@ -145,6 +145,22 @@ template <class Get> ConfigKey whole(std::string name, Get get, Allowed allowed,
 template <class Get> ConfigKey number(std::string name, Get get, Allowed allowed, std::string help) {
   return with_type(KeyType::number, typed_key(std::move(name), get, std::move(allowed), std::move(help)));
 }
+// What a double member that the run narrows to float (the optimizers' and
+// schedules' rates and factors) allows: at most FLT_MAX too, so 1e300 is
+// refused as read instead of becoming inf in the float the optimizer holds.
+inline Allowed float_range(Allowed a) {
+  constexpr double kFloatMax = std::numeric_limits<float>::max();
+  if (a.max && *a.max <= kFloatMax) return a;
+  std::string said = a.text();
+  a.max = kFloatMax;
+  a.max_open = false;
+  a.note = (said.empty() ? "" : said + " and ") + "at most 3.4e38 (a float)";
+  return a;
+}
+// A number key whose double member is narrowed to float where it is used.
+template <class Get> ConfigKey float_number(std::string name, Get get, Allowed allowed, std::string help) {
+  return number(std::move(name), get, float_range(std::move(allowed)), std::move(help));
+}
 template <class Get> ConfigKey text(std::string name, Get get, Allowed allowed, std::string help) {
   return with_type(KeyType::text, typed_key(std::move(name), get, std::move(allowed), std::move(help)));
 }

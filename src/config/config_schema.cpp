@@ -113,7 +113,7 @@ const std::vector<ConfigKey>& config_schema() {
     k.push_back(whole("transfer.freeze_epochs", AT(freeze_epochs), at_least(0, "between 0 and training.epochs"),
                       "Transfer learning: the first epochs train the head alone")
                     .with_flag("--freeze-epochs"));
-    k.push_back(number("transfer.fine_tune_lr", AT(fine_tune_lr), at_least(0, "0 (optimizer.lr) or positive"),
+    k.push_back(float_number("transfer.fine_tune_lr", AT(fine_tune_lr), at_least(0, "0 (optimizer.lr) or positive"),
                        "The rate once every layer trains; 0: optimizer.lr"));
     k.push_back(boolean("transfer.compare_with_scratch", AT(compare_with_scratch),
                         "Also train from random weights and report both"));
@@ -129,33 +129,33 @@ const std::vector<ConfigKey>& config_schema() {
                      "The optimizer, with PyTorch's update rules")
                     .with_flag("--optimizer")
                     .with_default("sgd (photos: adam)"));
-    k.push_back(number("optimizer.lr", AT(lr), left_open(0, FLT_MAX, "positive and finite (at most 3.4e38, a float)"),
+    k.push_back(float_number("optimizer.lr", AT(lr), left_open(0, FLT_MAX, "positive and finite (at most 3.4e38, a float)"),
                        "Learning rate, for any optimizer")
                     .with_flag("--lr")
                     .with_default("0.01 (photos: 0.001)"));
-    k.push_back(number("optimizer.momentum", AT(momentum), right_open(0, 1),
+    k.push_back(float_number("optimizer.momentum", AT(momentum), right_open(0, 1),
                        "Momentum of sgd and rmsprop (PyTorch's); adam has none: --momentum with it is an error")
                     .with_flag("--momentum"));
-    k.push_back(number("optimizer.weight_decay", AT(weight_decay), at_least(0), "L2 penalty (adamw: decoupled)"));
+    k.push_back(float_number("optimizer.weight_decay", AT(weight_decay), at_least(0), "L2 penalty (adamw: decoupled)"));
     k.push_back(boolean("optimizer.nesterov", AT(nesterov), "sgd: Nesterov momentum"));
-    k.push_back(number("optimizer.beta1", AT(beta1), right_open(0, 1), "adam, adamw: first-moment decay"));
-    k.push_back(number("optimizer.beta2", AT(beta2), right_open(0, 1), "adam, adamw: second-moment decay"));
+    k.push_back(float_number("optimizer.beta1", AT(beta1), right_open(0, 1), "adam, adamw: first-moment decay"));
+    k.push_back(float_number("optimizer.beta2", AT(beta2), right_open(0, 1), "adam, adamw: second-moment decay"));
     // At most 1: eps is added to sqrt(v), which is far below 1 for gradients a
     // network has; a larger eps swamps it, so the step shrinks to lr * g / eps
     // and a run with eps 1e300 trained nothing and said nothing.
-    k.push_back(number("optimizer.eps", AT(eps), left_open(0, 1, "above 0 and at most 1 (a larger eps drowns the gradients' scale)"),
+    k.push_back(float_number("optimizer.eps", AT(eps), left_open(0, 1, "above 0 and at most 1 (a larger eps drowns the gradients' scale)"),
                        "adam, adamw, rmsprop: added to the denominator"));
-    k.push_back(number("optimizer.alpha", AT(alpha), right_open(0, 1), "rmsprop: smoothing of the squared gradients"));
-    k.push_back(number("optimizer.clip_norm", AT(clip_norm), at_least(0, "0 (off) or positive"),
+    k.push_back(float_number("optimizer.alpha", AT(alpha), right_open(0, 1), "rmsprop: smoothing of the squared gradients"));
+    k.push_back(float_number("optimizer.clip_norm", AT(clip_norm), at_least(0, "0 (off) or positive"),
                        "Clip the gradients' global norm to this; 0: off"));
     // ---- schedule: the rate at each epoch's start ----
     k.push_back(text("schedule.kind", AT(schedule.kind), choices({"constant", "step", "cosine", "one_cycle"}),
                      "constant; step (x gamma every step_epochs); cosine (down to min_lr); one_cycle (up to max_lr "
                      "over 30% of the epochs, then cosine down)"));
     k.push_back(whole("schedule.step_epochs", AT(schedule.step_epochs), at_least(1), "step: epochs between decays"));
-    k.push_back(number("schedule.gamma", AT(schedule.gamma), above(0), "step: the factor of each decay"));
-    k.push_back(number("schedule.min_lr", AT(schedule.min_lr), at_least(0), "cosine, one_cycle: the last rate"));
-    k.push_back(number("schedule.max_lr", AT(schedule.max_lr), above(0), "one_cycle: the peak rate"));
+    k.push_back(float_number("schedule.gamma", AT(schedule.gamma), above(0), "step: the factor of each decay"));
+    k.push_back(float_number("schedule.min_lr", AT(schedule.min_lr), at_least(0), "cosine, one_cycle: the last rate"));
+    k.push_back(float_number("schedule.max_lr", AT(schedule.max_lr), above(0), "one_cycle: the peak rate"));
     k.push_back(whole("schedule.warmup_epochs", AT(schedule.warmup_epochs), at_least(0),
                       "Ramp the rate up linearly over the first epochs"));
     // ---- training ----

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 #include "convoy/nn/zoo.h"
 #include "config/config_section.h"
 #include "config/float_text.h"
@@ -86,13 +87,10 @@ nn::Layer layer_of_type(const std::string& type, Section& s) {
     nn::BatchNorm b;
     s.get("momentum", b.momentum);
     s.get("eps", b.eps);
-    // NaN fails both comparisons, so it is refused too. eps 0 divides a
-    // constant channel's zero variance by zero; a momentum outside [0, 1]
-    // makes the running statistics grow without bound.
-    require(b.eps > 0 && std::isfinite(b.eps),
-            s.where() + ": '" + s.dotted("eps") + "' must be positive and finite (e.g. 1e-5), got " + float_text(b.eps));
-    require(b.momentum >= 0 && b.momentum <= 1,
-            s.where() + ": '" + s.dotted("momentum") + "' must be in [0, 1] (e.g. 0.1), got " + float_text(b.momentum));
+    if (const char* why = batch_norm_eps_fault(b.eps))
+      throw UserError(s.where() + ": '" + s.dotted("eps") + "' " + why + " (e.g. 1e-5), got " + float_text(b.eps));
+    if (const char* why = batch_norm_momentum_fault(b.momentum))
+      throw UserError(s.where() + ": '" + s.dotted("momentum") + "' " + why + " (e.g. 0.1), got " + float_text(b.momentum));
     return b;
   }
   if (type == "dense") {

@@ -242,13 +242,27 @@ bool holds_control_bytes(std::string_view value) {
   });
 }
 
+const char* class_name_fault(std::string_view name) {
+  if (name.empty()) return "is empty";
+  if (name == "." || name == "..") return "is a folder's own or parent link";
+  if (name.find_first_not_of("\"'") == std::string_view::npos) return "is only quotes";
+  if (holds_control_bytes(name)) return "holds control bytes (a tab, newline or escape)";
+  // Class names go into every JSON file a run writes (run config, checkpoint, -shards.json).
+  if (!valid_utf8(name)) return "is not UTF-8 text (saved in another encoding, such as cp1252 or Latin-1?)";
+  return nullptr;
+}
+
 void require_class_name(const std::string& name, const std::string& where, const std::string& todo) {
-  const char* why = nullptr;
-  if (name.empty()) why = "is empty";
-  else if (name == "." || name == "..") why = "is a folder's own or parent link";
-  else if (name.find_first_not_of("\"'") == std::string::npos) why = "is only quotes";
-  else if (holds_control_bytes(name)) why = "holds control bytes (a tab, newline or escape)";
-  if (why) throw UserError(where + ": class name '" + shown(name) + "' " + why + "; " + todo);
+  if (const char* why = class_name_fault(name))
+    throw UserError(where + ": class name '" + shown(name) + "' " + why + "; " + todo);
+}
+
+const char* batch_norm_eps_fault(double eps) {
+  return eps > 0 && std::isfinite(eps) ? nullptr : "must be positive and finite";
+}
+
+const char* batch_norm_momentum_fault(double momentum) {
+  return momentum >= 0 && momentum <= 1 ? nullptr : "must be in [0, 1]";
 }
 
 std::string shown_list(const std::vector<std::string>& names) {
@@ -266,6 +280,26 @@ bool lies_within(const fs::path& path, const fs::path& folder) {
   if (ec || ec2) return false;
   const fs::path inside = p.lexically_relative(f);
   return !inside.empty() && *inside.begin() != "..";
+}
+
+void require_output_placed(const std::string& out, const std::string& data, bool inside_refused,
+                           const std::string& what, const std::string& example) {
+  // The root or the data's own folder: the outputs (and --overwrite's
+  // replacements) would land among the system's or the data's files, where
+  // a user cannot tell them apart or remove them safely.
+  std::error_code ec;
+  const fs::path real = fs::weakly_canonical(fs::absolute(out, ec), ec);
+  require(ec || real != real.root_path(), what + " " + shown(out) +
+                                              ": is the file system's root; give the output a folder of its own, "
+                                              "e.g. " + example);
+  if (data.empty()) return;
+  // Outputs inside class folders would be the next run's data (a class 'run1', curves.png an image).
+  if (inside_refused && lies_within(out, data))
+    throw UserError(what + " " + shown(out) + ": inside the data folder " + shown(data) +
+                    ", where the next run would read its files as images; pick a folder outside it");
+  require(!(lies_within(out, data) && lies_within(data, out)),
+          what + " " + shown(out) + ": is the data folder " + shown(data) +
+              "; the outputs would mix with the data's files, so give them a folder of their own, e.g. " + example);
 }
 
 std::string path_in_data_folder(const std::string& folder, const std::string& relative, const std::string& what) {

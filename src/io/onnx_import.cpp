@@ -15,6 +15,7 @@
 // Dense's weight columns permuted to match, and a last Softmax is left out.
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <deque>
 #include <fstream>
@@ -1008,7 +1009,15 @@ class Importer {
       if ((n.outputs.size() > 1 && !n.outputs[1].empty()) || int_attr(n, "training_mode", 0) != 0)
         fail(n, "training-mode batch norm (several outputs, or training_mode 1) is not supported");
       const onnx::Tensor& scale = need_float(n, 1);
-      return (void)add(n, nn::BatchNorm{.momentum = 1.0f - float_attr(n, "momentum", 0.9f), .eps = float_attr(n, "epsilon", 1e-5f)},
+      // ONNX's momentum weighs the running statistics (0.9), convoy's the new batch (0.1); the same rule for both.
+      const float eps = float_attr(n, "epsilon", 1e-5f), momentum = float_attr(n, "momentum", 0.9f);
+      const auto refuse = [&](const char* attr, const char* why, float got) {
+        char text[32];  // the shortest text of the float: 1e-05, nan
+        fail(n, std::string("'") + attr + "' " + why + ", got " + std::string(text, std::to_chars(text, text + sizeof text, got).ptr));
+      };
+      if (const char* why = batch_norm_eps_fault(eps)) refuse("epsilon", why, eps);
+      if (const char* why = batch_norm_momentum_fault(1.0 - momentum)) refuse("momentum", why, momentum);
+      return (void)add(n, nn::BatchNorm{.momentum = 1.0f - momentum, .eps = eps},
                  {n.inputs[0]},
                  {.params = {scale.floats, need_float(n, 2).floats}, .state = {need_float(n, 3).floats, need_float(n, 4).floats}},
                  layer_name(scale.name));

@@ -40,9 +40,13 @@ std::vector<std::string> classes_of(const CsvTable& table, const CsvManifestOpti
     return o.classes;
   }
   if (label_col >= 0) {
-    std::set<std::string> names;  // sorted, as image_dataset_from_directory sorts folders
+    // Sorted, as image_dataset_from_directory sorts folders. A value that is
+    // no class name ('.', only quotes, control bytes, not UTF-8) names no
+    // class: its row is a bad row below, like any other.
+    std::set<std::string> names;
     for (const CsvRecord& r : table.rows)
-      if (r.fields.size() == table.header.size() && !r.fields[label_col].empty()) names.insert(r.fields[label_col]);
+      if (r.fields.size() == table.header.size() && !class_name_fault(r.fields[label_col]))
+        names.insert(r.fields[label_col]);
     return {names.begin(), names.end()};
   }
   std::vector<std::string> columns;
@@ -103,6 +107,11 @@ Manifest read_csv_manifest(const std::string& csv_path, const CsvManifestOptions
       auto it = class_index.find(name);
       if (name.empty()) {
         bad.add(line_of(r), "no class set in column '" + o.label_column + "'", "give every row a class");
+        continue;
+      }
+      if (const char* why = class_name_fault(name)) {
+        bad.add(line_of(r), "class name '" + shown(name) + "' in column '" + shown(o.label_column) + "' " + why,
+                "give the row a class name");
         continue;
       }
       if (it == class_index.end()) {

@@ -46,9 +46,6 @@ void check_class_folder(const PathRoot& rule, const std::string& root, const std
                     "); copy its images into the folder instead of linking it");
   for (std::size_t k = 0; k < c; ++k)
     require(classes[k] != name, root + ": data.classes names '" + shown(name) + "' twice; name each class once");
-  // Class names go into every file a run writes (JSON, the checkpoint), which hold text only.
-  require(valid_utf8(name), root + ": class folder '" + shown(name) +
-                                "': its name is not UTF-8 text (made on a system of another encoding?); rename it");
 }
 
 }  // namespace

@@ -6,11 +6,14 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <nlohmann/json.hpp>
 
 #include "convoy/core/error.h"
 #include "convoy/core/rng.h"
+#include "convoy/core/temporary_files.h"
+#include "convoy/core/untrusted.h"
 #include "convoy/io/atomic_file.h"
 #include "convoy/io/output_folder.h"
 #include "convoy/records/example_proto.h"
@@ -127,6 +130,41 @@ void write_sidecars(const Manifest& m, const ShardOptions& o, const ShardsWritte
   io::write_file_atomic((fs::path(o.out_dir) / (o.prefix + "-shards.json")).string(), j.dump(2) + "\n");
 }
 
+// The shards of one call, written under temporary names and renamed into
+// place only once the last one closed: a failure part way (a full disk, an
+// unreadable image) removes the temporaries and leaves an earlier set under
+// the same names whole, not new shards 0..k-1 beside old ones k.. and the
+// old -shards.json.
+class StagedShards {
+ public:
+  StagedShards() = default;
+  StagedShards(const StagedShards&) = delete;
+  StagedShards& operator=(const StagedShards&) = delete;
+  ~StagedShards() {
+    std::error_code ec;
+    for (std::size_t i = renamed_; i < staged_.size(); ++i) fs::remove(staged_[i], ec);
+  }
+  // The name to write `file` under until commit().
+  const std::string& stage(const std::string& file) {
+    listed_.push_back(std::make_unique<InFlightTemporary>(temporary_name(file)));  // listed before it exists
+    finals_.push_back(file);
+    staged_.push_back(temporary_name(file));
+    return staged_.back();
+  }
+  void commit() {
+    for (; renamed_ < staged_.size(); ++renamed_) {
+      std::error_code ec;
+      fs::rename(staged_[renamed_], finals_[renamed_], ec);
+      require(!ec, finals_[renamed_] + ": cannot move the new shard into place (" + ec.message() + ")");
+    }
+  }
+
+ private:
+  std::vector<std::string> finals_, staged_;
+  std::vector<std::unique_ptr<InFlightTemporary>> listed_;
+  std::size_t renamed_ = 0;
+};
+
 }  // namespace
 
 std::string shard_name(const std::string& prefix, int64_t index, int64_t count, bool gzip) {
@@ -142,8 +180,11 @@ ShardsWritten write_shards(const Manifest& manifest, const ShardOptions& o) {
     std::snprintf(mb, sizeof mb, "%g", o.shard_mb);
     throw UserError(std::string("shards: the shard size must be positive, got ") + mb + " MB");
   }
-  require(!o.prefix.empty() && o.prefix.find('/') == std::string::npos,
-          "shards: the prefix '" + o.prefix + "' must be a non-empty file name without '/'");
+  // The prefix names the shards in -shards.json, which holds UTF-8 text only.
+  require(!o.prefix.empty() && o.prefix.find('/') == std::string::npos && valid_utf8(o.prefix) &&
+              !holds_control_bytes(o.prefix),
+          "shards: the prefix '" + shown(o.prefix) + "' must be a non-empty file name in UTF-8 without '/' or "
+          "control bytes");
   require(!manifest.entries.empty(), "shards: the manifest lists no images");
   std::vector<std::string> outputs = {"classes.txt", o.prefix + "-shards.json"};
   std::optional<io::FolderGuard> folder;  // made once the shard names are known, before anything is written
@@ -173,6 +214,7 @@ ShardsWritten write_shards(const Manifest& manifest, const ShardOptions& o) {
 
   ShardsWritten written;
   {
+    StagedShards staged;  // destroyed before `folder`, so a folder this call made is empty again by then
     std::unique_ptr<TfRecordWriter> writer;  // destroyed unclosed on an error: its temp file goes too
     auto finish = [&] {
       if (!writer) return;
@@ -187,7 +229,7 @@ ShardsWritten write_shards(const Manifest& manifest, const ShardOptions& o) {
       if (static_cast<int64_t>(written.shards.size()) <= s) {
         finish();
         const std::string file = (fs::path(o.out_dir) / shard_name(o.prefix, s, count, o.gzip)).string();
-        writer = std::make_unique<TfRecordWriter>(file, o.gzip ? Compression::gzip : Compression::none);
+        writer = std::make_unique<TfRecordWriter>(staged.stage(file), o.gzip ? Compression::gzip : Compression::none);
         written.shards.push_back({file, 0, 0});
       }
       writer->write(encode_example(record_of(shuffled, shuffled.entries[i], e.tensor("image_bytes"))));
@@ -195,7 +237,8 @@ ShardsWritten write_shards(const Manifest& manifest, const ShardOptions& o) {
     }
     finish();
     written.examples = i;
-    write_sidecars(manifest, o, written);
+    staged.commit();
+    write_sidecars(manifest, o, written);  // last: it describes the set now in place
   }
   return written;
 }

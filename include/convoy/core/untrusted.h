@@ -46,11 +46,21 @@ bool valid_utf8(std::string_view value);
 // Whether `value` holds an ASCII control byte (0x00-0x1f, 0x7f): a tab, a
 // newline or an escape that a CSV, a report or a terminal would garble.
 bool holds_control_bytes(std::string_view value);
-// A class name from a folder, a CSV or data.classes must be one a folder, a
-// CSV column and a report can hold: not empty, ".", "..", only quotes, nor
-// holding control bytes. Else UserError "<where>: class name '<name>' <why>;
-// rename it (<todo>)", `where` saying where the name came from.
+// Why `name` cannot be a class name, or nullptr when it can: a class name
+// from a folder, a CSV or data.classes must be one a folder, a CSV column, a
+// report and the JSON files a run writes (UTF-8 only) can hold: not empty,
+// ".", "..", only quotes, holding control bytes, nor other than UTF-8.
+const char* class_name_fault(std::string_view name);
+// UserError "<where>: class name '<name>' <why>; <todo>" when
+// class_name_fault(name) says why, `where` saying where the name came from.
 void require_class_name(const std::string& name, const std::string& where, const std::string& todo);
+// Why a batch norm cannot take this eps or momentum (the new batch's
+// weight, PyTorch's meaning), or nullptr: "must be positive and finite",
+// "must be in [0, 1]". NaN fails both. eps 0 divides a constant channel's
+// zero variance by zero; a momentum outside [0, 1] makes the running
+// statistics grow without bound. One rule for a config's layers and ONNX.
+const char* batch_norm_eps_fault(double eps);
+const char* batch_norm_momentum_fault(double momentum);
 // Hidden entries of a folder that no image walk takes: names starting with
 // '.' (.DS_Store, macOS's ._photo.jpg, .ipynb_checkpoints/) and __MACOSX/
 // (what unzipping a Mac's zip leaves). Thumbs.db is no image name anyway.
@@ -102,6 +112,15 @@ nlohmann::json parse_json_bounded(std::string_view text, const std::string& what
 // Whether `path` is `folder` or lies below it, links resolved as far as they
 // exist (false when either cannot be resolved).
 bool lies_within(const std::filesystem::path& path, const std::filesystem::path& folder);
+
+// Where an output folder may not be: the file system's root, the folder
+// `data` that is read, nor (`inside_refused`: class folders, whose files a
+// next run would read as images) anywhere inside it. `what` names the flag
+// ("output.dir (--out)", "shards --out"), `example` a better one
+// ("--out runs/first"). UserError naming the folder otherwise; `data` may be
+// empty (nothing read).
+void require_output_placed(const std::string& out, const std::string& data, bool inside_refused,
+                           const std::string& what, const std::string& example);
 
 // The path rule for ids read from files: a relative path must name a place
 // inside the root. It may not be absolute, hold a ".." segment or a NUL byte,
