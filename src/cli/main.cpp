@@ -210,9 +210,8 @@ int run_shards(const ShardFlags& f) {
   namespace records = convoy::records;
   convoy::require(f.csv.empty() != f.folder.empty(), "shards: pass either --csv FILE or --folder DIR (one of them)");
   // Not the root, nor among what is read: shards inside --folder would be the next run's class 'shards'.
-  const std::string images =
-      f.csv.empty() ? "" : (std::filesystem::path(f.csv).parent_path() / f.images).lexically_normal().string();
-  convoy::require_output_placed(f.out.out_dir, f.csv.empty() ? f.folder : images, true, "shards --out", "--out shards");
+  const std::string read_from = f.csv.empty() ? f.folder : records::csv_image_folder(f.csv, f.images);
+  convoy::require_output_placed(f.out.out_dir, read_from, true, "shards --out", "--out shards");
   const auto policy = convoy::data::parse_on_bad_example(f.on_bad_example, "--on-bad-example");
   const records::Manifest manifest =
       f.csv.empty() ? records::read_folder_manifest(f.folder, {.classes = f.classes, .on_bad_example = policy})

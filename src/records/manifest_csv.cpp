@@ -57,6 +57,10 @@ std::vector<std::string> classes_of(const CsvTable& table, const CsvManifestOpti
 
 }  // namespace
 
+std::string csv_image_folder(const std::string& csv_path, const std::string& image_dir) {
+  return (fs::path(csv_path).parent_path() / image_dir).string();
+}
+
 Manifest read_csv_manifest(const std::string& csv_path, const CsvManifestOptions& o) {
   const CsvTable table = read_csv(csv_path);
   require(!table.rows.empty(), csv_path + ": the CSV has a header but no rows; list one image per row");
@@ -77,7 +81,7 @@ Manifest read_csv_manifest(const std::string& csv_path, const CsvManifestOptions
   std::map<std::string, int32_t> class_index;
   for (std::size_t i = 0; i < m.classes.size(); ++i) class_index[m.classes[i]] = static_cast<int32_t>(i);
 
-  const fs::path image_dir = fs::path(csv_path).parent_path() / o.image_dir;
+  const fs::path image_dir = csv_image_folder(csv_path, o.image_dir);
   require_folder(image_dir.string(), "the image folder of " + csv_path + ", ",
                  "put the images in a folder beside the CSV and name it (data.images; shards --images)");
   const PathRoot root(image_dir);

@@ -146,9 +146,9 @@ class StagedShards {
   }
   // The name to write `file` under until commit().
   const std::string& stage(const std::string& file) {
-    listed_.push_back(std::make_unique<InFlightTemporary>(temporary_name(file)));  // listed before it exists
-    finals_.push_back(file);
     staged_.push_back(temporary_name(file));
+    listed_.push_back(std::make_unique<InFlightTemporary>(staged_.back()));  // listed before it exists
+    finals_.push_back(file);
     return staged_.back();
   }
   void commit() {

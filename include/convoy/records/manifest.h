@@ -65,6 +65,9 @@ struct CsvManifestOptions {
   bool one_class_per_row = false;
 };
 Manifest read_csv_manifest(const std::string& csv_path, const CsvManifestOptions& options = {});
+// The folder a CSV's images are read from: `image_dir` relative to the CSV's
+// folder, unless absolute (CsvManifestOptions::image_dir).
+std::string csv_image_folder(const std::string& csv_path, const std::string& image_dir);
 
 struct FolderManifestOptions {
   std::vector<std::string> extensions = {".jpg", ".jpeg", ".png"};  // matched ignoring case
