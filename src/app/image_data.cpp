@@ -195,7 +195,7 @@ void require_split_serves_every_class(const records::ManifestSplit& s, double fr
   }
   if (!s.validation.entries.empty() || train.empty()) return;
   const int64_t most = train[largest] + validation[largest];
-  require(false, split + " leaves no validation images: even the largest class, '" + shown(s.train.classes[largest]) +
+  throw UserError(split + " leaves no validation images: even the largest class, '" + shown(s.train.classes[largest]) +
                      "', has " + std::to_string(most) + " image(s), and " + fraction_text(fraction) + " of " +
                      std::to_string(most) + " rounds to 0; add images or raise data.validation_split to at least " +
                      fraction_text(std::ceil(500.0 / static_cast<double>(most)) / 1000));
