@@ -5,6 +5,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include <sys/stat.h>
+
 #include "convoy/core/error.h"
 #include "convoy/core/temporary_files.h"
 
@@ -80,15 +82,30 @@ void ExampleWriter::commit() {
 
 ExampleReader::ExampleReader(std::string path) : path_(std::move(path)), file_(std::fopen(path_.c_str(), "rb")) {
   if (!file_) throw UserError(path_ + ": cannot open the cache file (" + std::strerror(errno) + "); check the path");
+  // convoy writes its cache files as regular files; the size bounds every length read below.
+  struct stat st {};
+  if (::fstat(::fileno(file_.get()), &st) != 0 || !S_ISREG(st.st_mode))
+    throw UserError(path_ + ": not a convoy cache file (not a regular file); delete it or pass another cache path");
+  left_ = static_cast<uint64_t>(st.st_size);
   char magic[sizeof kMagic - 1];
+  if (left_ < sizeof magic) throw UserError(path_ + ": not a convoy cache file; delete it or pass another cache path");
   get(magic, sizeof magic);
   if (std::memcmp(magic, kMagic, sizeof magic) != 0)
     throw UserError(path_ + ": not a convoy cache file; delete it or pass another cache path");
 }
 
+void ExampleReader::corrupt() const {
+  throw UserError(path_ + ": the cache file is truncated or corrupt; delete it so the next run rebuilds it");
+}
+
+void ExampleReader::need(uint64_t bytes) const {
+  if (bytes > left_) corrupt();
+}
+
 void ExampleReader::get(void* data, std::size_t bytes) {
-  if (bytes && std::fread(data, 1, bytes, file_.get()) != bytes)
-    throw UserError(path_ + ": the cache file is truncated or corrupt; delete it so the next run rebuilds it");
+  need(bytes);
+  if (bytes && std::fread(data, 1, bytes, file_.get()) != bytes) corrupt();
+  left_ -= bytes;
 }
 
 std::optional<Example> ExampleReader::next() {
@@ -98,7 +115,9 @@ std::optional<Example> ExampleReader::next() {
     return v;
   };
   auto get_string = [&] {
-    std::string s(get_u32(), '\0');
+    const uint32_t size = get_u32();
+    need(size);
+    std::string s(size, '\0');
     get(s.data(), s.size());
     return s;
   };
@@ -110,20 +129,36 @@ std::optional<Example> ExampleReader::next() {
     std::string name = get_string();
     uint8_t head[2];
     get(head, 2);
-    if (head[0] > static_cast<uint8_t>(DType::u8) || head[1] > 8)
-      throw UserError(path_ + ": the cache file is corrupt; delete it so the next run rebuilds it");
+    if (head[0] > static_cast<uint8_t>(DType::u8) || head[1] > 8) corrupt();
+    const DType dtype = static_cast<DType>(head[0]);
     Shape shape(head[1]);
     get(shape.data(), shape.size() * sizeof(int64_t));
-    for (int64_t d : shape)
-      if (d < 0 || d > (int64_t{1} << 40))
-        throw UserError(path_ + ": the cache file is corrupt; delete it so the next run rebuilds it");
-    Tensor t(static_cast<DType>(head[0]), shape);
+    // The data must fit in what is left of the file, checked dimension by
+    // dimension so no product overflows and nothing is allocated first; the
+    // dimensions other than zeros multiply to at most 2^40, as any real
+    // example's do, so an empty tensor cannot carry absurd ones either.
+    constexpr uint64_t kMaxElements = uint64_t{1} << 40;
+    uint64_t elements = 1;
+    bool empty = false;
+    for (int64_t d : shape) {
+      if (d < 0) corrupt();
+      if (d == 0) {
+        empty = true;
+        continue;
+      }
+      if (elements > kMaxElements / static_cast<uint64_t>(d)) corrupt();
+      elements *= static_cast<uint64_t>(d);
+    }
+    if (!empty) need(elements * dtype_size(dtype));
+    Tensor t(dtype, shape);
     get(t.raw(), t.nbytes());
     e.set(std::move(name), std::move(t));
   }
   for (uint32_t i = 0; i < texts; ++i) {
     std::string name = get_string();
-    std::vector<std::string> values(get_u32());
+    const uint32_t count = get_u32();
+    need(uint64_t{count} * 4);  // each string has at least its length
+    std::vector<std::string> values(count);
     for (auto& v : values) v = get_string();
     e.set_texts(std::move(name), std::move(values));
   }

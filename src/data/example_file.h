@@ -42,6 +42,9 @@ class ExampleWriter {
   bool committed_ = false;
 };
 
+// Reads back what ExampleWriter wrote. A damaged or hostile file is a
+// UserError: every length it declares is checked against the bytes the file
+// still holds before anything of that size is allocated.
 class ExampleReader {
  public:
   explicit ExampleReader(std::string path);
@@ -49,8 +52,12 @@ class ExampleReader {
 
  private:
   void get(void* data, std::size_t bytes);
+  // Throws unless `bytes` more are left in the file (false = truncated).
+  void need(uint64_t bytes) const;
+  [[noreturn]] void corrupt() const;
   std::string path_;
   File file_;
+  uint64_t left_ = 0;  // bytes of the file not yet read
 };
 
 }  // namespace convoy::data

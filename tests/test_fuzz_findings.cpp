@@ -1,0 +1,73 @@
+// Files that the fuzz targets (fuzz/) or reading a parser for them showed to
+// crash, allocate what the file cannot hold or be accepted when corrupt
+// (docs/reliability.md, "Fuzzing"): each must now be one UserError.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "convoy/core/error.h"
+#include "data/example_file.h"
+#include "test_helpers.h"
+#include "test_records_helpers.h"
+
+namespace convoy {
+namespace {
+
+using convoy::testing::error_of;
+using convoy::testing::TempDir;
+using records::testing::write_bytes;
+
+// The cache file's format (data/example_file.h), little-endian.
+std::string u32(uint32_t v) { return std::string(reinterpret_cast<const char*>(&v), 4); }
+std::string i64(int64_t v) { return std::string(reinterpret_cast<const char*>(&v), 8); }
+std::string named(const std::string& s) { return u32(static_cast<uint32_t>(s.size())) + s; }
+const std::string kCacheMagic = "convoy-examples-1\n";
+
+// Reads every example of the cache file holding `bytes`; the UserError's message, or "(no exception)".
+std::string read_cache(const std::string& bytes) {
+  TempDir dir;
+  write_bytes(dir.file("train.cache"), bytes);
+  return error_of([&] {
+    data::ExampleReader reader(dir.file("train.cache"));
+    while (reader.next()) {
+    }
+  });
+}
+
+TEST(FuzzFindings, ACacheFileReadsBackWhatWasWritten) {
+  const std::string one = u32(1) + u32(1) + named("x") + '\x02' + '\x01' + i64(3) + "abc" + named("id") + u32(1) +
+                          named("n0");
+  EXPECT_EQ(read_cache(kCacheMagic + one + one + u32(0xFFFFFFFF)), "(no exception)");
+  EXPECT_EQ(read_cache(kCacheMagic + u32(1) + u32(0) + named("empty") + '\x00' + '\x03' + i64(0) + i64(28) + i64(28) +
+                       u32(0xFFFFFFFF)),
+            "(no exception)");  // a tensor without elements holds no data
+}
+
+// Before: the shape [2^40, 2^40, 2^40, 2^40] passed a per-dimension check and
+// its element count wrapped to 0, so a tensor claiming 2^160 values was
+// returned; a text feature of 2^32 - 1 strings allocated 128 GB (bad_alloc);
+// a string's declared 4 GB were allocated before the file was found short.
+TEST(FuzzFindings, ACacheFileDeclaringMoreThanItHoldsIsOneUserError) {
+  const std::string truncated = "the cache file is truncated or corrupt; delete it so the next run rebuilds it";
+  const std::string huge_shape = u32(1) + u32(0) + named("x") + '\x02' + '\x04' + i64(int64_t{1} << 40) +
+                                 i64(int64_t{1} << 40) + i64(int64_t{1} << 40) + i64(int64_t{1} << 40);
+  const std::string many_strings = u32(0) + u32(1) + named("id") + u32(0xFFFFFFFF);
+  const std::string long_string = u32(0) + u32(1) + named("id") + u32(1) + u32(0xFFFFFFF0);
+  const std::string past_end = u32(1) + u32(0) + named("x") + '\x00' + '\x01' + i64(1000) + "abcd";
+  const std::string empty_huge = u32(1) + u32(0) + named("x") + '\x02' + '\x03' + i64(0) + i64(int64_t{1} << 40) +
+                                 i64(int64_t{1} << 40);
+  for (const std::string& example : {huge_shape, many_strings, long_string, past_end, empty_huge}) {
+    const std::string msg = read_cache(kCacheMagic + example + u32(0xFFFFFFFF));
+    EXPECT_NE(msg.find(truncated), std::string::npos) << msg;
+  }
+  EXPECT_NE(read_cache("convoy-exam").find("not a convoy cache file"), std::string::npos);
+}
+
+TEST(FuzzFindings, ACacheThatIsNoRegularFileIsOneUserError) {
+  TempDir dir;
+  const std::string msg = error_of([&] { data::ExampleReader reader(dir.path()); });
+  EXPECT_NE(msg.find("not a convoy cache file (not a regular file)"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace convoy
