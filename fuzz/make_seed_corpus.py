@@ -188,3 +188,33 @@ for path in sorted(glob.glob(os.path.join(HERE, "..", "tests", "fixtures", "imag
         jpeg = f.read()
     for option in (0, 4, 10):
         put("jpeg", f"{os.path.basename(path)[:-4]}_{option}.jpg", bytes([option]) + jpeg)
+
+
+# example_file: convoy's cache file (src/data/example_file.h): examples of
+# every dtype and of text features, an empty tensor, a file cut short, and
+# lengths and shapes far past what the file holds.
+def cache_file(examples, end=True):
+    def named(s):
+        return struct.pack("<I", len(s)) + s
+    out = b"convoy-examples-1\n"
+    for tensors, texts in examples:
+        out += struct.pack("<II", len(tensors), len(texts))
+        for name, dtype, shape, data in tensors:
+            out += named(name) + bytes([dtype, len(shape)]) + b"".join(struct.pack("<q", d) for d in shape) + data
+        for name, values in texts:
+            out += named(name) + struct.pack("<I", len(values)) + b"".join(named(v) for v in values)
+    return out + (struct.pack("<I", 0xFFFFFFFF) if end else b"")
+
+
+image_example = ([(b"image", 2, [1, 2, 2], bytes([1, 2, 3, 4])), (b"label", 1, [], struct.pack("<i", 3))],
+                 [(b"id", [b"n0"])])
+put("example_file", "two_examples.cache", cache_file([image_example, image_example]))
+put("example_file", "f32_and_texts.cache",
+    cache_file([([(b"x", 0, [2, 2], struct.pack("<4f", 1, 2, 3, 4))], [(b"tags", [b"a", b"", b"bc"])])]))
+put("example_file", "empty_tensor.cache", cache_file([([(b"e", 2, [0, 28, 28], b"")], [])]))
+put("example_file", "no_examples.cache", cache_file([]))
+put("example_file", "cut_short.cache", cache_file([image_example])[:-9])
+put("example_file", "huge_shape.cache", cache_file([([(b"x", 2, [1 << 40] * 4, b"")], [])]))
+put("example_file", "huge_string.cache", cache_file([]).replace(b"\xff\xff\xff\xff", struct.pack("<III", 0, 1, 0xFFFFFFF0)))
+put("example_file", "many_strings.cache", cache_file([([], [(b"id", [])])]).replace(
+    struct.pack("<I", 0) + struct.pack("<I", 0xFFFFFFFF), struct.pack("<I", 0xFFFFFFFF)))
