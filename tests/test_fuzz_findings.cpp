@@ -2,10 +2,14 @@
 // crash, allocate what the file cannot hold or be accepted when corrupt
 // (docs/reliability.md, "Fuzzing"): each must now be one UserError.
 #include <gtest/gtest.h>
+#include <zlib.h>
 
+#include <span>
 #include <string>
 
 #include "convoy/core/error.h"
+#include "convoy/image/codec.h"
+#include "convoy/image/decode_budget.h"
 #include "data/example_file.h"
 #include "test_helpers.h"
 #include "test_records_helpers.h"
@@ -67,6 +71,49 @@ TEST(FuzzFindings, ACacheThatIsNoRegularFileIsOneUserError) {
   TempDir dir;
   const std::string msg = error_of([&] { data::ExampleReader reader(dir.path()); });
   EXPECT_NE(msg.find("not a convoy cache file (not a regular file)"), std::string::npos) << msg;
+}
+
+// A PNG of `width` x `height` 8-bit gray pixels whose IDAT holds `rows` zero rows.
+std::string gray_png_header(uint32_t width, uint32_t height, uint32_t rows) {
+  auto be32 = [](uint32_t v) {
+    return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
+                       static_cast<char>(v)};
+  };
+  auto chunk = [&](const std::string& type, const std::string& data) {
+    const std::string body = type + data;
+    return be32(static_cast<uint32_t>(data.size())) + body +
+           be32(static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()))));
+  };
+  const std::string raw(static_cast<std::size_t>(rows) * (width + 1), '\0');
+  std::string packed(compressBound(static_cast<uLong>(raw.size())), '\0');
+  uLongf packed_size = packed.size();
+  compress(reinterpret_cast<Bytef*>(packed.data()), &packed_size, reinterpret_cast<const Bytef*>(raw.data()),
+           static_cast<uLong>(raw.size()));
+  packed.resize(packed_size);
+  const std::string ihdr = be32(width) + be32(height) + std::string{8, 0, 0, 0, 0};  // 8-bit gray, not interlaced
+  return "\x89PNG\r\n\x1a\n" + chunk("IHDR", ihdr) + chunk("IDAT", packed) + chunk("IEND", "");
+}
+
+std::string decode_error(const std::string& file, const std::string& name) {
+  const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(file.data()), file.size());
+  return error_of([&] { image::decode_image(bytes, name); });
+}
+
+TEST(FuzzFindings, APngHeaderClaimingMorePixelsThanItsBytesHoldIsRefusedBeforeAllocating) {
+  ASSERT_EQ(decode_error(gray_png_header(300, 200, 200), "fits.png"), "(no exception)");
+  // Before: 16000 x 16000 (under the 2^28-pixel limit) reserved and allocated
+  // 256 MB for a file of 100 bytes, then found it truncated.
+  image::reset_decode_budget_peak();
+  const std::string msg = decode_error(gray_png_header(16000, 16000, 1), "bomb.png");
+  EXPECT_NE(msg.find("bomb.png: truncated or corrupt PNG (its header claims 16000x16000 pixels, more than its"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(image::decode_budget_stats().peak, 0u) << "nothing reserved";
+  // Past the limit: refused by its size alone.
+  const std::string huge = decode_error(gray_png_header(100000, 100000, 1), "huge.png");
+  EXPECT_NE(huge.find("huge.png: the PNG header claims 100000x100000 pixels, more than convoy decodes"),
+            std::string::npos)
+      << huge;
 }
 
 }  // namespace

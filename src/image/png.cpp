@@ -14,6 +14,8 @@
 namespace convoy::image {
 namespace {
 
+constexpr uint64_t kMaxDeflateRatio = 1032;  // zlib's documented bound
+
 struct PngState {
   std::span<const uint8_t> bytes;
   std::size_t offset = 0;
@@ -69,6 +71,15 @@ bool read_header(Reader* r, DecodeJob* job) {
   png_read_info(png, info);
   const png_uint_32 width = png_get_image_width(png, info), height = png_get_image_height(png, info);
   detail::check_dimensions(job->name, "PNG", width, height);
+  // Deflate shrinks data at most 1032:1, so the file's bytes bound its pixel
+  // data (unfiltered rows, each with its filter byte; interlacing only adds
+  // to that): a small file claiming a huge image is refused here, before
+  // its pixels are reserved and allocated.
+  const uint64_t row_bytes = (uint64_t{width} * png_get_channels(png, info) * png_get_bit_depth(png, info) + 7) / 8;
+  if (uint64_t{height} * (1 + row_bytes) > kMaxDeflateRatio * r->state.bytes.size())
+    detail::throw_corrupt(job->name, "PNG",
+                          "its header claims " + std::to_string(width) + "x" + std::to_string(height) +
+                              " pixels, more than its " + std::to_string(r->state.bytes.size()) + " bytes can hold");
   const int color_type = png_get_color_type(png, info);
   const int bit_depth = png_get_bit_depth(png, info);
   if (color_type == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
