@@ -16,6 +16,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -188,6 +189,51 @@ for path in sorted(glob.glob(os.path.join(HERE, "..", "tests", "fixtures", "imag
         jpeg = f.read()
     for option in (0, 4, 10):
         put("jpeg", f"{os.path.basename(path)[:-4]}_{option}.jpg", bytes([option]) + jpeg)
+
+
+# image: decode_image on any bytes (fuzz_image.cpp: the first byte picks the
+# channels and size hint, as for jpeg). The PNG test pictures (gray, 16-bit,
+# 1-bit, palette, RGBA, interlaced) and one JPEG, each behind option bytes 0,
+# 4 and 10; PNGs written here for the other colour types and bit depths; and
+# headers claiming more pixels than convoy decodes or than their bytes hold.
+def png(width, height, color_type, bit_depth, raw, extra=b"", interlace=0):
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+    ihdr = struct.pack(">IIBBBBB", width, height, bit_depth, color_type, 0, 0, interlace)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + extra + chunk(b"IDAT", zlib.compress(raw)) +
+            chunk(b"IEND", b""))
+
+
+def rows(height, row):
+    return b"".join(b"\0" + row(y) for y in range(height))
+
+
+pictures = sorted(glob.glob(os.path.join(HERE, "..", "tests", "fixtures", "images", "*.png")))
+pictures.append(os.path.join(HERE, "..", "tests", "fixtures", "images", "gray.jpg"))
+for path in pictures:
+    with open(path, "rb") as f:
+        picture = f.read()
+    if len(picture) < 65536:
+        for option in (0, 4, 10):
+            put("image", f"{os.path.basename(path).replace('.', '_')}_{option}", bytes([option]) + picture)
+made = {
+    "gray_alpha16.png": png(5, 3, 4, 16, rows(3, lambda y: bytes(range(y, y + 20)))),
+    "rgb16.png": png(4, 2, 2, 16, rows(2, lambda y: bytes(range(24)))),
+    "gray2.png": png(9, 2, 0, 2, rows(2, lambda y: bytes([0x1b, 0xe4, 0x40]))),
+    "gray4_trns.png": png(3, 3, 0, 4, rows(3, lambda y: bytes([0x12, 0x30])),
+                          extra=struct.pack(">I", 2) + b"tRNS\0\x01" + struct.pack(">I", zlib.crc32(b"tRNS\0\x01"))),
+    "palette2.png": png(4, 1, 3, 2, rows(1, lambda y: bytes([0x1b])),
+                        extra=struct.pack(">I", 9) + b"PLTE" + bytes(range(9)) +
+                        struct.pack(">I", zlib.crc32(b"PLTE" + bytes(range(9))))),
+    "rgba_interlaced.png": png(3, 3, 6, 8, bytes(42), interlace=1),  # Adam7: 5 passes, 42 bytes
+    "claims_100000x100000.png": png(100000, 100000, 0, 8, rows(1, lambda y: bytes(8))),
+    "claims_16000x16000.png": png(16000, 16000, 2, 8, rows(1, lambda y: bytes(48))),
+    "truncated.png": png(20, 20, 0, 8, rows(20, lambda y: bytes(range(20))))[:-30],
+    "not_an_image.txt": b"<html>not found</html>",
+}
+for name, data in made.items():
+    for option in (0, 10):
+        put("image", f"{name.replace('.', '_')}_{option}", bytes([option]) + data)
 
 
 # example_file: convoy's cache file (src/data/example_file.h): examples of
