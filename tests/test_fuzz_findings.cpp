@@ -7,9 +7,13 @@
 #include <span>
 #include <string>
 
+#include "convoy/app/run_checkpoint.h"
+#include "convoy/config/run_config.h"
 #include "convoy/core/error.h"
 #include "convoy/image/codec.h"
 #include "convoy/image/decode_budget.h"
+#include "convoy/io/safetensors.h"
+#include "convoy/train/history_json.h"
 #include "data/example_file.h"
 #include "test_helpers.h"
 #include "test_records_helpers.h"
@@ -114,6 +118,22 @@ TEST(FuzzFindings, APngHeaderClaimingMorePixelsThanItsBytesHoldIsRefusedBeforeAl
   EXPECT_NE(huge.find("huge.png: the PNG header claims 100000x100000 pixels, more than convoy decodes"),
             std::string::npos)
       << huge;
+}
+
+// A version-1 checkpoint (no checksum) whose recorded config asks for a
+// model of 784 x 10^9 weights and which holds none of them. Before: its
+// buffers (3 TB) were allocated before any tensor was looked up (bad_alloc,
+// an internal error); now the missing tensor is the one line.
+TEST(FuzzFindings, ACheckpointWhoseConfigAsksForAHugeModelIsRefusedBeforeAllocating) {
+  const train::RunConfig config = train::parse_run_config(
+      "model: {layers: [flatten, {type: dense, units: 1000000000}]}\n", "huge.yaml", /*yaml=*/true);
+  const std::string file = io::safetensors_bytes(
+      {}, {{"format", "convoy-checkpoint-1"},
+           {"epoch", "0"},
+           {"config", train::run_config_json(config)},
+           {"history", train::history_json({})}});
+  const std::string msg = error_of([&] { train::parse_checkpoint(file, "huge.safetensors"); });
+  EXPECT_EQ(msg, "huge.safetensors: no tensor 'dense_0.weight' for this model");
 }
 
 }  // namespace

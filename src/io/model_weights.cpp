@@ -31,15 +31,20 @@ NamedTensors to_named(const nn::Model& model, std::span<const float> params, std
 }
 
 FlatWeights from_named(const nn::Model& model, const NamedTensors& named, const std::string& what) {
-  FlatWeights w{std::vector<float>(model.num_parameters()), std::vector<float>(model.num_state())};
-  for_each_slot(model, [&](const nn::ParamSlot& slot, bool is_state) {
+  // Every tensor is found and checked before the buffers are allocated: the
+  // model may come from a config in the same file (a checkpoint), and only
+  // tensors the file really holds may size what is allocated.
+  for_each_slot(model, [&](const nn::ParamSlot& slot, bool) {
     auto it = named.find(slot.name);
     require(it != named.end(), what + ": no tensor '" + slot.name + "' for this model");
     require(it->second.dtype() == DType::f32 && it->second.shape() == slot.shape,
             what + ": tensor '" + slot.name + "' has shape " + to_string(it->second.shape()) + ", the model needs " +
                 to_string(slot.shape));
-    auto src = it->second.data<float>();
-    require_finite_weights(src, what, slot.name);
+    require_finite_weights(it->second.data<float>(), what, slot.name);
+  });
+  FlatWeights w{std::vector<float>(model.num_parameters()), std::vector<float>(model.num_state())};
+  for_each_slot(model, [&](const nn::ParamSlot& slot, bool is_state) {
+    const auto src = named.at(slot.name).data<float>();
     std::copy(src.begin(), src.end(), (is_state ? w.state : w.params).begin() + slot.offset);
   });
   return w;
