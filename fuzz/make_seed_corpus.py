@@ -5,6 +5,8 @@ Run from anywhere: python3 fuzz/make_seed_corpus.py [CHECKPOINT...]
 (checkpoint_metadata's seeds come from real checkpoints: pass the
 checkpoint.safetensors files of `convoy train --out` runs, e.g. one stopped
 mid-epoch with SIGTERM and one finished.)
+checkpoint's seeds are checkpoints convoy writes (CheckpointFuzzSeeds.Write,
+with CONVOY_TESTS as for onnx) and version-1 copies of them without a checksum.
 onnx's seeds are the small ONNX fixtures in tests/fixtures (PyTorch's and the
 TensorFlow-style graphs) and convoy's own exports of tiny models, which
 CONVOY_TESTS=build/tests/convoy_tests makes it write (OnnxFuzzSeeds.Write)."""
@@ -16,6 +18,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -264,3 +267,29 @@ put("example_file", "huge_shape.cache", cache_file([([(b"x", 2, [1 << 40] * 4, b
 put("example_file", "huge_string.cache", cache_file([]).replace(b"\xff\xff\xff\xff", struct.pack("<III", 0, 1, 0xFFFFFFF0)))
 put("example_file", "many_strings.cache", cache_file([([], [(b"id", [])])]).replace(
     struct.pack("<I", 0) + struct.pack("<I", 0xFFFFFFFF), struct.pack("<I", 0xFFFFFFFF)))
+
+
+# checkpoint: convoy's own checkpoints of a small model (version 2, with a
+# checksum: a mutation stops at the integrity check) and version-1 copies
+# (no checksum: mutations reach the metadata, the model and the tensors).
+def safetensors_parts(data):
+    (length,) = struct.unpack("<Q", data[:8])
+    return json.loads(data[8:8 + length]), data[8 + length:]
+
+
+if os.environ.get("CONVOY_TESTS"):
+    with tempfile.TemporaryDirectory() as made_dir:
+        subprocess.run([os.environ["CONVOY_TESTS"], "--gtest_filter=CheckpointFuzzSeeds.Write"], check=True,
+                       env=dict(os.environ, CONVOY_CHECKPOINT_SEED_DIR=made_dir), stdout=subprocess.DEVNULL)
+        for path in sorted(glob.glob(os.path.join(made_dir, "*.safetensors"))):
+            with open(path, "rb") as f:
+                data = f.read()
+            name = os.path.basename(path)[:-len(".safetensors")]
+            put("checkpoint", name + "_v2", data)
+            header, blobs = safetensors_parts(data)
+            meta = header["__metadata__"]
+            meta.pop("checksum")
+            meta["format"] = "convoy-checkpoint-1"
+            meta["epoch"] = str(json.loads(meta.pop("position"))["epoch"])
+            head = json.dumps(header).encode()
+            put("checkpoint", name + "_v1", struct.pack("<Q", len(head)) + head + blobs)

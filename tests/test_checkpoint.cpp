@@ -293,4 +293,26 @@ TEST(AtomicFile, RemovesTheTemporariesOfDeadWritersOnly) {
   EXPECT_TRUE(fs::exists(dir.file("folder.convoy-tmp." + dead)));
 }
 
+// fuzz_checkpoint's seeds (fuzz/make_seed_corpus.py runs this): checkpoints
+// of a model small enough for libFuzzer's 64 KiB inputs, built from the
+// config the file records, so that parse_checkpoint gets all the way through.
+TEST(CheckpointFuzzSeeds, Write) {
+  const char* dir = std::getenv("CONVOY_CHECKPOINT_SEED_DIR");
+  if (!dir) GTEST_SKIP() << "set CONVOY_CHECKPOINT_SEED_DIR (fuzz/make_seed_corpus.py does)";
+  const RunConfig config = parse_run_config(
+      "model: {layers: [{type: max_pool2d, kernel: 4}, batch_norm, flatten, {type: dense, units: 3}, log_softmax]}\n"
+      "optimizer: {name: adamw, lr: 0.01}\ntraining: {epochs: 3}\n",
+      "seed.yaml", /*yaml=*/true);
+  const nn::Model model = build_model(config, model_input_shape(config), model_classes(config));
+  const auto exe = compile_cpu(model, {.batch_size = 8, .optimizer = optimizer_options(config)}, 3);
+  History history;
+  for (const int64_t epoch : {1, 2}) {
+    history.epochs.push_back({.epoch = epoch, .train_loss = 0.5, .lr = 0.01});
+    save_checkpoint(std::string(dir) + "/epoch_" + std::to_string(epoch) + ".safetensors", model, *exe, history,
+                    {.config = run_config_json(config),
+                     .progress = {.step = 3 * epoch, .metrics = {.loss_sum = 1.5, .correct = 5, .count = 8}}});
+  }
+  EXPECT_NO_THROW(load_checkpoint(std::string(dir) + "/epoch_2.safetensors"));
+}
+
 }  // namespace convoy::train
