@@ -293,3 +293,17 @@ if os.environ.get("CONVOY_TESTS"):
             meta["epoch"] = str(json.loads(meta.pop("position"))["epoch"])
             head = json.dumps(header).encode()
             put("checkpoint", name + "_v1", struct.pack("<Q", len(head)) + head + blobs)
+
+
+# manifest_csv: CSVs as the image workflow reads them (fuzz_manifest_csv.cpp:
+# the first byte picks the options: 1 label column, 2 classes given, 4 skip
+# bad rows, 8 one class per row, 16 no extension), with bad rows of each kind.
+one_hot = ("image_id,healthy,rust\nTrain_0,1,0\nTrain_1,0,1\nTrain_2,1,1\nTrain_3,0,0\nTrain_4,1.0,0.0\n"
+           "Train_5,2,0\n,1,0\nTrain_0,0,1\n../up,1,0\n/abs,0,1\nshort,1\n")
+labels = ("image_id,label\nTrain_0,healthy\nTrain_1,rust\nTrain_2,\nTrain_3,scab\nTrain_4,.\nTrain_0,rust\n"
+          "a/b,healthy\n\"q,uoted\",rust\n")
+for name, text, picks in (("one_hot", one_hot, (0, 2, 4, 12, 16)), ("labels", labels, (1, 3, 5, 7, 21)),
+                          ("unlabeled", "image_id\nTest_0\nTest_1\n", (0, 4)),
+                          ("header_only", "image_id,healthy\n", (0,)), ("no_id_column", "id,x\na,1\n", (0,))):
+    for pick in picks:
+        put("manifest_csv", f"{name}_{pick}.csv", bytes([pick]) + text.encode())
