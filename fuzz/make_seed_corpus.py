@@ -293,6 +293,11 @@ if os.environ.get("CONVOY_TESTS"):
             meta["epoch"] = str(json.loads(meta.pop("position"))["epoch"])
             head = json.dumps(header).encode()
             put("checkpoint", name + "_v1", struct.pack("<Q", len(head)) + head + blobs)
+        # A config asking for 10^9 units: its weights were allocated before any tensor was looked up.
+        meta["config"] = json.dumps(dict(json.loads(meta["config"]), model={"name": "custom", "layers": [
+            {"type": "flatten"}, {"type": "dense", "units": 1000000000}]}))
+        head = json.dumps(header).encode()
+        put("checkpoint", "huge_model_v1", struct.pack("<Q", len(head)) + head + blobs)
 
 
 # manifest_csv: CSVs as the image workflow reads them (fuzz_manifest_csv.cpp:
