@@ -441,6 +441,40 @@ void check_batch_norm(const char* name, int64_t batch, const Shape& shape, Kerne
   EXPECT_LT(testing::relative_error(state, want_state), 1e-5) << "running statistics";
 }
 
+// The batch statistics of channels far from zero against double sums over
+// the same floats: a mean of ~1e6 (float spacing 0.0625) at variance ~0.33,
+// the first row an outlier 40 from the mean. A one-pass E[x^2] - E[x]^2 in
+// double cancels ~12 digits there and misses by ~1e-4 (checked: this test
+// fails with it); the kernel's two passes (batch_norm_op.cpp) do not. Momentum
+// 1 makes the running statistics the batch's own (the variance unbiased).
+void check_batch_norm_statistics_far_from_zero(int64_t batch, const Shape& shape, KernelSet set) {
+  const Sequential model(shape, {BatchNorm{.momentum = 1.0f}, Flatten{}});
+  auto exe = compile_cpu(model, {.batch_size = batch, .loss = Loss::softmax_cross_entropy, .cpu_kernels = set}, 7);
+  const int64_t c = shape[0], per_example = numel(shape), inner = per_example / c, m = batch * inner;
+  std::vector<float> x = uniform(static_cast<std::size_t>(batch * per_example), 4);
+  for (float& v : x) v += 1e6f;
+  for (int64_t ch = 0; ch < c; ++ch) x[static_cast<std::size_t>(ch * inner)] += 40.0f;  // image 0's first pixel
+  const std::vector<int32_t> y(static_cast<std::size_t>(batch), 0);
+  exe->internals().loss_and_gradients(x.data(), y.data());
+  std::vector<float> state(static_cast<std::size_t>(2 * c));
+  exe->internals().read(Held::state, state);
+  for (int64_t ch = 0; ch < c; ++ch) {
+    SCOPED_TRACE(ch);
+    double mean = 0, var = 0;
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t i = 0; i < inner; ++i) mean += x[static_cast<std::size_t>((n * c + ch) * inner + i)];
+    mean /= static_cast<double>(m);
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t i = 0; i < inner; ++i) {
+        const double d = x[static_cast<std::size_t>((n * c + ch) * inner + i)] - mean;
+        var += d * d;
+      }
+    var /= static_cast<double>(m - 1);
+    EXPECT_NEAR(state[static_cast<std::size_t>(ch)], mean, 0.51 * 0.0625);  // the nearest float
+    EXPECT_NEAR(state[static_cast<std::size_t>(c + ch)], var, 1e-6 * var);
+  }
+}
+
 // Runs f on one thread (each thread count splits the batch differently),
 // then restores the thread count.
 template <class F>
@@ -469,6 +503,12 @@ TEST_P(CpuKernels, BatchNormMatchesReferenceFormulas) {
   check_batch_norm("20 channels 4x4, batch 3", 3, {20, 4, 4}, set());
   check_batch_norm("3 channels 5x5, batch 2", 2, {3, 5, 5}, set());
   check_batch_norm("vectors of 50, batch 7", 7, {50}, set());
+}
+
+TEST_P(CpuKernels, BatchNormStatisticsFarFromZeroMatchDoubleSums) {
+  check_batch_norm_statistics_far_from_zero(6, {5, 9, 7}, set());
+  check_batch_norm_statistics_far_from_zero(64, {3, 8, 8}, set());
+  on_one_thread([&] { check_batch_norm_statistics_far_from_zero(6, {5, 9, 7}, set()); });
 }
 
 TEST_P(CpuKernels, MaxPoolMatchesReferenceWithTiesGoingToTheFirstMaximum) {
