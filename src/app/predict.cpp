@@ -160,7 +160,7 @@ Predictions predict(const std::string& dir, const PredictOptions& o) {
     const std::string input = o.input.empty() ? c.data.test_csv : o.input;
     require(!input.empty(), "predict: pass --input with an image, a folder of images or a test CSV (the run has no "
                             "data.test_csv)");
-    const std::string path = o.input.empty() ? data_path(c, input) : input;
+    const std::string path = o.input.empty() ? data_path(c, input, "data.test_csv") : input;
     if (fs::is_directory(path, ec)) {
       p = of_images(ck, folder_manifest(path), "folder");
     } else {

@@ -415,7 +415,7 @@ RunOutcome Workflow::finish(const std::optional<History>& scratch) {
                         {"train_examples", s.images->train_examples}, {"validation_examples", test.size()}};
     if (!c.data.test_csv.empty()) {
       const std::string path = (dir / "submission.csv").string();
-      d["test_examples"] = write_submission(exe, c, data_path(c, c.data.test_csv), path, &skipped);
+      d["test_examples"] = write_submission(exe, c, data_path(c, c.data.test_csv, "data.test_csv"), path, &skipped);
       wrote_submission = true;
       if (skipped.size() > s.images->skipped.size())
         s.events->submission_skipped({skipped.begin() + static_cast<std::ptrdiff_t>(s.images->skipped.size()),
