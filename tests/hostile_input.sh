@@ -93,6 +93,13 @@ refused "test.csv linked out of the data set" "data.test_csv test.csv: leads out
 copy_of train_out && ln -sf "$tmp/secret.jpg" train_out/train.csv
 refused "train.csv linked out (found by --data)" "data.train_csv train.csv: leads outside the data folder" o34 -- \
   train --data train_out --out o34
+# data.files' glob matches by the same rule: a shard linked out of data.dir (it was read).
+"$convoy" shards --csv plant/train.csv --out shards_elsewhere >/dev/null || fail "shards for the glob case"
+mkdir -p tf_out && ln -sf "$tmp/shards_elsewhere/train-00000-of-00001.tfrecord" tf_out/
+printf 'data: {dir: tf_out, kind: tfrecord, files: "*.tfrecord", width: 16, height: 16}\nmodel: {name: plant_cnn}\n' >tf_out.yaml
+printf 'loss: {name: categorical_crossentropy, from_logits: true}\ntraining: {epochs: 1, batch_size: 4}\n' >>tf_out.yaml
+refused "a data.files match linked out of the data set" "data.files (*.tfrecord) matches train-00000-of-00001.tfrecord: leads outside" \
+  o35 -- train --config tf_out.yaml --out o35
 
 # 2. Unbounded nesting: a safetensors header and a JSON config 100,000 deep.
 deep=$(printf '%*s' 100000 '' | tr ' ' '[')

@@ -52,6 +52,19 @@ std::vector<std::string> glob_files(const std::string& pattern) {
   return files;
 }
 
+// data.files' matches, each held to the rule for files a data set names
+// (path_in_data_folder): a relative glob's match that is a link leading out
+// of data.dir is refused as a data.train_csv would be (it was read). An
+// absolute data.files is the user's own choice.
+std::vector<std::string> data_files(const RunConfig& c) {
+  std::vector<std::string> files = glob_files(data_path(c, c.data.files, "data.files"));
+  if (fs::path(c.data.files).is_absolute()) return files;
+  for (const auto& file : files)
+    path_in_data_folder(c.data_dir, fs::path(file).lexically_relative(c.data_dir).string(),
+                        "data.files (" + shown(c.data.files) + ") matches");
+  return files;
+}
+
 // A label of one class: i32 [] as is; f32 [classes] with exactly one 1 becomes
 // its index (the workflow trains one class per image).
 data::MapFn single_label() {
@@ -233,7 +246,7 @@ Split manifest_split(const RunConfig& c, ImageData& out, const std::shared_ptr<d
 // tfrecord: labels learnt from one pass, then split by them.
 Split tfrecord_split(const RunConfig& c, ImageData& out, const std::shared_ptr<data::SkippedExamples>& skipped) {
   const records::TfRecordOptions o{.on_bad_example = policy_of(c), .skipped = skipped, .log = no_log()};
-  const data::Dataset labels = records::tfrecord_dataset(glob_files(data_path(c, c.data.files, "data.files")), o)
+  const data::Dataset labels = records::tfrecord_dataset(data_files(c), o)
                                    .map(tolerant(single_label(), policy_of(c), skipped))
                                    .filter([](const data::Example& e) { return !e.has(kBadFeature); });
   // In 64 bits (label 2^31 - 1 + 1 overflowed an int), and the labels used
@@ -249,7 +262,7 @@ Split tfrecord_split(const RunConfig& c, ImageData& out, const std::shared_ptr<d
               "data.classes");
   // Whether the records carry one-hot rows (image/class/one_hot) or indices: the first record says.
   bool one_hot = false;
-  for (data::Example& e : records::tfrecord_dataset(glob_files(data_path(c, c.data.files, "data.files")), o).take(1).epoch(0))
+  for (data::Example& e : records::tfrecord_dataset(data_files(c), o).take(1).epoch(0))
     one_hot = e.tensor("label").dtype() == DType::f32;
   if (c.data.classes.empty()) {
     for (int64_t k = 0; k < classes; ++k) out.classes.push_back(std::to_string(k));
