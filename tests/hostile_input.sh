@@ -294,6 +294,21 @@ if [[ -w /dev/full ]]; then
     echo "ok   predict --output - onto a full stdout: $(cat err.txt)"
   fi
 fi
+# predict may write its CSV into the folder it reads (decided: allowed, as
+# Keras and PyTorch scripts write where told): the folder's reader takes
+# images only, so a second run reads the same images and replaces the CSV
+# with the same rows.
+mkdir -p into_input && cp plant/images/Test_*.jpg into_input/
+"$convoy" predict --checkpoint keep --input into_input --output into_input/predictions.csv >/dev/null 2>err.txt &&
+  cp into_input/predictions.csv first_into.csv &&
+  "$convoy" predict --checkpoint keep --input into_input --output into_input/predictions.csv >/dev/null 2>>err.txt
+rc=$?
+if [[ $rc -ne 0 ]] || ! cmp -s first_into.csv into_input/predictions.csv ||
+  [[ $(($(wc -l <first_into.csv) - 1)) -ne $(ls into_input/*.jpg | wc -l) ]]; then
+  fail "predict into its input folder, twice: rc=$rc, the rows changed or counted the CSV: $(cat err.txt)"
+else
+  echo "ok   predict into its input folder, twice: the same $(($(wc -l <first_into.csv) - 1)) rows"
+fi
 # File names with a comma, a quote or a line break are quoted in the CSV
 # (RFC 4180): Python's csv reads each row back whole (a comma split it).
 mkdir -p odd_names && cp plant/images/Test_0.jpg 'odd_names/a,"b".jpg' && cp plant/images/Test_1.jpg odd_names/$'two\nlines.jpg'
