@@ -43,6 +43,8 @@ expect_error "unknown flag" "--bogus" -- train --bogus 3
 expect_error "unknown command" "fly" -- fly
 expect_error "unknown help topic" "help: unknown topic 'flags'; the one there is: config" -- help flags
 expect_error "seed below 0" "--seed: 'training.seed' must be a whole number >= 0, got -1" -- train --seed -1
+# A number past the type: the range, and the number as typed (it said 9.999999999999999e+22).
+expect_error "seed 1e23" "--seed: 'training.seed' must be a whole number, 0 or more, at most 18446744073709551615, got 1e+23" -- train --seed 1e23
 expect_error "flag of a key out of range" "distributed.bucket_kib (--dist-bucket-kib) must be 0 (off) or positive, got -1" -- \
   train --dist-bucket-kib -1
 # The flags' help and `convoy help config` come from the schema: its defaults, not hand-written ones.
@@ -207,6 +209,15 @@ printf 'model:\n  layers: [{type: conv2d, filters: 4, kernel: 3}, {type: batch_n
 expect_error "batch norm eps 0 (summary)" "'model.layers[1].eps' must be positive and finite" -- summary --config "$tmp/bn_eps.yaml"
 expect_error "batch norm eps 0 (train)" "'model.layers[1].eps' must be positive and finite" -- train --config "$tmp/bn_eps.yaml"
 expect_error "batch norm momentum 1.5" "'model.layers[1].momentum' must be in [0, 1]" -- summary --config "$tmp/bn_momentum.yaml"
+# Model shapes that vanish or overflow: refused where the model is built
+# (nn::Model), naming the layer and what to do; a padding of 1e9 died of SIGFPE.
+printf 'model:\n  layers: [max_pool2d_k2, max_pool2d_k2, max_pool2d_k2, max_pool2d_k2, max_pool2d_k2, flatten, {type: dense, units: 10}]\n' |
+  sed 's/max_pool2d_k2/{type: max_pool2d, kernel: 2}/g' >"$tmp/pools.yaml"
+printf 'model:\n  layers: [{type: conv2d, filters: 4, kernel: 3, padding: 1000000000}, flatten, {type: dense, units: 10}]\n' >"$tmp/pad.yaml"
+expect_error "too many pools for the image" "max_pool2d_4: kernel 2 does not fit input size 1 with padding 0; use a smaller kernel" -- \
+  summary --config "$tmp/pools.yaml"
+expect_error "padding 1e9 (summary)" "conv2d_0's output (per example) [4, 2000000026, 2000000026] would hold" -- summary --config "$tmp/pad.yaml"
+expect_error "padding 1e9 (train)" "more than the 2^31 (8 GiB of floats) convoy takes in one tensor" -- train --config "$tmp/pad.yaml" --epochs 1
 # Whole-number flags from 1 up: PositiveNumber took 0.5 and values past an int.
 expect_error "summary --classes past an int" "--classes: Value 99999999999 not in range 1 to 2147483647" -- \
   summary --model plant_cnn --classes 99999999999

@@ -93,6 +93,13 @@ refused "test.csv linked out of the data set" "data.test_csv test.csv: leads out
 copy_of train_out && ln -sf "$tmp/secret.jpg" train_out/train.csv
 refused "train.csv linked out (found by --data)" "data.train_csv train.csv: leads outside the data folder" o34 -- \
   train --data train_out --out o34
+# data.files' glob matches by the same rule: a shard linked out of data.dir (it was read).
+"$convoy" shards --csv plant/train.csv --out shards_elsewhere >/dev/null || fail "shards for the glob case"
+mkdir -p tf_out && ln -sf "$tmp/shards_elsewhere/train-00000-of-00001.tfrecord" tf_out/
+printf 'data: {dir: tf_out, kind: tfrecord, files: "*.tfrecord", width: 16, height: 16}\nmodel: {name: plant_cnn}\n' >tf_out.yaml
+printf 'loss: {name: categorical_crossentropy, from_logits: true}\ntraining: {epochs: 1, batch_size: 4}\n' >>tf_out.yaml
+refused "a data.files match linked out of the data set" "data.files (*.tfrecord) matches train-00000-of-00001.tfrecord: leads outside" \
+  o35 -- train --config tf_out.yaml --out o35
 
 # 2. Unbounded nesting: a safetensors header and a JSON config 100,000 deep.
 deep=$(printf '%*s' 100000 '' | tr ' ' '[')
@@ -286,6 +293,21 @@ if [[ -w /dev/full ]]; then
   else
     echo "ok   predict --output - onto a full stdout: $(cat err.txt)"
   fi
+fi
+# predict may write its CSV into the folder it reads (decided: allowed, as
+# Keras and PyTorch scripts write where told): the folder's reader takes
+# images only, so a second run reads the same images and replaces the CSV
+# with the same rows.
+mkdir -p into_input && cp plant/images/Test_*.jpg into_input/
+"$convoy" predict --checkpoint keep --input into_input --output into_input/predictions.csv >/dev/null 2>err.txt &&
+  cp into_input/predictions.csv first_into.csv &&
+  "$convoy" predict --checkpoint keep --input into_input --output into_input/predictions.csv >/dev/null 2>>err.txt
+rc=$?
+if [[ $rc -ne 0 ]] || ! cmp -s first_into.csv into_input/predictions.csv ||
+  [[ $(($(wc -l <first_into.csv) - 1)) -ne $(ls into_input/*.jpg | wc -l) ]]; then
+  fail "predict into its input folder, twice: rc=$rc, the rows changed or counted the CSV: $(cat err.txt)"
+else
+  echo "ok   predict into its input folder, twice: the same $(($(wc -l <first_into.csv) - 1)) rows"
 fi
 # File names with a comma, a quote or a line break are quoted in the CSV
 # (RFC 4180): Python's csv reads each row back whole (a comma split it).

@@ -104,6 +104,12 @@ if grep -qa -e __asan_init -e __tsan_init "$convoy"; then
 else
   (ulimit -v 3000000; exec "$convoy" train --batch-size 60000 --epochs 1 --threads 1 --progress quiet) >/dev/null 2>"$tmp/err"
   check "batch too big for memory" $? "$tmp/err" "batch size 60000 needs"
+  # A model whose weights alone do not fit (2.4e8 parameters: 3.5 GiB with
+  # their gradients and sgd's state) is named by its layer, even at batch 1;
+  # it said "out of memory; use a smaller --batch-size" after allocating.
+  printf 'model:\n  layers: [flatten, {type: dense, units: 300000}, {type: dense, units: 10}]\n' >"$tmp/wide.yaml"
+  (ulimit -v 3000000; exec "$convoy" "${args[@]}" --config "$tmp/wide.yaml" --epochs 1) >/dev/null 2>"$tmp/err"
+  check "model too big for memory" $? "$tmp/err" "the most is dense_0 ("
 fi
 
 echo "$failures failed"

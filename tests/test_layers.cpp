@@ -158,6 +158,27 @@ TEST(Layers, FrozenAffineStartsAsTheIdentityAndHasNoGradient) {
   for (int64_t i = 0; i < 36; ++i) ASSERT_EQ(grads[i], 0.0f);
 }
 
+// Sizes past 2^31 values per tensor are refused by the layer as soon as its
+// shape is known: a padding of 10^9 made a [4, 2e9, 2e9] output whose count
+// overflowed int64 (a negative parameter count in the summary, SIGFPE when
+// training); 10^8 filters or 3e7 units went on to allocate.
+TEST(Layers, TensorsPastTwoToThe31ValuesAreRefusedNamingTheLayer) {
+  const auto error = [](std::vector<Layer> layers) {
+    return testing::error_of([&] { Model({3, 16, 16}, std::move(layers)); });
+  };
+  EXPECT_NE(error({Conv2d{.filters = 4, .kernel = 3, .padding = 1'000'000'000}, Flatten{}, Dense{.units = 4}})
+                .find("conv2d_0's output (per example) [4, 2000000014, 2000000014]"),
+            std::string::npos);
+  EXPECT_NE(error({Conv2d{.filters = 100'000'000, .kernel = 3}, GlobalAvgPool{}}).find("conv2d_0's output"),
+            std::string::npos);
+  EXPECT_NE(error({Flatten{}, Dense{.units = 30'000'000}}).find("dense_0's weight [30000000, 768]"), std::string::npos);
+  EXPECT_NE(error({Conv2d{.filters = 4, .kernel = 3, .padding = int64_t{9'000'000'000'000'000'000}}}).find("at most 2^31"),
+            std::string::npos);
+  EXPECT_NE(error({MaxPool2d{.kernel = 3, .stride = int64_t{1} << 40}}).find("at most 2^31"), std::string::npos);
+  // At the bound, not past it: [8, 16384, 16384] is 2^31 values.
+  EXPECT_EQ(Model({8, 16384, 16384}, {ReLU{}}).layers()[0].output_shape, (Shape{8, 16384, 16384}));
+}
+
 TEST(Layers, SamePaddingKeepsCeilOfSizeOverStride) {
   EXPECT_EQ(window(7, 3, 2, kSame, "c").out, 4);
   EXPECT_EQ(window(6, 3, 2, kSame, "c").pad_begin, 0);

@@ -52,6 +52,19 @@ std::vector<std::string> glob_files(const std::string& pattern) {
   return files;
 }
 
+// data.files' matches, each held to the rule for files a data set names
+// (path_in_data_folder): a relative glob's match that is a link leading out
+// of data.dir is refused as a data.train_csv would be (it was read). An
+// absolute data.files is the user's own choice.
+std::vector<std::string> data_files(const RunConfig& c) {
+  std::vector<std::string> files = glob_files(data_path(c, c.data.files, "data.files"));
+  if (fs::path(c.data.files).is_absolute()) return files;
+  for (const auto& file : files)
+    path_in_data_folder(c.data_dir, fs::path(file).lexically_relative(c.data_dir).string(),
+                        "data.files (" + shown(c.data.files) + ") matches");
+  return files;
+}
+
 // A label of one class: i32 [] as is; f32 [classes] with exactly one 1 becomes
 // its index (the workflow trains one class per image).
 data::MapFn single_label() {
@@ -206,19 +219,19 @@ Split manifest_split(const RunConfig& c, ImageData& out, const std::shared_ptr<d
   const data::OnBadExample policy = policy_of(c);
   records::Manifest m;
   if (c.data.kind == "csv") {
-    m = records::read_csv_manifest(data_path(c, c.data.train_csv),
+    m = records::read_csv_manifest(data_path(c, c.data.train_csv, "data.train_csv"),
                                    {.id_column = c.data.id_column, .label_column = c.data.label_column,
                                     .classes = c.data.label_column.empty() ? std::vector<std::string>{} : c.data.classes,
                                     .image_dir = c.data.images, .extension = c.data.extension,
                                     .max_image_bytes = static_cast<uint64_t>(c.data.max_image_bytes),
                                     .on_bad_example = policy, .log = no_log(), .one_class_per_row = true});
     require(m.label_kind != records::LabelKind::none,
-            data_path(c, c.data.train_csv) + ": has no class columns; give one 0/1 column per class or data.label_column");
+            data_path(c, c.data.train_csv, "data.train_csv") + ": has no class columns; give one 0/1 column per class or data.label_column");
   } else {
     m = records::read_folder_manifest(c.data_dir, {.classes = c.data.classes, .on_bad_example = policy, .log = no_log()});
   }
   if (!c.data.classes.empty() && c.data.label_column.empty() && c.data.kind == "csv")
-    require_columns_are_classes(m.classes, c.data.classes, data_path(c, c.data.train_csv));
+    require_columns_are_classes(m.classes, c.data.classes, data_path(c, c.data.train_csv, "data.train_csv"));
   out.classes = m.classes;
   out.one_hot = m.label_kind == records::LabelKind::one_hot;
   out.skipped.insert(out.skipped.end(), m.skipped.begin(), m.skipped.end());
@@ -233,7 +246,7 @@ Split manifest_split(const RunConfig& c, ImageData& out, const std::shared_ptr<d
 // tfrecord: labels learnt from one pass, then split by them.
 Split tfrecord_split(const RunConfig& c, ImageData& out, const std::shared_ptr<data::SkippedExamples>& skipped) {
   const records::TfRecordOptions o{.on_bad_example = policy_of(c), .skipped = skipped, .log = no_log()};
-  const data::Dataset labels = records::tfrecord_dataset(glob_files(data_path(c, c.data.files)), o)
+  const data::Dataset labels = records::tfrecord_dataset(data_files(c), o)
                                    .map(tolerant(single_label(), policy_of(c), skipped))
                                    .filter([](const data::Example& e) { return !e.has(kBadFeature); });
   // In 64 bits (label 2^31 - 1 + 1 overflowed an int), and the labels used
@@ -243,13 +256,13 @@ Split tfrecord_split(const RunConfig& c, ImageData& out, const std::shared_ptr<d
   const int64_t classes = used.empty() ? 0 : *used.rbegin() + 1;
   const auto unused = classes - static_cast<int64_t>(used.size());
   require(!c.data.classes.empty() || unused <= static_cast<int64_t>(used.size()),
-          data_path(c, c.data.files) + ": the records' largest label is " + std::to_string(classes - 1) + ", so there " +
+          data_path(c, c.data.files, "data.files") + ": the records' largest label is " + std::to_string(classes - 1) + ", so there " +
               "would be " + std::to_string(classes) + " classes, but only " + std::to_string(used.size()) +
               " labels are used; labels are class indices from 0: fix the stray label, or name the classes in "
               "data.classes");
   // Whether the records carry one-hot rows (image/class/one_hot) or indices: the first record says.
   bool one_hot = false;
-  for (data::Example& e : records::tfrecord_dataset(glob_files(data_path(c, c.data.files)), o).take(1).epoch(0))
+  for (data::Example& e : records::tfrecord_dataset(data_files(c), o).take(1).epoch(0))
     one_hot = e.tensor("label").dtype() == DType::f32;
   if (c.data.classes.empty()) {
     for (int64_t k = 0; k < classes; ++k) out.classes.push_back(std::to_string(k));
@@ -289,7 +302,7 @@ records::Manifest test_manifest(const RunConfig& c, const std::string& test_csv)
 
 void check_test_images(const RunConfig& c) {
   if (c.data.kind != "csv" || c.data.test_csv.empty() || policy_of(c) != data::OnBadExample::fail) return;
-  const records::Manifest m = test_manifest(c, data_path(c, c.data.test_csv));
+  const records::Manifest m = test_manifest(c, data_path(c, c.data.test_csv, "data.test_csv"));
   const data::Dataset decoded = records::manifest_dataset(m, {.read_bytes = false, .log = no_log()})
                                     .map(image::decode_map("file", "image", decode_options(c)),
                                          {.parallelism = data::kAutotune});
@@ -297,11 +310,7 @@ void check_test_images(const RunConfig& c) {
   }
 }
 
-std::string data_path(const RunConfig& c, const std::string& path) {
-  const char* key = path == c.data.train_csv ? "data.train_csv"
-                    : path == c.data.test_csv  ? "data.test_csv"
-                    : path == c.data.files     ? "data.files"
-                                               : "a file of data.dir";
+std::string data_path(const RunConfig& c, const std::string& path, const char* key) {
   return path_in_data_folder(c.data_dir, path, key);  // an absolute `path` replaces the folder
 }
 

@@ -160,7 +160,7 @@ Predictions predict(const std::string& dir, const PredictOptions& o) {
     const std::string input = o.input.empty() ? c.data.test_csv : o.input;
     require(!input.empty(), "predict: pass --input with an image, a folder of images or a test CSV (the run has no "
                             "data.test_csv)");
-    const std::string path = o.input.empty() ? data_path(c, input) : input;
+    const std::string path = o.input.empty() ? data_path(c, input, "data.test_csv") : input;
     if (fs::is_directory(path, ec)) {
       p = of_images(ck, folder_manifest(path), "folder");
     } else {
@@ -198,7 +198,7 @@ std::string top_k_table(const Predictions& p, int k) {
   std::size_t width = 0;
   for (const auto& id : p.ids) width = std::max(width, id.size());
   std::string out;
-  char cell[64];
+  char cell[32];
   std::vector<std::size_t> order(classes);
   for (std::size_t r = 0; r < p.ids.size(); ++r) {
     const float* row = p.probabilities.data() + r * classes;
@@ -206,8 +206,12 @@ std::string top_k_table(const Predictions& p, int k) {
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return row[a] > row[b]; });
     out += p.ids[r] + std::string(width - p.ids[r].size() + 2, ' ');
     for (int i = 0; i < k; ++i) {
-      std::snprintf(cell, sizeof cell, "%s%s %.3f", i ? "  " : "", p.classes[order[i]].c_str(), row[order[i]]);
-      out += cell;
+      // A long name is cut on a character boundary (snprintf into the cell cut
+      // it mid-character, and the probability after it), with an ellipsis.
+      const std::string& name = p.classes[order[i]];
+      const std::size_t keep = utf8_prefix_length(name, kShownChars);
+      std::snprintf(cell, sizeof cell, " %.3f", row[order[i]]);
+      out += (i ? "  " : "") + name.substr(0, keep) + (keep < name.size() ? "\u2026" : "") + cell;
     }
     out += "\n";
   }

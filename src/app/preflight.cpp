@@ -6,6 +6,8 @@
 #include <filesystem>
 
 #include "convoy/core/error.h"
+#include "convoy/core/memory.h"
+#include "convoy/optim/optimizer.h"
 #include "convoy/core/path_kind.h"
 #include "convoy/core/untrusted.h"
 #include "convoy/config/data_defaults.h"
@@ -48,6 +50,39 @@ void require_pretrained_file(const RunConfig& c) {
               (kind == "missing" ? std::string(" is missing") : " is " + kind + ", not a weights file") +
               "; for the EfficientNet-Lite0 weights run bash tools/fetch_pretrained.sh, else fix the path "
               "(a config's paths are relative to its folder)");
+}
+
+void require_memory_for_model(const nn::Model& model, const RunConfig& c) {
+  // In floating point, a lower bound: per parameter its initial value (the
+  // host's copy the backend is loaded from), the backend's value, its
+  // gradient and the optimizer's state; measured peaks are ~1.2 values more
+  // (a 1.5e8-parameter dense layer, 2026-12-03, session 18).
+  const auto params = static_cast<double>(model.num_parameters());
+  const double state = static_cast<double>(optim::state_size(optimizer_options(c), model.num_parameters()));
+  const double per_param = 3.0 + (params > 0 ? state / params : 0.0);
+  double floats = static_cast<double>(model.num_state()) + 2.0 * static_cast<double>(numel(model.input_shape()));
+  double largest = -1;
+  std::string biggest;
+  for (const auto& plan : model.layers()) {
+    double own = 2.0 * static_cast<double>(numel(plan.output_shape));
+    std::string what;
+    for (const auto& slot : plan.params) {
+      own += per_param * static_cast<double>(slot.size());
+      what += slot.name.substr(plan.name.size() + 1) + " " + to_string(slot.shape) + ", ";
+    }
+    floats += own;
+    if (own > largest) {
+      largest = own;
+      biggest = plan.name + " (" + human_bytes(static_cast<int64_t>(own * sizeof(float))) + ": " + what + "output " +
+                to_string(plan.output_shape) + ")";
+    }
+  }
+  const double bytes = floats * sizeof(float);
+  const int64_t available = available_memory_bytes();
+  if (available < 0 || bytes <= static_cast<double>(available)) return;
+  throw UserError("the model needs at least " + human_bytes(static_cast<int64_t>(bytes)) +
+                  " to train, even one example at a time, but only " + human_bytes(available) +
+                  " of memory is available; the most is " + biggest + "; use fewer filters or units, or smaller images");
 }
 
 void check_before_training(const RunConfig& c) {

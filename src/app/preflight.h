@@ -3,6 +3,7 @@
 // mistake in the settings never costs a training run (transfer's scratch
 // comparison included).
 #include "convoy/config/run_config.h"
+#include "convoy/nn/model.h"
 
 namespace convoy::train {
 
@@ -15,5 +16,12 @@ void check_before_training(const RunConfig& config);
 
 // model.pretrained, when set, is a file: else a UserError saying what it is.
 void require_pretrained_file(const RunConfig& config);
+
+// Training on the CPU: the model's parameters, their gradients, the
+// optimizer's state and one example's activations and gradients fit in the
+// memory the process may still allocate; else a UserError naming the size
+// and the layer that takes the most (the batch's own check, in the CPU
+// backend, says "use a smaller --batch-size", which cannot help here).
+void require_memory_for_model(const nn::Model& model, const RunConfig& config);
 
 }  // namespace convoy::train

@@ -242,7 +242,8 @@ Workflow::Workflow(const RunConfig& given, RunEvents* events, Callbacks callback
   }
   set_num_threads(c.threads > 0 ? c.threads : dist::default_threads_per_process());
   // A missing GPU fails now, not after loading the data.
-  require_replica_device(c, choose_device(c.device, s.replicas->gpu()));
+  const DeviceChoice device = choose_device(c.device, s.replicas->gpu());
+  require_replica_device(c, device);
   require_pretrained_file(c);
   test_pause(s.faults.load_pause_ms);
   if (s.config.data.reads_images()) {
@@ -253,6 +254,7 @@ Workflow::Workflow(const RunConfig& given, RunEvents* events, Callbacks callback
     if (!s.images->skipped.empty()) s.events->skipped_examples(s.images->skipped);
   }
   const nn::Model& model = s.model.emplace(build_model(c, model_input_shape(c), model_classes(c)));
+  if (device.kind == DeviceKind::cpu) require_memory_for_model(model, c);
   if (!s.images) s.data = data::load_fashion_mnist(c.data_dir);
   s.test = s.images ? &s.images->validation : &s.data.test;
   s.train_count = s.images ? s.images->train_examples : s.data.train.size();
@@ -413,7 +415,7 @@ RunOutcome Workflow::finish(const std::optional<History>& scratch) {
                         {"train_examples", s.images->train_examples}, {"validation_examples", test.size()}};
     if (!c.data.test_csv.empty()) {
       const std::string path = (dir / "submission.csv").string();
-      d["test_examples"] = write_submission(exe, c, data_path(c, c.data.test_csv), path, &skipped);
+      d["test_examples"] = write_submission(exe, c, data_path(c, c.data.test_csv, "data.test_csv"), path, &skipped);
       wrote_submission = true;
       if (skipped.size() > s.images->skipped.size())
         s.events->submission_skipped({skipped.begin() + static_cast<std::ptrdiff_t>(s.images->skipped.size()),

@@ -100,6 +100,20 @@ void read_typed(const nlohmann::json& v, T& out, const std::string& name, const 
                                " (a " + (sizeof(F) == sizeof(float) ? "float" : "double") + ": at most " + largest +
                                " in size, and not so small that it rounds to 0), got " + shown_json(v));
   }
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    // A fraction or a number past the type (1e23 for a seed): the range, and
+    // the number as typed rather than as a double prints it (9.999999999999999e+22).
+    if (v.is_number_float()) {
+      char huge[32];
+      std::snprintf(huge, sizeof huge, "%.6g", v.get<double>());
+      const std::string got = std::abs(v.get<double>()) < 1e15 ? shown_json(v) : huge;
+      const std::string top = std::to_string(std::numeric_limits<T>::max());
+      const std::string range = allowed.text().empty()
+                                    ? "from " + std::to_string(std::numeric_limits<T>::min()) + " to " + top
+                                    : allowed.text() + (allowed.max ? "" : ", at most " + top);
+      throw UserError(where + ": '" + name + "' must be a whole number, " + range + ", got " + got);
+    }
+  }
   // A value that is not valid UTF-8 is shown with replacement characters, not thrown on.
   require(json_holds<T>(v), where + ": '" + name + "' must be " + json_type_name<T>() + ", got " + shown_json(v));
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> && sizeof(T) < sizeof(int64_t)) {

@@ -31,6 +31,15 @@ int64_t numel(const Shape& s) {
   return n;
 }
 
+int64_t bounded_numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) {
+    if (d < 0 || (d > 0 && n > kMaxValuesPerExample / d)) return -1;
+    n *= d;
+  }
+  return n;
+}
+
 std::string to_string(const Shape& s) {
   std::string out = "[";
   for (std::size_t i = 0; i < s.size(); ++i) {

@@ -109,6 +109,12 @@ bool valid_utf8(std::string_view value) {
   return true;
 }
 
+std::size_t utf8_prefix_length(std::string_view value, std::size_t max) {
+  if (max >= value.size()) return value.size();
+  while (max > 0 && (static_cast<unsigned char>(value[max]) & 0xC0) == 0x80) --max;
+  return max;
+}
+
 bool hidden_entry(const std::filesystem::path& path) {
   const std::string name = path.filename().string();
   return name.starts_with('.') || name == "__MACOSX";
@@ -127,11 +133,7 @@ std::string one_line(std::string_view message) {
   if (line.size() <= kMaxMessageChars) return line;
   const std::size_t tail = kMaxMessageChars / 3, head = kMaxMessageChars - tail - 5;
   // Cut on UTF-8 character starts so the result stays valid.
-  auto start_of = [&](std::size_t i) {
-    while (i > 0 && (static_cast<unsigned char>(line[i]) & 0xC0) == 0x80) --i;
-    return i;
-  };
-  const std::size_t h = start_of(head), t = start_of(line.size() - tail);
+  const std::size_t h = utf8_prefix_length(line, head), t = utf8_prefix_length(line, line.size() - tail);
   return line.substr(0, h) + " ... " + line.substr(t);
 }
 

@@ -74,23 +74,12 @@ Shape dims_of(const Value& v) {
   return v.view.empty() ? v.shape : v.view;
 }
 
-// The most values one example may have in any tensor (8 GiB of floats), and
-// the largest kernel, stride or pad: far beyond what trains on one machine,
-// small enough that no shape or window arithmetic can overflow.
-constexpr int64_t kMaxValues = int64_t{1} << 31;
+// The most values one example may have in any tensor, and the largest
+// kernel, stride or pad (core/tensor.h: a model's own bound).
+constexpr int64_t kMaxValues = kMaxValuesPerExample;
 
 // The batch dimension in a shape computed from a tensor's (Shape nodes).
 constexpr int64_t kBatch = std::numeric_limits<int64_t>::min();
-
-// The number of values in `shape`, or -1 when it exceeds kMaxValues (checked before each multiplication).
-int64_t bounded_numel(const Shape& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0 || (d > 0 && n > kMaxValues / d)) return -1;
-    n *= d;
-  }
-  return n;
-}
 
 // The zero padding a Pad node folds into its reader: top, left, bottom, right.
 using Pads = std::array<int64_t, 4>;

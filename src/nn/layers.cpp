@@ -29,15 +29,21 @@ Shape pooled(const Shape& in, int64_t kernel, int64_t stride, int64_t padding, c
 }  // namespace
 
 Window window(int64_t size, int64_t kernel, int64_t stride, int64_t padding, const std::string& name) {
-  require(kernel > 0 && stride > 0 && (padding >= 0 || padding == kSame),
-          name + ": kernel and stride must be positive and padding non-negative (or \"same\")");
+  // Bounded so that no window arithmetic below (size + 2 * padding) can overflow.
+  require(kernel > 0 && stride > 0 && (padding >= 0 || padding == kSame) && kernel <= kMaxValuesPerExample &&
+              stride <= kMaxValuesPerExample && padding <= kMaxValuesPerExample,
+          name + ": kernel " + std::to_string(kernel) + ", stride " + std::to_string(stride) + ", padding " +
+              (padding == kSame ? std::string("\"same\"") : std::to_string(padding)) +
+              ": kernel and stride must be positive, padding non-negative (or \"same\"), each at most 2^31");
   if (padding == kSame) {
     const int64_t out = (size + stride - 1) / stride;
     const int64_t total = std::max<int64_t>((out - 1) * stride + kernel - size, 0);
     return {out, total / 2, total - total / 2};
   }
   require(size + 2 * padding >= kernel, name + ": kernel " + std::to_string(kernel) + " does not fit input size " +
-                                            std::to_string(size) + " with padding " + std::to_string(padding));
+                                            std::to_string(size) + " with padding " + std::to_string(padding) +
+                                            "; use a smaller kernel, more padding (or \"same\"), fewer pools or strides "
+                                            "before it, or larger images");
   return {(size + 2 * padding - kernel) / stride + 1, padding, padding};
 }
 

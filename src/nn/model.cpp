@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <numeric>
 
 #include "convoy/core/error.h"
 #include "convoy/core/rng.h"
@@ -28,6 +29,26 @@ std::vector<ParamSlot> learned_slots(const Layer& layer, const Shape& in) {
 std::vector<ParamSlot> state_slots(const Layer& layer, const Shape& in) {
   if (std::holds_alternative<BatchNorm>(layer)) return {{"running_mean", {in[0]}}, {"running_var", {in[0]}}};
   return {};
+}
+
+// Every tensor a layer makes or learns within kMaxValuesPerExample, checked
+// as soon as its shape is known: later layers' shapes, the flat buffers'
+// offsets and the summary's counts then cannot overflow, and a model no
+// machine could train (a padding of 10^9, 10^8 filters) is refused by name
+// before anything is allocated for it.
+void require_bounded_sizes(const LayerPlan& plan) {
+  const auto too_big = [&](const std::string& what, const Shape& shape) {
+    const double values = std::accumulate(shape.begin(), shape.end(), 1.0,
+                                          [](double n, int64_t d) { return n * static_cast<double>(d); });
+    char count[32];
+    std::snprintf(count, sizeof count, "%.3g", values);
+    throw UserError("model: " + plan.name + "'s " + what + " " + to_string(shape) + " would hold " + count +
+                    " values, more than the 2^31 (8 GiB of floats) convoy takes in one tensor; use fewer filters "
+                    "or units, less padding, or smaller images");
+  };
+  if (bounded_numel(plan.output_shape) < 0) too_big("output (per example)", plan.output_shape);
+  for (const auto& slot : plan.params)
+    if (bounded_numel(slot.shape) < 0) too_big(slot.name, slot.shape);
 }
 
 void place(std::vector<ParamSlot>& slots, const std::string& layer_name, int64_t& cursor) {
@@ -80,6 +101,7 @@ Model::Model(Shape input_shape, std::vector<Node> graph) : input_shape_(std::mov
                    node.inputs,
                    shapes,
                    node.trainable};
+    require_bounded_sizes(plan);
     place(plan.params, name, num_params_);
     place(plan.state, name, num_state_);
     plans_.push_back(std::move(plan));

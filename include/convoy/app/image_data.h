@@ -69,7 +69,9 @@ int64_t write_submission(Executable& exe, const RunConfig& config, const std::st
 // rather than after training; under skip, or without a test CSV, nothing.
 void check_test_images(const RunConfig& config);
 
-// A path of the config's data: as is when absolute, else under data.dir.
-std::string data_path(const RunConfig& config, const std::string& path);
+// A path of the config's data: as is when absolute, else under data.dir
+// (path_in_data_folder: a link leading out of it is refused). `key` names
+// the setting it came from ("data.train_csv") in that refusal.
+std::string data_path(const RunConfig& config, const std::string& path, const char* key);
 
 }  // namespace convoy::train

@@ -19,6 +19,15 @@ const char* dtype_name(DType t);
 using Shape = std::vector<int64_t>;
 
 int64_t numel(const Shape& s);
+
+// The most values a tensor may hold per example (2^31: 8 GiB of floats), and
+// the largest kernel, stride or pad: far beyond what trains on one machine,
+// small enough that no shape, window or size arithmetic can overflow. Models
+// (nn::Model) and ONNX imports are refused past it.
+inline constexpr int64_t kMaxValuesPerExample = int64_t{1} << 31;
+// numel(s), or -1 when a dimension is negative or the count would pass
+// kMaxValuesPerExample (checked before each multiplication, so it never overflows).
+int64_t bounded_numel(const Shape& s);
 std::string to_string(const Shape& s);
 
 class Tensor {

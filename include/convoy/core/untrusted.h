@@ -43,6 +43,9 @@ std::string shown_list(const std::vector<std::string>& names);
 // Whether `value` is UTF-8 text (what JSON, and so every file convoy writes
 // names into, can hold). A file name from another system may not be.
 bool valid_utf8(std::string_view value);
+// The longest prefix of `value` of at most `max` bytes that ends before a
+// UTF-8 character starts: a cut there leaves no half character behind.
+std::size_t utf8_prefix_length(std::string_view value, std::size_t max);
 // Whether `value` holds an ASCII control byte (0x00-0x1f, 0x7f): a tab, a
 // newline or an escape that a CSV, a report or a terminal would garble.
 bool holds_control_bytes(std::string_view value);
