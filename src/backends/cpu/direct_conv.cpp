@@ -280,32 +280,43 @@ const float* DirectConv::stage_input(Workspace& w, const float* image, bool slac
 }
 
 // rest[y][x][kh][j] = in[y + kh][x][taps_whole_ + j]: the split taps of each
-// output pixel, in one row per pixel. A vector per (pixel, kh), each store
-// overwriting the lanes past the last one's taps (the input and `rest` have
-// a vector's slack): a few floats at a time would be a call to memmove.
+// output pixel, in one row per pixel, copied inline as the few floats they
+// are (two 8-byte moves for the seed conv's 2): std::copy_n would be a call
+// to memmove, and a whole vector per (pixel, kh) stores 64 bytes, mostly
+// across a cache line, to keep 8. Reads nothing past the last pixel's taps,
+// so `in` may be the unstaged image.
+// (Members read into locals: the stores, through memcpy, may alias them.)
 void DirectConv::gather_rest(const float* in, float* rest) const {
-  const int64_t k = g_.kernel, c = g_.channels, in_w = g_.out_width + k - 1;
-  for (int64_t y = 0; y < g_.out_height; ++y)
-    for (int64_t x = 0; x < g_.out_width; ++x)
-      for (int64_t kh = 0; kh < k; ++kh, rest += taps_rest_)
-        simd::store(rest, simd::load<V>(in + ((y + kh) * in_w + x) * c + taps_whole_));
+  const int64_t k = g_.kernel, c = g_.channels, in_w = g_.out_width + k - 1, out_h = g_.out_height,
+                out_w = g_.out_width, count = taps_rest_;
+  in += taps_whole_;
+  for (int64_t y = 0; y < out_h; ++y)
+    for (int64_t x = 0; x < out_w; ++x)
+      for (int64_t kh = 0; kh < k; ++kh, rest += count)
+        simd::copy_short<kLanes / 2>(in + ((y + kh) * in_w + x) * c, count, rest);
 }
 
 // The reverse, added: padded[y + kh][x][taps_whole_ + j] += rest[y][x][kh][j]
 // (rows of rest_padded_), a vector per (pixel, kh) whose lanes past the
 // taps add −0 (x + −0 is x for every x, −0 too). Pixels a vector apart in
-// turn, so that no load waits on the store just before it; a fixed order.
+// turn, and each such pass over all k kernel rows before the next: a load
+// that overlaps a store still in the store buffer waits until it reaches
+// memory (the passes kernel row by kernel row stalled on every second
+// pass's loads). Each padded float takes its real adds in ascending y, the
+// order every loop order here keeps.
 void DirectConv::scatter_rest(const float* rest, float* padded) const {
   const int64_t k = g_.kernel, c = g_.channels, in_w = g_.out_width + k - 1;
   const int64_t apart = (kLanes + c - 1) / c;  // pixels whose vectors do not overlap
   const auto taps = lane_numbers() < static_cast<float>(taps_rest_);
   const V none = simd::broadcast<V>(-0.0f);
-  for (int64_t y = 0; y < g_.out_height; ++y)
-    for (int64_t kh = 0; kh < k; ++kh)
-      for (int64_t first = 0; first < std::min(apart, g_.out_width); ++first)
-        for (int64_t x = first; x < g_.out_width; x += apart) {
-          float* to = padded + ((y + kh) * in_w + x) * c + taps_whole_;
-          const V add = simd::load<V>(rest + (y * g_.out_width + x) * rest_padded_ + kh * taps_rest_);
+  const int64_t out_h = g_.out_height, out_w = g_.out_width, row = rest_padded_, count = taps_rest_;
+  padded += taps_whole_;
+  for (int64_t y = 0; y < out_h; ++y)
+    for (int64_t first = 0; first < std::min(apart, out_w); ++first)
+      for (int64_t kh = 0; kh < k; ++kh)
+        for (int64_t x = first; x < out_w; x += apart) {
+          float* to = padded + ((y + kh) * in_w + x) * c;
+          const V add = simd::load<V>(rest + (y * out_w + x) * row + kh * count);
           simd::store(to, simd::load<V>(to) + (taps ? add : none));
         }
 }
@@ -454,7 +465,9 @@ void DirectConv::weight_gradient(const float* src, const float* diff_dst, float*
     float* sums = w.sums.data();
     std::fill_n(sums, w.sums.size(), 0.0f);
     for (int64_t n = first; n < end; ++n) {
-      const float* in = stage_input(w, src + n * in_image, weight_lanes_ != WeightLanes::filters);
+      // Lanes over all taps read past the last pixel's; split, the tiles
+      // stop at its last whole vector and gather_rest minds the end.
+      const float* in = stage_input(w, src + n * in_image, weight_lanes_ == WeightLanes::taps);
       const float* dy = diff_dst + n * out_image;
       // dY with its channels padded to whole vectors (the padded lanes stay zero).
       pad_rows(dy, pixels, o_count, fp, w.grad.data());
@@ -485,9 +498,13 @@ void DirectConv::weight_gradient(const float* src, const float* diff_dst, float*
           });
         });
       }
-      for (int64_t p = 0; p < pixels; ++p)
-        for (int64_t v = 0; v < fp; v += kLanes)
-          simd::store(sums + bias_at + v, simd::load<V>(sums + bias_at + v) + simd::load<V>(w.grad.data() + p * fp + v));
+      // The bias's sums in a register over the pixels (through memory, each
+      // add waited on the store before it), added in the same order.
+      for (int64_t v = 0; v < fp; v += kLanes) {
+        V bias_sum = simd::load<V>(sums + bias_at + v);
+        for (int64_t p = 0; p < pixels; ++p) bias_sum += simd::load<V>(w.grad.data() + p * fp + v);
+        simd::store(sums + bias_at + v, bias_sum);
+      }
     }
   });
   // The threads' sums in thread order, back to [O][C][k][k].
