@@ -133,7 +133,9 @@ TEST(FuzzFindings, ACheckpointWhoseConfigAsksForAHugeModelIsRefusedBeforeAllocat
            {"config", train::run_config_json(config)},
            {"history", train::history_json({})}});
   const std::string msg = error_of([&] { train::parse_checkpoint(file, "huge.safetensors"); });
-  EXPECT_EQ(msg, "huge.safetensors: no tensor 'dense_0.weight' for this model");
+  // Refused where the model is built (nn::Model bounds every tensor at 2^31
+  // values), before any buffer of that size exists.
+  EXPECT_NE(msg.find("dense_0's weight [1000000000, 784] would hold"), std::string::npos) << msg;
 }
 
 }  // namespace
