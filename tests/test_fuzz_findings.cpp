@@ -77,6 +77,55 @@ TEST(FuzzFindings, ACacheThatIsNoRegularFileIsOneUserError) {
   EXPECT_NE(msg.find("not a convoy cache file (not a regular file)"), std::string::npos) << msg;
 }
 
+// A safetensors file of `header` JSON (padded to 8 bytes) and `data`.
+std::string safetensors_file(std::string header, const std::string& data) {
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::string file;
+  for (int i = 0; i < 8; ++i) file += static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  return file + header + data;
+}
+
+std::string safetensors_error(const std::string& file) {
+  return error_of([&] { io::parse_safetensors(file, "w.safetensors"); });
+}
+
+// Before: data_offsets were only checked to lie within the file, so tensors
+// could overlap: 20,000 tensors each claiming the same 2 MB made a 2 MB file
+// cost 40 GB. Now the offsets, sorted, must tile the data section.
+TEST(FuzzFindings, SafetensorsWhoseTensorsOverlapOrLeaveGapsAreRefused) {
+  const std::string data(16, '\0');
+  EXPECT_EQ(safetensors_error(safetensors_file(
+                R"({"b":{"dtype":"F32","shape":[2],"data_offsets":[8,16]},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+                data)),
+            "(no exception)");
+  const std::string overlap = safetensors_error(safetensors_file(
+      R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},"b":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})",
+      data));
+  EXPECT_NE(overlap.find("w.safetensors: tensor '"), std::string::npos) << overlap;
+  EXPECT_NE(overlap.find("overlap another tensor's; the file is corrupt"), std::string::npos) << overlap;
+  const std::string gap = safetensors_error(safetensors_file(
+      R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})",
+      data));
+  EXPECT_NE(gap.find("w.safetensors: tensor 'b': data_offsets [8, 16] leave a gap"), std::string::npos) << gap;
+  const std::string short_end = safetensors_error(
+      safetensors_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", data));
+  EXPECT_NE(short_end.find("end at byte 8 of a data section of 16 bytes"), std::string::npos) << short_end;
+  // A skipped tensor's bytes count too: skipping 'b' does not hide the overlap.
+  const std::string skipped = error_of([&] {
+    io::parse_safetensors(safetensors_file(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},)"
+                                           R"("b":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})",
+                                           data),
+                          "w.safetensors", nullptr, [](const std::string& name) { return name == "b"; });
+  });
+  EXPECT_NE(skipped.find("overlap"), std::string::npos) << skipped;
+  // convoy's own writer tiles: a round trip with an empty tensor among others.
+  io::NamedTensors tensors;
+  tensors.emplace("w", Tensor(DType::f32, Shape{3, 2}));
+  tensors.emplace("e", Tensor(DType::f32, Shape{0, 5}));
+  tensors.emplace("b", Tensor(DType::u8, Shape{3}));
+  EXPECT_EQ(safetensors_error(io::safetensors_bytes(tensors, {{"k", "v"}})), "(no exception)");
+}
+
 // A PNG of `width` x `height` 8-bit gray pixels whose IDAT holds `rows` zero rows.
 std::string gray_png_header(uint32_t width, uint32_t height, uint32_t rows) {
   auto be32 = [](uint32_t v) {
