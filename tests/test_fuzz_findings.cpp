@@ -2,6 +2,7 @@
 // crash, allocate what the file cannot hold or be accepted when corrupt
 // (docs/reliability.md, "Fuzzing"): each must now be one UserError.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <span>
@@ -71,10 +72,21 @@ TEST(FuzzFindings, ACacheFileDeclaringMoreThanItHoldsIsOneUserError) {
   EXPECT_NE(read_cache("convoy-exam").find("not a convoy cache file"), std::string::npos);
 }
 
-TEST(FuzzFindings, ACacheThatIsNoRegularFileIsOneUserError) {
+// Before: a folder was told "delete it", and a FIFO without a writer blocked
+// fopen forever. Now each is named as what it is, without waiting.
+TEST(FuzzFindings, ACacheThatIsNoRegularFileIsNamedAsWhatItIs) {
   TempDir dir;
-  const std::string msg = error_of([&] { data::ExampleReader reader(dir.path()); });
-  EXPECT_NE(msg.find("not a convoy cache file (not a regular file)"), std::string::npos) << msg;
+  const std::string folder = error_of([&] { data::ExampleReader reader(dir.path()); });
+  EXPECT_NE(folder.find(": is a folder, not a convoy cache file; pass a file's path inside it"), std::string::npos)
+      << folder;
+  EXPECT_EQ(folder.find("delete"), std::string::npos) << folder;
+  ASSERT_EQ(::mkfifo(dir.file("fifo").c_str(), 0600), 0);
+  const std::string fifo = error_of([&] { data::ExampleReader reader(dir.file("fifo")); });
+  EXPECT_NE(fifo.find(": is a pipe (FIFO), not a convoy cache file; pass the path of a regular file"),
+            std::string::npos)
+      << fifo;
+  const std::string device = error_of([&] { data::ExampleReader reader("/dev/null"); });
+  EXPECT_NE(device.find("/dev/null: is a device or socket, not a convoy cache file"), std::string::npos) << device;
 }
 
 // A safetensors file of `header` JSON (padded to 8 bytes) and `data`.

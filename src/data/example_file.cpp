@@ -5,9 +5,12 @@
 #include <cstring>
 #include <filesystem>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "convoy/core/error.h"
+#include "convoy/core/path_kind.h"
 #include "convoy/core/temporary_files.h"
 
 namespace convoy::data {
@@ -80,12 +83,37 @@ void ExampleWriter::commit() {
   committed_ = true;
 }
 
-ExampleReader::ExampleReader(std::string path) : path_(std::move(path)), file_(std::fopen(path_.c_str(), "rb")) {
-  if (!file_) throw UserError(path_ + ": cannot open the cache file (" + std::strerror(errno) + "); check the path");
-  // convoy writes its cache files as regular files; the size bounds every length read below.
+namespace {
+
+// Opens the cache file without blocking (a FIFO without a writer would wait
+// forever in fopen) and refuses anything but a regular file, named as what it
+// is: convoy writes its cache files as regular files, and the size bounds
+// every length read below.
+File open_cache(const std::string& path, struct stat& st) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw UserError(path + ": cannot open the cache file (" + std::strerror(errno) + "); check the path");
+  File file(::fdopen(fd, "rb"));
+  if (!file) {
+    ::close(fd);
+    throw UserError(path + ": cannot open the cache file (" + std::strerror(errno) + "); check the path");
+  }
+  if (::fstat(fd, &st) != 0)
+    throw UserError(path + ": cannot read the cache file (" + std::strerror(errno) + "); check the path");
+  // Not "delete it": a folder or a device is not the cache's to delete.
+  if (!S_ISREG(st.st_mode))
+    throw UserError(path + ": is " + mode_kind(st.st_mode) + ", not a convoy cache file; pass " +
+                    (S_ISDIR(st.st_mode) ? "a file's path inside it" : "the path of a regular file") +
+                    " as the cache (a missing one is made)");
+  if (::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)
+    throw UserError(path + ": cannot read the cache file (" + std::strerror(errno) + "); check the path");
+  return file;
+}
+
+}  // namespace
+
+ExampleReader::ExampleReader(std::string path) : path_(std::move(path)) {
   struct stat st {};
-  if (::fstat(::fileno(file_.get()), &st) != 0 || !S_ISREG(st.st_mode))
-    throw UserError(path_ + ": not a convoy cache file (not a regular file); delete it or pass another cache path");
+  file_ = open_cache(path_, st);
   left_ = static_cast<uint64_t>(st.st_size);
   char magic[sizeof kMagic - 1];
   if (left_ < sizeof magic) throw UserError(path_ + ": not a convoy cache file; delete it or pass another cache path");
