@@ -11,6 +11,7 @@
 #include "convoy/app/run_checkpoint.h"
 #include "convoy/config/run_config.h"
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 #include "convoy/image/codec.h"
 #include "convoy/image/decode_budget.h"
 #include "convoy/io/safetensors.h"
@@ -87,6 +88,19 @@ TEST(FuzzFindings, ACacheThatIsNoRegularFileIsNamedAsWhatItIs) {
       << fifo;
   const std::string device = error_of([&] { data::ExampleReader reader("/dev/null"); });
   EXPECT_NE(device.find("/dev/null: is a device or socket, not a convoy cache file"), std::string::npos) << device;
+}
+
+// The one check of a declared shape against the bytes available, used by the
+// cache file, safetensors and IDX readers.
+TEST(FuzzFindings, AShapesBytesAreCheckedAgainstWhatIsAvailableWithoutOverflow) {
+  EXPECT_EQ(shape_bytes_within(Shape{2, 3}, 4, 24), 24u);
+  EXPECT_EQ(shape_bytes_within(Shape{2, 3}, 4, 23), std::nullopt);
+  EXPECT_EQ(shape_bytes_within(Shape{}, 4, 4), 4u);
+  EXPECT_EQ(shape_bytes_within(Shape{0, 5}, 4, 20), 20u) << "a zero size counts as 1";
+  EXPECT_EQ(shape_bytes_within(Shape{0, 6}, 4, 20), std::nullopt);
+  EXPECT_EQ(shape_bytes_within(Shape{-1}, 1, 100), std::nullopt);
+  const int64_t big = int64_t{1} << 40;  // the product 2^160 would wrap to 0
+  EXPECT_EQ(shape_bytes_within(Shape{big, big, big, big}, 1, UINT64_MAX), std::nullopt);
 }
 
 // A safetensors file of `header` JSON (padded to 8 bytes) and `data`.

@@ -1,5 +1,6 @@
 #include "example_file.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include "convoy/core/error.h"
 #include "convoy/core/path_kind.h"
 #include "convoy/core/temporary_files.h"
+#include "convoy/core/untrusted.h"
 
 namespace convoy::data {
 namespace {
@@ -161,23 +163,14 @@ std::optional<Example> ExampleReader::next() {
     const DType dtype = static_cast<DType>(head[0]);
     Shape shape(head[1]);
     get(shape.data(), shape.size() * sizeof(int64_t));
-    // The data must fit in what is left of the file, checked dimension by
-    // dimension so no product overflows and nothing is allocated first; the
-    // dimensions other than zeros multiply to at most 2^40, as any real
-    // example's do, so an empty tensor cannot carry absurd ones either.
+    // The data must fit in what is left of the file, checked before anything
+    // is allocated; the sizes other than zeros multiply to at most 2^40
+    // elements, as any real example's do, so an empty tensor cannot carry
+    // absurd ones either.
     constexpr uint64_t kMaxElements = uint64_t{1} << 40;
-    uint64_t elements = 1;
-    bool empty = false;
-    for (int64_t d : shape) {
-      if (d < 0) corrupt();
-      if (d == 0) {
-        empty = true;
-        continue;
-      }
-      if (elements > kMaxElements / static_cast<uint64_t>(d)) corrupt();
-      elements *= static_cast<uint64_t>(d);
-    }
-    if (!empty) need(elements * dtype_size(dtype));
+    const auto bytes = shape_bytes_within(shape, dtype_size(dtype), kMaxElements * dtype_size(dtype));
+    if (!bytes) corrupt();
+    if (std::find(shape.begin(), shape.end(), 0) == shape.end()) need(*bytes);
     Tensor t(dtype, shape);
     get(t.raw(), t.nbytes());
     e.set(std::move(name), std::move(t));

@@ -32,23 +32,19 @@ DType parse_dtype(const json& tag, const std::string& where) {
                   " is not supported (F32, I32, U8)");
 }
 
-// A shape whose bytes fit in `available`: checked before anything is
-// allocated, so a header cannot make us reserve more than the file holds.
-// Zero-sized dimensions count as 1 here, so that no product of the sizes can
-// overflow later either.
+// A shape whose bytes fit in `available` (shape_bytes_within): checked
+// before anything is allocated, so a header cannot make us reserve more than
+// the file holds, nor a later product of the sizes overflow.
 Shape parse_shape(const json& j, DType dtype, uint64_t available, const std::string& where) {
   require(j.is_array(), where + ": shape must be a list of sizes; the file is corrupt");
   Shape shape;
-  uint64_t bytes = dtype_size(dtype);
   for (const json& d : j) {
     require(d.is_number_unsigned() || (d.is_number_integer() && d.get<int64_t>() >= 0),
             where + ": shape " + shown_json(j) +
                 " has a size that is not a whole number >= 0; the file is corrupt");
-    const uint64_t n = std::max<uint64_t>(d.get<uint64_t>(), 1);
-    require(bytes <= available / n, where + ": shape " + shown_json(j) +
-                                        " needs more data than the file holds; the file is truncated or corrupt");
-    bytes *= n;
     shape.push_back(d.get<int64_t>());
+    require(shape_bytes_within(shape, dtype_size(dtype), available).has_value(),
+            where + ": shape " + shown_json(j) + " needs more data than the file holds; the file is truncated or corrupt");
   }
   return shape;
 }
