@@ -2,9 +2,15 @@
 // crash, allocate what the file cannot hold or be accepted when corrupt
 // (docs/reliability.md, "Fuzzing"): each must now be one UserError.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <span>
 #include <string>
 
@@ -33,15 +39,20 @@ std::string i64(int64_t v) { return std::string(reinterpret_cast<const char*>(&v
 std::string named(const std::string& s) { return u32(static_cast<uint32_t>(s.size())) + s; }
 const std::string kCacheMagic = "convoy-examples-1\n";
 
-// Reads every example of the cache file holding `bytes`; the UserError's message, or "(no exception)".
-std::string read_cache(const std::string& bytes) {
-  TempDir dir;
-  write_bytes(dir.file("train.cache"), bytes);
+// Reads every example of the cache file at `path`; the UserError's message, or "(no exception)".
+std::string read_cache_at(const std::string& path) {
   return error_of([&] {
-    data::ExampleReader reader(dir.file("train.cache"));
+    data::ExampleReader reader(path);
     while (reader.next()) {
     }
   });
+}
+
+// The same for a cache file holding `bytes`.
+std::string read_cache(const std::string& bytes) {
+  TempDir dir;
+  write_bytes(dir.file("train.cache"), bytes);
+  return read_cache_at(dir.file("train.cache"));
 }
 
 TEST(FuzzFindings, ACacheFileReadsBackWhatWasWritten) {
@@ -71,6 +82,34 @@ TEST(FuzzFindings, ACacheFileDeclaringMoreThanItHoldsIsOneUserError) {
     EXPECT_NE(msg.find(truncated), std::string::npos) << msg;
   }
   EXPECT_NE(read_cache("convoy-exam").find("not a convoy cache file"), std::string::npos);
+}
+
+// In a death test's child: reads the cache file at `path` with 1 GiB of
+// address space to spare, prints the error and exits 0 if it is the file's.
+void read_with_1gib_to_spare(const std::string& path) {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t pages = 0;
+  statm >> pages;
+  const rlim_t cap = pages * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) + (rlim_t{1} << 30);
+  const rlimit limit{cap, cap};
+  ::setrlimit(RLIMIT_AS, &limit);
+  const std::string msg = read_cache_at(path);
+  std::fprintf(stderr, "%s\n", msg.c_str());
+  std::_Exit(msg.find("the cache file is truncated or corrupt") != std::string::npos ? 0 : 1);
+}
+
+// Before: a text feature's count was checked against the file's size (4
+// bytes a string) and then `count` strings were made at once, 32 bytes each:
+// ~8x the file. Here a sparse 512 MiB file claims 2^27 strings, 4 GiB of
+// them, in a child whose address space has 1 GiB to spare: only a reader
+// whose memory follows the strings it has read reaches the corrupt one.
+TEST(FuzzFindings, ACacheFilesTextCountCostsOnlyTheStringsRead) {
+  TempDir dir;
+  const std::string path = dir.file("train.cache");
+  write_bytes(path, kCacheMagic + u32(0) + u32(1) + named("id") + u32(uint32_t{1} << 27) + named("a") +
+                        u32(0xFFFFFFF0));
+  std::filesystem::resize_file(path, (uint64_t{1} << 29) + 64);  // zeros, no disk
+  EXPECT_EXIT(read_with_1gib_to_spare(path), ::testing::ExitedWithCode(0), "truncated or corrupt");
 }
 
 // Before: a folder was told "delete it", and a FIFO without a writer blocked

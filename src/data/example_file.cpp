@@ -179,8 +179,13 @@ std::optional<Example> ExampleReader::next() {
     std::string name = get_string();
     const uint32_t count = get_u32();
     need(uint64_t{count} * 4);  // each string has at least its length
-    std::vector<std::string> values(count);
-    for (auto& v : values) v = get_string();
+    // Grown as the strings are read, not made `count` long up front: an
+    // empty std::string is 32 bytes against the 4 each takes in the file, so
+    // a count the file's size allows could still cost ~8x the file at once.
+    constexpr uint32_t kReservedStrings = 1024;
+    std::vector<std::string> values;
+    values.reserve(std::min(count, kReservedStrings));
+    for (uint32_t k = 0; k < count; ++k) values.push_back(get_string());
     e.set_texts(std::move(name), std::move(values));
   }
   return e;
