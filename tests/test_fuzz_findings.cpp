@@ -249,7 +249,9 @@ TEST(FuzzFindings, ACheckpointWhoseConfigAsksForAHugeModelIsRefusedBeforeAllocat
            {"config", train::run_config_json(config)},
            {"history", train::history_json({})}});
   const std::string msg = error_of([&] { train::parse_checkpoint(file, "huge.safetensors"); });
-  EXPECT_EQ(msg, "huge.safetensors: no tensor 'dense_0.weight' for this model");
+  EXPECT_EQ(msg,
+            "huge.safetensors: no tensor 'dense_0.weight' for this model; the file is corrupt or holds another model's "
+            "weights");
 }
 
 }  // namespace
