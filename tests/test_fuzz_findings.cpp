@@ -193,8 +193,10 @@ TEST(FuzzFindings, SafetensorsWhoseTensorsOverlapOrLeaveGapsAreRefused) {
   EXPECT_EQ(safetensors_error(io::safetensors_bytes(tensors, {{"k", "v"}})), "(no exception)");
 }
 
-// A PNG of `width` x `height` 8-bit gray pixels whose IDAT holds `rows` zero rows.
-std::string gray_png_header(uint32_t width, uint32_t height, uint32_t rows) {
+// A PNG of `width` x `height` gray pixels of `depth` bits whose IDAT holds
+// `rows` zero rows, compressed at zlib `level`.
+std::string gray_png_header(uint32_t width, uint32_t height, uint32_t rows, uint8_t depth = 8,
+                            int level = Z_DEFAULT_COMPRESSION) {
   auto be32 = [](uint32_t v) {
     return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
                        static_cast<char>(v)};
@@ -204,13 +206,13 @@ std::string gray_png_header(uint32_t width, uint32_t height, uint32_t rows) {
     return be32(static_cast<uint32_t>(data.size())) + body +
            be32(static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()))));
   };
-  const std::string raw(static_cast<std::size_t>(rows) * (width + 1), '\0');
+  const std::string raw(static_cast<std::size_t>(rows) * ((uint64_t{width} * depth + 7) / 8 + 1), '\0');
   std::string packed(compressBound(static_cast<uLong>(raw.size())), '\0');
   uLongf packed_size = packed.size();
-  compress(reinterpret_cast<Bytef*>(packed.data()), &packed_size, reinterpret_cast<const Bytef*>(raw.data()),
-           static_cast<uLong>(raw.size()));
+  compress2(reinterpret_cast<Bytef*>(packed.data()), &packed_size, reinterpret_cast<const Bytef*>(raw.data()),
+            static_cast<uLong>(raw.size()), level);
   packed.resize(packed_size);
-  const std::string ihdr = be32(width) + be32(height) + std::string{8, 0, 0, 0, 0};  // 8-bit gray, not interlaced
+  const std::string ihdr = be32(width) + be32(height) + std::string{static_cast<char>(depth), 0, 0, 0, 0};  // gray, not interlaced
   return "\x89PNG\r\n\x1a\n" + chunk("IHDR", ihdr) + chunk("IDAT", packed) + chunk("IEND", "");
 }
 
@@ -234,6 +236,42 @@ TEST(FuzzFindings, APngHeaderClaimingMorePixelsThanItsBytesHoldIsRefusedBeforeAl
   EXPECT_NE(huge.find("huge.png: the PNG header claims 100000x100000 pixels, more than convoy decodes"),
             std::string::npos)
       << huge;
+}
+
+// An all-zero 4096x4096 1-bit gray PNG at zlib level 9 inflates ~993 times
+// its file size: it must decode, so the deflate bound cannot be set lower.
+TEST(FuzzFindings, APngNearTheDeflateBoundDecodes) {
+  const std::string file = gray_png_header(4096, 4096, 4096, 1, 9);
+  ASSERT_GT(4096.0 * 513 / file.size(), 990.0) << file.size();
+  EXPECT_EQ(decode_error(file, "zeros.png"), "(no exception)");
+}
+
+// ExampleWriter -> ExampleReader keeps an empty tensor, a full one and text
+// features (an empty list and an empty string among them).
+TEST(FuzzFindings, ACacheFileRoundTripsEmptyTensorsAndTexts) {
+  TempDir dir;
+  data::Example e;
+  Tensor full(DType::i32, Shape{2, 3});
+  for (int i = 0; i < 6; ++i) full.data<int32_t>()[i] = i * 7 - 3;
+  e.set("empty", Tensor(DType::f32, Shape{0, 5})).set("full", full);
+  e.set_texts("ids", {"a", "", "ccc"}).set_texts("none", {});
+  {
+    data::ExampleWriter writer(dir.file("c.cache"));
+    writer.write(e);
+    writer.write(e);
+    writer.commit();
+  }
+  data::ExampleReader reader(dir.file("c.cache"));
+  for (int k = 0; k < 2; ++k) {
+    const auto back = reader.next();
+    ASSERT_TRUE(back.has_value());
+    EXPECT_EQ(back->tensor("empty").shape(), (Shape{0, 5}));
+    EXPECT_EQ(back->tensor("full").shape(), (Shape{2, 3}));
+    for (int i = 0; i < 6; ++i) EXPECT_EQ(back->tensor("full").data<int32_t>()[i], i * 7 - 3);
+    EXPECT_EQ(back->texts("ids"), (std::vector<std::string>{"a", "", "ccc"}));
+    EXPECT_TRUE(back->texts("none").empty());
+  }
+  EXPECT_FALSE(reader.next().has_value());
 }
 
 // A version-1 checkpoint (no checksum) whose recorded config asks for a
