@@ -5,6 +5,7 @@
 // returns entries whose labels lie among its classes and whose paths stay
 // inside the folder, or throws UserError.
 #include <cstdint>
+#include <filesystem>
 #include <string>
 
 #include "convoy/core/error.h"
@@ -29,6 +30,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string folder = path.substr(0, path.rfind('/') + 1);
     for (const auto& e : m.entries) {
       if (e.id.empty() || e.path.compare(0, folder.size(), folder) != 0) __builtin_trap();
+      // The prefix alone would pass "<folder>../x": any ".." segment escapes.
+      for (const auto& part : std::filesystem::path(e.path))
+        if (part == "..") __builtin_trap();
       if (m.label_kind == convoy::records::LabelKind::index &&
           (e.label < 0 || e.label >= static_cast<int32_t>(m.classes.size())))
         __builtin_trap();

@@ -281,6 +281,7 @@ if os.environ.get("CONVOY_TESTS"):
     with tempfile.TemporaryDirectory() as made_dir:
         subprocess.run([os.environ["CONVOY_TESTS"], "--gtest_filter=CheckpointFuzzSeeds.Write"], check=True,
                        env=dict(os.environ, CONVOY_CHECKPOINT_SEED_DIR=made_dir), stdout=subprocess.DEVNULL)
+        last_v1 = None
         for path in sorted(glob.glob(os.path.join(made_dir, "*.safetensors"))):
             with open(path, "rb") as f:
                 data = f.read()
@@ -293,11 +294,16 @@ if os.environ.get("CONVOY_TESTS"):
             meta["epoch"] = str(json.loads(meta.pop("position"))["epoch"])
             head = json.dumps(header).encode()
             put("checkpoint", name + "_v1", struct.pack("<Q", len(head)) + head + blobs)
-        # A config asking for 10^9 units: its weights were allocated before any tensor was looked up.
-        meta["config"] = json.dumps(dict(json.loads(meta["config"]), model={"name": "custom", "layers": [
-            {"type": "flatten"}, {"type": "dense", "units": 1000000000}]}))
-        head = json.dumps(header).encode()
-        put("checkpoint", "huge_model_v1", struct.pack("<Q", len(head)) + head + blobs)
+            last_v1 = header, blobs
+        # A config asking for 10^9 units: its weights were allocated before any
+        # tensor was looked up. Built from the last version-1 copy, if any.
+        if last_v1:
+            header, blobs = last_v1
+            meta = header["__metadata__"]
+            meta["config"] = json.dumps(dict(json.loads(meta["config"]), model={"name": "custom", "layers": [
+                {"type": "flatten"}, {"type": "dense", "units": 1000000000}]}))
+            head = json.dumps(header).encode()
+            put("checkpoint", "huge_model_v1", struct.pack("<Q", len(head)) + head + blobs)
 
 
 # manifest_csv: CSVs as the image workflow reads them (fuzz_manifest_csv.cpp:

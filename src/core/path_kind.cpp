@@ -10,6 +10,13 @@
 
 namespace convoy {
 
+std::string mode_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISREG(mode)) return "a file";
+  if (S_ISFIFO(mode)) return "a pipe (FIFO)";
+  return "a device or socket";
+}
+
 std::string path_kind(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
@@ -19,10 +26,7 @@ std::string path_kind(const std::string& path) {
     if (err == ENOENT || err == ENOTDIR) return "missing";
     return std::string("unreadable (") + std::strerror(err) + ")";
   }
-  if (S_ISDIR(st.st_mode)) return "a folder";
-  if (S_ISREG(st.st_mode)) return "a file";
-  if (S_ISFIFO(st.st_mode)) return "a pipe (FIFO)";
-  return "a device or socket";
+  return mode_kind(st.st_mode);
 }
 
 void require_folder(const std::string& path, const std::string& named, const std::string& todo) {

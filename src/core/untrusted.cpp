@@ -128,6 +128,19 @@ std::string shown_json(const json& value, std::size_t max) {
   return shown(out, max) + "...";
 }
 
+std::optional<uint64_t> shape_bytes_within(std::span<const int64_t> shape, uint64_t element_bytes,
+                                           uint64_t available) {
+  uint64_t bytes = element_bytes;
+  if (bytes > available) return std::nullopt;
+  for (int64_t d : shape) {
+    if (d < 0) return std::nullopt;
+    const uint64_t n = std::max<uint64_t>(static_cast<uint64_t>(d), 1);
+    if (bytes > available / n) return std::nullopt;
+    bytes *= n;
+  }
+  return bytes;
+}
+
 std::string one_line(std::string_view message) {
   std::string line = escaped(message, std::string::npos, false);  // escapes line ends, keeps UTF-8
   if (line.size() <= kMaxMessageChars) return line;

@@ -1,14 +1,19 @@
 #include "example_file.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "convoy/core/error.h"
+#include "convoy/core/path_kind.h"
 #include "convoy/core/temporary_files.h"
+#include "convoy/core/untrusted.h"
 
 namespace convoy::data {
 namespace {
@@ -80,12 +85,37 @@ void ExampleWriter::commit() {
   committed_ = true;
 }
 
-ExampleReader::ExampleReader(std::string path) : path_(std::move(path)), file_(std::fopen(path_.c_str(), "rb")) {
-  if (!file_) throw UserError(path_ + ": cannot open the cache file (" + std::strerror(errno) + "); check the path");
-  // convoy writes its cache files as regular files; the size bounds every length read below.
+namespace {
+
+// Opens the cache file without blocking (a FIFO without a writer would wait
+// forever in fopen) and refuses anything but a regular file, named as what it
+// is: convoy writes its cache files as regular files, and the size bounds
+// every length read below.
+File open_cache(const std::string& path, struct stat& st) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw UserError(path + ": cannot open the cache file (" + std::strerror(errno) + "); check the path");
+  File file(::fdopen(fd, "rb"));
+  if (!file) {
+    ::close(fd);
+    throw UserError(path + ": cannot open the cache file (" + std::strerror(errno) + "); check the path");
+  }
+  if (::fstat(fd, &st) != 0)
+    throw UserError(path + ": cannot read the cache file (" + std::strerror(errno) + "); check the path");
+  // Not "delete it": a folder or a device is not the cache's to delete.
+  if (!S_ISREG(st.st_mode))
+    throw UserError(path + ": is " + mode_kind(st.st_mode) + ", not a convoy cache file; pass " +
+                    (S_ISDIR(st.st_mode) ? "a file's path inside it" : "the path of a regular file") +
+                    " as the cache (a missing one is made)");
+  if (::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)
+    throw UserError(path + ": cannot read the cache file (" + std::strerror(errno) + "); check the path");
+  return file;
+}
+
+}  // namespace
+
+ExampleReader::ExampleReader(std::string path) : path_(std::move(path)) {
   struct stat st {};
-  if (::fstat(::fileno(file_.get()), &st) != 0 || !S_ISREG(st.st_mode))
-    throw UserError(path_ + ": not a convoy cache file (not a regular file); delete it or pass another cache path");
+  file_ = open_cache(path_, st);
   left_ = static_cast<uint64_t>(st.st_size);
   char magic[sizeof kMagic - 1];
   if (left_ < sizeof magic) throw UserError(path_ + ": not a convoy cache file; delete it or pass another cache path");
@@ -133,23 +163,14 @@ std::optional<Example> ExampleReader::next() {
     const DType dtype = static_cast<DType>(head[0]);
     Shape shape(head[1]);
     get(shape.data(), shape.size() * sizeof(int64_t));
-    // The data must fit in what is left of the file, checked dimension by
-    // dimension so no product overflows and nothing is allocated first; the
-    // dimensions other than zeros multiply to at most 2^40, as any real
-    // example's do, so an empty tensor cannot carry absurd ones either.
+    // The data must fit in what is left of the file, checked before anything
+    // is allocated; the sizes other than zeros multiply to at most 2^40
+    // elements, as any real example's do, so an empty tensor cannot carry
+    // absurd ones either.
     constexpr uint64_t kMaxElements = uint64_t{1} << 40;
-    uint64_t elements = 1;
-    bool empty = false;
-    for (int64_t d : shape) {
-      if (d < 0) corrupt();
-      if (d == 0) {
-        empty = true;
-        continue;
-      }
-      if (elements > kMaxElements / static_cast<uint64_t>(d)) corrupt();
-      elements *= static_cast<uint64_t>(d);
-    }
-    if (!empty) need(elements * dtype_size(dtype));
+    const auto bytes = shape_bytes_within(shape, dtype_size(dtype), kMaxElements * dtype_size(dtype));
+    if (!bytes) corrupt();
+    if (std::find(shape.begin(), shape.end(), 0) == shape.end()) need(*bytes);
     Tensor t(dtype, shape);
     get(t.raw(), t.nbytes());
     e.set(std::move(name), std::move(t));
@@ -158,8 +179,13 @@ std::optional<Example> ExampleReader::next() {
     std::string name = get_string();
     const uint32_t count = get_u32();
     need(uint64_t{count} * 4);  // each string has at least its length
-    std::vector<std::string> values(count);
-    for (auto& v : values) v = get_string();
+    // Grown as the strings are read, not made `count` long up front: an
+    // empty std::string is 32 bytes against the 4 each takes in the file, so
+    // a count the file's size allows could still cost ~8x the file at once.
+    constexpr uint32_t kReservedStrings = 1024;
+    std::vector<std::string> values;
+    values.reserve(std::min(count, kReservedStrings));
+    for (uint32_t k = 0; k < count; ++k) values.push_back(get_string());
     e.set_texts(std::move(name), std::move(values));
   }
   return e;

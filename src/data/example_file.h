@@ -52,7 +52,7 @@ class ExampleReader {
 
  private:
   void get(void* data, std::size_t bytes);
-  // Throws unless `bytes` more are left in the file (false = truncated).
+  // Throws (corrupt()) unless `bytes` more are left in the file.
   void need(uint64_t bytes) const;
   [[noreturn]] void corrupt() const;
   std::string path_;

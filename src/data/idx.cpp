@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 
 namespace convoy::data {
 namespace {
@@ -60,19 +61,14 @@ Tensor read_idx_u8(const std::string& path) {
     d = (int64_t{be[0]} << 24) | (be[1] << 16) | (be[2] << 8) | be[3];
   }
   // A corrupt header must not make us allocate what the file cannot hold: a
-  // raw file holds its size, a deflate stream at most ~1032x its size.
+  // raw file holds its size, a deflate stream at most kMaxDeflateRatio times it.
   std::error_code ec;
-  const auto file_bytes = static_cast<int64_t>(std::filesystem::file_size(path, ec));
-  const int64_t limit = ec ? (int64_t{1} << 40) : (gzdirect(file.get()) ? file_bytes : file_bytes * 1032);
-  int64_t total = 1;
-  for (int64_t d : shape) {
-    // Compared before multiplying, so no header can overflow the product.
-    const int64_t factor = std::max<int64_t>(d, 1);
-    total = factor > limit / total ? limit + 1 : total * factor;
-    if (total > limit)
-      throw UserError(path + ": truncated or corrupt, its IDX header " + to_string(shape) + " asks for more data (" +
-                      std::to_string(total) + "+ bytes) than the file can hold; replace the file");
-  }
+  const uint64_t file_bytes = std::filesystem::file_size(path, ec);
+  const uint64_t limit = ec ? (uint64_t{1} << 40) : (gzdirect(file.get()) ? file_bytes : file_bytes * kMaxDeflateRatio);
+  if (!shape_bytes_within(shape, 1, limit))
+    throw UserError(path + ": truncated or corrupt, its IDX header " + to_string(shape) +
+                    " asks for more data than the file can hold (at most " + std::to_string(limit) +
+                    " bytes); replace the file");
   Tensor out(DType::u8, shape);
   read_exact(file.get(), out.raw(), out.nbytes(), path, "the data of shape " + to_string(shape));
   return out;

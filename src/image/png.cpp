@@ -10,11 +10,10 @@
 
 #include "codec_internal.h"
 #include "convoy/core/error.h"
+#include "convoy/core/untrusted.h"
 
 namespace convoy::image {
 namespace {
-
-constexpr uint64_t kMaxDeflateRatio = 1032;  // zlib's documented bound
 
 struct PngState {
   std::span<const uint8_t> bytes;
@@ -71,7 +70,7 @@ bool read_header(Reader* r, DecodeJob* job) {
   png_read_info(png, info);
   const png_uint_32 width = png_get_image_width(png, info), height = png_get_image_height(png, info);
   detail::check_dimensions(job->name, "PNG", width, height);
-  // Deflate shrinks data at most 1032:1, so the file's bytes bound its pixel
+  // Deflate shrinks data at most kMaxDeflateRatio:1, so the file's bytes bound its pixel
   // data (unfiltered rows, each with its filter byte; interlacing only adds
   // to that): a small file claiming a huge image is refused here, before
   // its pixels are reserved and allocated.

@@ -36,7 +36,7 @@ FlatWeights from_named(const nn::Model& model, const NamedTensors& named, const 
   // tensors the file really holds may size what is allocated.
   for_each_slot(model, [&](const nn::ParamSlot& slot, bool) {
     auto it = named.find(slot.name);
-    require(it != named.end(), what + ": no tensor '" + slot.name + "' for this model");
+    require(it != named.end(), what + ": no tensor '" + slot.name + "' for this model; the file is corrupt or holds another model's weights");
     require(it->second.dtype() == DType::f32 && it->second.shape() == slot.shape,
             what + ": tensor '" + slot.name + "' has shape " + to_string(it->second.shape()) + ", the model needs " +
                 to_string(slot.shape));

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstring>
 #include <iterator>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -31,23 +32,19 @@ DType parse_dtype(const json& tag, const std::string& where) {
                   " is not supported (F32, I32, U8)");
 }
 
-// A shape whose bytes fit in `available`: checked before anything is
-// allocated, so a header cannot make us reserve more than the file holds.
-// Zero-sized dimensions count as 1 here, so that no product of the sizes can
-// overflow later either.
+// A shape whose bytes fit in `available` (shape_bytes_within): checked
+// before anything is allocated, so a header cannot make us reserve more than
+// the file holds, nor a later product of the sizes overflow.
 Shape parse_shape(const json& j, DType dtype, uint64_t available, const std::string& where) {
   require(j.is_array(), where + ": shape must be a list of sizes; the file is corrupt");
   Shape shape;
-  uint64_t bytes = dtype_size(dtype);
   for (const json& d : j) {
     require(d.is_number_unsigned() || (d.is_number_integer() && d.get<int64_t>() >= 0),
             where + ": shape " + shown_json(j) +
                 " has a size that is not a whole number >= 0; the file is corrupt");
-    const uint64_t n = std::max<uint64_t>(d.get<uint64_t>(), 1);
-    require(bytes <= available / n, where + ": shape " + shown_json(j) +
-                                        " needs more data than the file holds; the file is truncated or corrupt");
-    bytes *= n;
     shape.push_back(d.get<int64_t>());
+    require(shape_bytes_within(shape, dtype_size(dtype), available).has_value(),
+            where + ": shape " + shown_json(j) + " needs more data than the file holds; the file is truncated or corrupt");
   }
   return shape;
 }
@@ -56,6 +53,44 @@ uint64_t parse_offset(const json& j, const std::string& where) {
   require(j.is_number_unsigned() || (j.is_number_integer() && j.get<int64_t>() >= 0),
           where + ": data_offsets must be two whole numbers >= 0; the file is corrupt");
   return j.get<uint64_t>();
+}
+
+// The tensors' data_offsets, sorted, must tile the data section: each begins
+// where the one before ends, the first at 0, the last at its end (what the
+// reference safetensors reader requires). Without it, overlapping tensors
+// let a file of N bytes claim ~N^2/100 bytes of tensors (2 MB -> ~20 GB).
+// Skipped tensors take part: their bytes are in the file all the same.
+void require_tiled(const json& header, uint64_t data_bytes, const std::string& where) {
+  struct Span {
+    uint64_t begin, end;
+    const std::string* name;
+  };
+  std::vector<Span> spans;
+  for (auto& [name, entry] : header.items()) {
+    if (name == "__metadata__") continue;
+    const std::string tensor = where + ": tensor '" + shown(name) + "'";
+    require(entry.is_object() && entry.contains("data_offsets"),
+            tensor + ": not a {dtype, shape, data_offsets} entry; the file is corrupt");
+    const json& offsets = entry.at("data_offsets");
+    require(offsets.is_array() && offsets.size() == 2, tensor + ": data_offsets must be [begin, end]; the file is corrupt");
+    const uint64_t begin = parse_offset(offsets[0], tensor), end = parse_offset(offsets[1], tensor);
+    require(begin <= end, tensor + ": data_offsets end before they begin; the file is corrupt");
+    spans.push_back({begin, end, &name});
+  }
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  uint64_t next = 0;
+  for (const Span& s : spans) {
+    require(s.begin == next, where + ": tensor '" + shown(*s.name) + "': data_offsets [" + std::to_string(s.begin) +
+                                 ", " + std::to_string(s.end) + "] " +
+                                 (s.begin < next ? "overlap another tensor's" : "leave a gap after the previous tensor") +
+                                 "; the file is corrupt");
+    next = s.end;
+  }
+  require(next == data_bytes, where + ": its tensors' data_offsets end at byte " + std::to_string(next) +
+                                  " of a data section of " + std::to_string(data_bytes) +
+                                  " bytes; the file is truncated or corrupt");
 }
 
 }  // namespace
@@ -75,6 +110,7 @@ NamedTensors parse_safetensors(std::string_view bytes, const std::string& where,
   require(header.is_object(), where + ": bad safetensors header (not a JSON object)");
   NamedTensors out;
   try {
+    require_tiled(header, data_bytes, where);
     for (auto& [name, entry] : header.items()) {
       if (name == "__metadata__") {
         if (metadata) *metadata = entry.get<Metadata>();

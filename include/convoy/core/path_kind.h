@@ -4,7 +4,13 @@
 // is, not as missing.
 #include <string>
 
+#include <sys/types.h>
+
 namespace convoy {
+
+// What a file of this st_mode is, in path_kind's words: "a folder", "a
+// file", "a pipe (FIFO)" or "a device or socket" (for a file already open).
+std::string mode_kind(mode_t mode);
 
 // "a file", "a folder", "a pipe (FIFO)", "a device or socket", "a broken
 // symbolic link", "missing", or "unreadable (<why>)" (a link loop, no

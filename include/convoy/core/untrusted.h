@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 #include <string_view>
@@ -29,6 +30,9 @@ inline constexpr int64_t kMaxYamlNodes = 100'000;
 inline constexpr uint64_t kMaxConfigBytes = uint64_t{16} << 20;
 inline constexpr uint64_t kMaxCsvBytes = uint64_t{1} << 30;
 inline constexpr uint64_t kMaxModelBytes = uint64_t{16} << 30;
+// The most a deflate stream (zlib, gzip, PNG's IDAT) expands: 1032:1, zlib's
+// documented bound. A compressed file's size times this bounds what it holds.
+inline constexpr uint64_t kMaxDeflateRatio = 1032;
 // Fields in one CSV record (a line of 10 million commas would otherwise cost
 // hundreds of MB in empty strings).
 inline constexpr std::size_t kMaxCsvFields = 65'536;
@@ -68,6 +72,13 @@ const char* batch_norm_momentum_fault(double momentum);
 // '.' (.DS_Store, macOS's ._photo.jpg, .ipynb_checkpoints/) and __MACOSX/
 // (what unzipping a Mac's zip leaves). Thumbs.db is no image name anyway.
 bool hidden_entry(const std::filesystem::path& path);
+// The bytes of a tensor of `shape` with `element_bytes`-byte elements, zero
+// sizes counted as 1 (so an empty tensor's other sizes are bounded too), or
+// nothing when that is more than `available` or a size is negative. Checked
+// size by size before multiplying, so no shape a file declares can overflow:
+// every reader of a shape from a file holds it to what the file can hold
+// with this before allocating.
+std::optional<uint64_t> shape_bytes_within(std::span<const int64_t> shape, uint64_t element_bytes, uint64_t available);
 // A JSON value the same way, written out only up to `max` characters (never
 // whole: a 100,000-deep array is not walked).
 std::string shown_json(const nlohmann::json& value, std::size_t max = kShownChars);
