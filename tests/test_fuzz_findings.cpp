@@ -277,7 +277,7 @@ TEST(FuzzFindings, ACacheFileRoundTripsEmptyTensorsAndTexts) {
 // A version-1 checkpoint (no checksum) whose recorded config asks for a
 // model of 784 x 10^9 weights and which holds none of them. Before: its
 // buffers (3 TB) were allocated before any tensor was looked up (bad_alloc,
-// an internal error); now the missing tensor is the one line.
+// an internal error); now the model itself is refused by its size.
 TEST(FuzzFindings, ACheckpointWhoseConfigAsksForAHugeModelIsRefusedBeforeAllocating) {
   const train::RunConfig config = train::parse_run_config(
       "model: {layers: [flatten, {type: dense, units: 1000000000}]}\n", "huge.yaml", /*yaml=*/true);
@@ -290,6 +290,21 @@ TEST(FuzzFindings, ACheckpointWhoseConfigAsksForAHugeModelIsRefusedBeforeAllocat
   // Refused where the model is built (nn::Model bounds every tensor at 2^31
   // values), before any buffer of that size exists.
   EXPECT_NE(msg.find("dense_0's weight [1000000000, 784] would hold"), std::string::npos) << msg;
+}
+
+// Within the bound, a checkpoint missing its model's tensors is named as such,
+// with what to do, before the model's buffers are allocated.
+TEST(FuzzFindings, ACheckpointMissingItsModelsTensorsSaysWhatToDo) {
+  const train::RunConfig config = train::parse_run_config(
+      "model: {layers: [flatten, {type: dense, units: 10}]}\n", "small.yaml", /*yaml=*/true);
+  const std::string file = io::safetensors_bytes(
+      {}, {{"format", "convoy-checkpoint-1"},
+           {"epoch", "0"},
+           {"config", train::run_config_json(config)},
+           {"history", train::history_json({})}});
+  EXPECT_EQ(error_of([&] { train::parse_checkpoint(file, "small.safetensors"); }),
+            "small.safetensors: no tensor 'dense_0.weight' for this model; the file is corrupt or holds another "
+            "model's weights");
 }
 
 }  // namespace
