@@ -45,6 +45,10 @@ expect_error "unknown help topic" "help: unknown topic 'flags'; the one there is
 expect_error "seed below 0" "--seed: 'training.seed' must be a whole number >= 0, got -1" -- train --seed -1
 # A number past the type: the range, and the number as typed (it said 9.999999999999999e+22).
 expect_error "seed 1e23" "--seed: 'training.seed' must be a whole number, 0 or more, at most 18446744073709551615, got 1e+23" -- train --seed 1e23
+# A fraction for a key with fixed choices names the choices only (it added ", at most 2147483647").
+printf 'data:\n  channels: 3.5\n' >"$tmp/channels.yaml"
+expect_error "fraction for a key with choices" "'data.channels' must be a whole number, 1 or 3, got 3.5" -- \
+  train --config "$tmp/channels.yaml"
 expect_error "flag of a key out of range" "distributed.bucket_kib (--dist-bucket-kib) must be 0 (off) or positive, got -1" -- \
   train --dist-bucket-kib -1
 # The flags' help and `convoy help config` come from the schema: its defaults, not hand-written ones.

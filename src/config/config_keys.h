@@ -110,7 +110,7 @@ void read_typed(const nlohmann::json& v, T& out, const std::string& name, const 
       const std::string top = std::to_string(std::numeric_limits<T>::max());
       const std::string range = allowed.text().empty()
                                     ? "from " + std::to_string(std::numeric_limits<T>::min()) + " to " + top
-                                    : allowed.text() + (allowed.max ? "" : ", at most " + top);
+                                    : allowed.text() + (allowed.max || !allowed.choices.empty() ? "" : ", at most " + top);
       throw UserError(where + ": '" + name + "' must be a whole number, " + range + ", got " + got);
     }
   }

@@ -12,6 +12,11 @@ namespace convoy {
 // -1 when none of them can be read.
 int64_t available_memory_bytes();
 
+// What a cgroup's memory limit leaves, read from the cgroup file system at
+// `root` (v2, else v1): the limit minus the working set (usage less the
+// inactive file cache the kernel reclaims first). -1 without a limit.
+int64_t cgroup_available_bytes(const std::string& root = "/sys/fs/cgroup");
+
 // "1.5 GiB", "320 MiB": sizes for messages.
 std::string human_bytes(int64_t bytes);
 
