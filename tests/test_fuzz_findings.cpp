@@ -274,18 +274,22 @@ TEST(FuzzFindings, ACacheFileRoundTripsEmptyTensorsAndTexts) {
   EXPECT_FALSE(reader.next().has_value());
 }
 
+// A version-1 checkpoint (no checksum, so nothing stops a hostile one before
+// the parser) of the model `config_yaml` describes, holding none of its tensors.
+std::string checkpoint_without_tensors(const std::string& config_yaml) {
+  const train::RunConfig config = train::parse_run_config(config_yaml, "model.yaml", /*yaml=*/true);
+  return io::safetensors_bytes({}, {{"format", "convoy-checkpoint-1"},
+                                    {"epoch", "0"},
+                                    {"config", train::run_config_json(config)},
+                                    {"history", train::history_json({})}});
+}
+
 // A version-1 checkpoint (no checksum) whose recorded config asks for a
 // model of 784 x 10^9 weights and which holds none of them. Before: its
 // buffers (3 TB) were allocated before any tensor was looked up (bad_alloc,
 // an internal error); now the model itself is refused by its size.
 TEST(FuzzFindings, ACheckpointWhoseConfigAsksForAHugeModelIsRefusedBeforeAllocating) {
-  const train::RunConfig config = train::parse_run_config(
-      "model: {layers: [flatten, {type: dense, units: 1000000000}]}\n", "huge.yaml", /*yaml=*/true);
-  const std::string file = io::safetensors_bytes(
-      {}, {{"format", "convoy-checkpoint-1"},
-           {"epoch", "0"},
-           {"config", train::run_config_json(config)},
-           {"history", train::history_json({})}});
+  const std::string file = checkpoint_without_tensors("model: {layers: [flatten, {type: dense, units: 1000000000}]}\n");
   const std::string msg = error_of([&] { train::parse_checkpoint(file, "huge.safetensors"); });
   // Refused where the model is built (nn::Model bounds every tensor at 2^31
   // values), before any buffer of that size exists.
@@ -295,13 +299,7 @@ TEST(FuzzFindings, ACheckpointWhoseConfigAsksForAHugeModelIsRefusedBeforeAllocat
 // Within the bound, a checkpoint missing its model's tensors is named as such,
 // with what to do, before the model's buffers are allocated.
 TEST(FuzzFindings, ACheckpointMissingItsModelsTensorsSaysWhatToDo) {
-  const train::RunConfig config = train::parse_run_config(
-      "model: {layers: [flatten, {type: dense, units: 10}]}\n", "small.yaml", /*yaml=*/true);
-  const std::string file = io::safetensors_bytes(
-      {}, {{"format", "convoy-checkpoint-1"},
-           {"epoch", "0"},
-           {"config", train::run_config_json(config)},
-           {"history", train::history_json({})}});
+  const std::string file = checkpoint_without_tensors("model: {layers: [flatten, {type: dense, units: 10}]}\n");
   EXPECT_EQ(error_of([&] { train::parse_checkpoint(file, "small.safetensors"); }),
             "small.safetensors: no tensor 'dense_0.weight' for this model; the file is corrupt or holds another "
             "model's weights");

@@ -63,7 +63,7 @@ uint64_t parse_offset(const json& j, const std::string& where) {
 void require_tiled(const json& header, uint64_t data_bytes, const std::string& where) {
   struct Span {
     uint64_t begin, end;
-    const std::string* name;
+    std::string name;
   };
   std::vector<Span> spans;
   for (auto& [name, entry] : header.items()) {
@@ -75,14 +75,14 @@ void require_tiled(const json& header, uint64_t data_bytes, const std::string& w
     require(offsets.is_array() && offsets.size() == 2, tensor + ": data_offsets must be [begin, end]; the file is corrupt");
     const uint64_t begin = parse_offset(offsets[0], tensor), end = parse_offset(offsets[1], tensor);
     require(begin <= end, tensor + ": data_offsets end before they begin; the file is corrupt");
-    spans.push_back({begin, end, &name});
+    spans.push_back({begin, end, name});
   }
   std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
   });
   uint64_t next = 0;
   for (const Span& s : spans) {
-    require(s.begin == next, where + ": tensor '" + shown(*s.name) + "': data_offsets [" + std::to_string(s.begin) +
+    require(s.begin == next, where + ": tensor '" + shown(s.name) + "': data_offsets [" + std::to_string(s.begin) +
                                  ", " + std::to_string(s.end) + "] " +
                                  (s.begin < next ? "overlap another tensor's" : "leave a gap after the previous tensor") +
                                  "; the file is corrupt");
