@@ -200,7 +200,8 @@ inline HeldOutModel held_out_model(int index) {
 }
 
 // Models a user may write that no shape fits: each with the words its one
-// error line must hold (the layer's name, and what is wrong).
+// error line must hold (the layer's name, and what is wrong). Images of 8
+// pixels a side or more, as image data can be resized to (held_out_cli.sh).
 struct InvalidModel {
   std::string name;
   Shape input;
@@ -211,9 +212,9 @@ struct InvalidModel {
 inline std::vector<InvalidModel> invalid_models() {
   using nlohmann::json;
   return {
-      {"kernel larger than the image", {1, 6, 6},
-       json::parse(R"([{"type": "conv2d", "filters": 2, "kernel": 7}, "flatten", {"type": "dense", "units": 2}])"),
-       {"conv2d_0", "kernel 7 does not fit input size 6"}},
+      {"kernel larger than the image", {1, 8, 8},
+       json::parse(R"([{"type": "conv2d", "filters": 2, "kernel": 9}, "flatten", {"type": "dense", "units": 2}])"),
+       {"conv2d_0", "kernel 9 does not fit input size 8"}},
       {"pools collapse the image to 0", {3, 13, 17},
        json::parse(R"([{"type": "max_pool2d", "kernel": 4}, {"type": "max_pool2d", "kernel": 4},
                       "flatten", {"type": "dense", "units": 2}])"),
@@ -233,7 +234,10 @@ inline std::vector<InvalidModel> invalid_models() {
        json::parse(R"([{"type": "dense", "units": 2}])"), {"dense_0", "expects a [features] input"}},
       {"pool padding over half its kernel", {1, 8, 8},
        json::parse(R"([{"type": "avg_pool2d", "kernel": 2, "padding": 2}, "flatten", {"type": "dense", "units": 2}])"),
-       {"avg_pool2d_0", "more than half the kernel"}},
+       {"avg_pool2d_0", "more than half the kernel", "use a padding of at most 1"}},
+      {"max pool window above 16", {1, 20, 20},
+       json::parse(R"([{"type": "max_pool2d", "kernel": 17}, "flatten", {"type": "dense", "units": 2}])"),
+       {"max_pool2d_0", "kernel 17 is above 16", "use a kernel of at most 16"}},
       {"join of an unknown layer", {1, 8, 8},
        json::parse(R"([{"type": "conv2d", "filters": 1, "kernel": 1}, {"type": "add", "inputs": ["input", "conv2d_7"]},
                       "flatten", {"type": "dense", "units": 2}])"),

@@ -232,12 +232,25 @@ TEST(HeldOutInvalidModels, OneErrorNamingTheLayer) {
   }
 }
 
-// Writes the held-out models for tests/held_out_cli.sh (configs) and
-// tests/held_out_peers.py (ONNX files, their inputs, convoy's outputs and the
-// weights as safetensors).
+// A run config for the CLI (tests/held_out_cli.sh): the model's layers on
+// the images of `data` (convoy demo-data plant: 4 classes) at the model's size.
+json cli_config(const json& layers, const Shape& input, const std::string& data) {
+  return {{"data", {{"kind", "csv"}, {"dir", data}, {"train_csv", "train.csv"}, {"images", "images"},
+                    {"channels", input[0]}, {"height", input[1]}, {"width", input[2]}, {"validation_split", 0.25}}},
+          {"model", {{"layers", layers}}},
+          {"training", {{"epochs", 1}, {"batch_size", 8}, {"seed", 4}}}};
+}
+
+// Writes the held-out models for tests/held_out_peers.py (ONNX files, their
+// inputs, convoy's outputs and the weights as safetensors, the layers in
+// models.json) and, with CONVOY_HELD_OUT_DATA, run configs for
+// tests/held_out_cli.sh: cli_N.json for the valid models the data's images
+// can be resized to (8 pixels or more a side; the head resized to its 4
+// classes), invalid_N.json for the invalid ones.
 TEST(HeldOutModelCases, Write) {
   const char* dir = std::getenv("CONVOY_HELD_OUT_DIR");
   if (!dir) GTEST_SKIP() << "set CONVOY_HELD_OUT_DIR (tests/held_out_peers.py and held_out_cli.sh do)";
+  const char* data = std::getenv("CONVOY_HELD_OUT_DATA");
   json index = json::array();
   for (int i = 0; i < kModels; ++i) {
     const HeldOutModel spec = testing::held_out_model(i);
@@ -257,11 +270,23 @@ TEST(HeldOutModelCases, Write) {
     t.emplace("case.output", std::move(output));
     io::write_safetensors(base + ".safetensors", t);
     index.push_back({{"name", spec.name}, {"input", spec.input}, {"classes", spec.classes}, {"layers", spec.layers}});
+    if (data && spec.input[1] >= 8 && spec.input[2] >= 8) {
+      json layers = spec.layers;
+      json& head = layers.back().at("type") == "dense" ? layers.back() : layers[layers.size() - 2];
+      head["units"] = 4;
+      std::ofstream(std::string(dir) + "/cli_" + std::to_string(i) + ".json") << cli_config(layers, spec.input, data).dump(1);
+    }
   }
-  json invalid = json::array();
-  for (const auto& bad : testing::invalid_models())
-    invalid.push_back({{"name", bad.name}, {"input", bad.input}, {"layers", bad.layers}, {"says", bad.says}});
-  std::ofstream(std::string(dir) + "/models.json") << json{{"valid", index}, {"invalid", invalid}}.dump(1);
+  std::ofstream(std::string(dir) + "/models.json") << json{{"valid", index}}.dump(1);
+  if (data) {
+    int i = 0;
+    for (const auto& bad : testing::invalid_models()) {
+      const std::string base = std::string(dir) + "/invalid_" + std::to_string(i++);
+      std::ofstream(base + ".json") << cli_config(bad.layers, bad.input, data).dump(1);
+      std::ofstream says(base + ".says");  // one line each that the error must hold
+      for (const auto& words : bad.says) says << words << "\n";
+    }
+  }
 }
 
 }  // namespace

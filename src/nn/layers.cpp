@@ -22,7 +22,8 @@ Shape pooled(const Shape& in, int64_t kernel, int64_t stride, int64_t padding, c
   need_rank(in, 3, name, "a [C, H, W]");
   stride = stride ? stride : kernel;
   require(padding == kSame || padding <= kernel / 2,
-          name + ": padding " + std::to_string(padding) + " is more than half the kernel " + std::to_string(kernel));
+          name + ": padding " + std::to_string(padding) + " is more than half the kernel " + std::to_string(kernel) +
+              "; use a padding of at most " + std::to_string(kernel / 2) + " (or \"same\")");
   return {in[0], window(in[1], kernel, stride, padding, name).out, window(in[2], kernel, stride, padding, name).out};
 }
 
@@ -83,7 +84,15 @@ Shape output_shape(const Layer& layer, const Shape& in, const std::string& name)
             return {c.filters, window(in[1], c.kernel, c.stride, c.padding, name).out,
                     window(in[2], c.kernel, c.stride, c.padding, name).out};
           },
-          [&](const MaxPool2d& p) { return pooled(in, p.kernel, p.stride, p.padding, name); },
+          [&](const MaxPool2d& p) {
+            // Refused here, where every model is built (summary, export, every
+            // backend), not only when the CPU backend compiles its kernels.
+            require(p.kernel <= kMaxPoolLargestKernel,
+                    name + ": kernel " + std::to_string(p.kernel) + " is above " +
+                        std::to_string(kMaxPoolLargestKernel) + ", the largest max-pool window convoy runs; use a kernel "
+                        "of at most " + std::to_string(kMaxPoolLargestKernel) + ", several pools, or a global_avg_pool");
+            return pooled(in, p.kernel, p.stride, p.padding, name);
+          },
           [&](const AvgPool2d& p) { return pooled(in, p.kernel, p.stride, p.padding, name); },
           [&](const GlobalAvgPool& g) -> Shape {
             need_rank(in, 3, name, "a [C, H, W]");

@@ -33,6 +33,7 @@ struct Conv2d {
 
 // Max over kernel x kernel windows; stride defaults to the kernel size. Padding
 // never wins (it counts as -infinity), at most half the kernel as PyTorch's.
+inline constexpr int64_t kMaxPoolLargestKernel = 16;  // larger windows are refused when the model is built
 struct MaxPool2d {
   int64_t kernel;
   int64_t stride = 0;
