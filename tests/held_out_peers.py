@@ -12,34 +12,18 @@ onnxruntime, and with /usr/bin/python3, which has Debian's python3-torch).
 """
 import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile
 
-try:
-    import numpy as np
-except ImportError:
-    print("held_out_peers: numpy is missing; skipped")
-    sys.exit(77)
-try:
-    import onnxruntime
-except ImportError:
-    onnxruntime = None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from onnx_peers import np, onnxruntime, read_safetensors  # noqa: E402 (exits 77 without numpy)
+
 try:
     import torch
     import torch.nn.functional as F
 except ImportError:
     torch = None
-
-
-def read_safetensors(path):
-    raw = open(path, "rb").read()
-    n = struct.unpack("<Q", raw[:8])[0]
-    header = json.loads(raw[8:8 + n])
-    return {k: np.frombuffer(raw[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]],
-                             dtype=np.float32).reshape(v["shape"])
-            for k, v in header.items() if k != "__metadata__"}
 
 
 def same_pads(size, kernel, stride):
