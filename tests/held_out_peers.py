@@ -17,6 +17,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures"))
 from onnx_peers import np, onnxruntime, read_safetensors  # noqa: E402 (exits 77 without numpy)
 
 try:
@@ -36,8 +37,8 @@ def same_pads(size, kernel, stride):
 def padded(x, kernel, stride, padding, value=0.0):
     """x padded as the layer pads it, then pooled or convolved with padding 0."""
     if padding == "same":
-        top, bottom = same_pads(x.shape[2], kernel, stride)
-        left, right = same_pads(x.shape[3], kernel, stride)
+        top, bottom = same_pads(int(x.shape[2]), kernel, stride)  # constants in a traced export
+        left, right = same_pads(int(x.shape[3]), kernel, stride)
     else:
         top = bottom = left = right = padding
     return F.pad(x, (left, right, top, bottom), value=value)
@@ -45,8 +46,11 @@ def padded(x, kernel, stride, padding, value=0.0):
 
 def torch_forward(layers, weights, x):
     """The model's inference output, layer by layer, named as convoy names them."""
-    t = {k: torch.from_numpy(v.copy()) for k, v in weights.items()}
-    outputs = {"input": torch.from_numpy(x.copy())}
+    def tensor(v):
+        return v if torch.is_tensor(v) else torch.from_numpy(v.copy())
+
+    t = {k: tensor(v) for k, v in weights.items()}
+    outputs = {"input": tensor(x)}
     counts, last = {}, "input"
     for item in layers:
         item = {"type": item} if isinstance(item, str) else item
@@ -55,24 +59,29 @@ def torch_forward(layers, weights, x):
         counts[kind] = counts.get(kind, 0) + 1
         ins = [outputs[i] for i in item.get("inputs", [last])]
         h = ins[0]
+        # Whole-number padding as PyTorch code writes it; "same" (TensorFlow's,
+        # asymmetric) as an explicit pad first, as ports of TensorFlow models do.
         if kind == "conv2d":
-            k, s = item["kernel"], item.get("stride", 1)
-            h = F.conv2d(padded(h, k, s, item.get("padding", 0)), t[name + ".weight"], t.get(name + ".bias"),
-                         stride=s, groups=item.get("groups", 1))
+            k, s, p = item["kernel"], item.get("stride", 1), item.get("padding", 0)
+            if p == "same":
+                h, p = padded(h, k, s, p), 0
+            h = F.conv2d(h, t[name + ".weight"], t.get(name + ".bias"), stride=s, padding=p, groups=item.get("groups", 1))
         elif kind == "max_pool2d":
-            k = item["kernel"]
+            k, p = item["kernel"], item.get("padding", 0)
             s = item.get("stride", 0) or k
-            h = F.max_pool2d(padded(h, k, s, item.get("padding", 0), float("-inf")), k, s)
+            if p == "same":
+                h, p = padded(h, k, s, p, float("-inf")), 0
+            h = F.max_pool2d(h, k, s, padding=p)
         elif kind == "avg_pool2d":
-            k = item["kernel"]
+            k, p = item["kernel"], item.get("padding", 0)
             s = item.get("stride", 0) or k
-            p = item.get("padding", 0)
-            total = F.avg_pool2d(padded(h, k, s, p), k, s) * (k * k)
-            if item.get("count_include_pad", True):
-                h = total / (k * k)
-            else:
+            if p != "same":
+                h = F.avg_pool2d(h, k, s, padding=p, count_include_pad=item.get("count_include_pad", True))
+            elif item.get("count_include_pad", True):
+                h = F.avg_pool2d(padded(h, k, s, p), k, s)
+            else:  # the mean over the pixels inside the image
                 ones = torch.ones_like(h[:1, :1])
-                h = total / (F.avg_pool2d(padded(ones, k, s, p), k, s) * (k * k))
+                h = F.avg_pool2d(padded(h, k, s, p), k, s) / F.avg_pool2d(padded(ones, k, s, p), k, s)
         elif kind == "global_avg_pool":
             h = h.mean(dim=(2, 3), keepdim=item.get("keep_dims", False))
         elif kind == "batch_norm":
@@ -113,7 +122,50 @@ def torch_forward(layers, weights, x):
             raise ValueError(f"{name}: no PyTorch rule for layer type {kind}")
         outputs[name] = h
         last = name
-    return outputs[last].numpy()
+    return outputs[last]
+
+
+def check_torch_exports(tests, tmp, models):
+    """Each model as PyTorch runs it, exported by torch.onnx.export (opset 13),
+    imports into convoy with PyTorch's outputs (test_onnx.cpp's OnnxTorchExports)."""
+    from make_parity_fixtures import write_safetensors
+
+    class Held(torch.nn.Module):
+        def __init__(self, layers, weights):
+            super().__init__()
+            self.layers = layers
+            for k, v in weights.items():
+                self.register_buffer(k.replace(".", "__"), torch.from_numpy(v.copy()))
+
+        def forward(self, x):
+            weights = {k.replace("__", "."): v for k, v in self.named_buffers()}
+            return torch_forward(self.layers, weights, x)
+
+    failures = 0
+    for m in models:
+        if any(isinstance(l, dict) and l["type"] == "avg_pool2d" and l.get("padding") == "same"
+               and not l.get("count_include_pad", True) for l in m["layers"]):
+            # TensorFlow's mean over the pixels inside the image has no PyTorch op.
+            print(f"torch.onnx.export -> convoy: {m['name']}: skipped (a \"same\" average pool without the padding)")
+            continue
+        case = read_safetensors(os.path.join(tmp, m["name"] + ".safetensors"))
+        x = torch.from_numpy(case.pop("case.input").copy())
+        case.pop("case.output")
+        model = Held(m["layers"], case).eval()
+        folder = os.path.join(tmp, "torch_" + m["name"])
+        os.makedirs(folder)
+        path = os.path.join(folder, m["name"])
+        with torch.no_grad():
+            torch.onnx.export(model, x, path + ".onnx", opset_version=13, input_names=["input"], output_names=["output"],
+                              dynamic_axes={"input": {0: "n"}, "output": {0: "n"}})
+            write_safetensors(path + ".safetensors", {"input": x, "logits": model(x)})
+        env = dict(os.environ, CONVOY_ONNX_TORCH_DIR=folder)
+        run = subprocess.run([tests, "--gtest_filter=OnnxTorchExports.*"], env=env, capture_output=True, text=True)
+        said = [line for line in run.stdout.splitlines() if "figures" in line or "exception" in line or "Failure" in line]
+        failures += run.returncode != 0
+        print(f"torch.onnx.export -> convoy: {m['name']}: " + ("; ".join(said) if said else "")
+              + ("" if run.returncode == 0 else "  FAIL"))
+    return failures
 
 
 def main():
@@ -137,7 +189,7 @@ def main():
                 got["onnxruntime " + onnxruntime.__version__] = session.run(None, {"input": x})[0]
             if torch is not None:
                 with torch.no_grad():
-                    got["torch " + torch.__version__] = torch_forward(m["layers"], case, x)
+                    got["torch " + torch.__version__] = torch_forward(m["layers"], case, x).numpy()
             scale = max(float(np.abs(want).max()), 1.0)
             for peer, out in got.items():
                 diff = float(np.abs(out - want).max()) if out.shape == want.shape else float("inf")
@@ -146,6 +198,8 @@ def main():
                 print(f"{m['name']} {m['input']} in {peer}: max |output diff| {diff:.2e}{'' if ok else '  FAIL'}")
                 if not ok:
                     print("  layers: " + json.dumps(m["layers"]))
+        if torch is not None:
+            failures += check_torch_exports(tests, tmp, models)
     return 1 if failures else 0
 
 

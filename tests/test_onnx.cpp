@@ -738,7 +738,7 @@ TEST(OnnxIssue23, MessagesNameTheNodeAndTheConstantOperand) {
                                            unnamed(op("Concat", "c", {"a", "a"}, {integer("axis", 0)}))})),
             "g.onnx: node #1 (Concat): axis 0 concatenates along the batch axis; convoy concatenates only channels (axis 1)");
   EXPECT_EQ(import_error(graph({3, 5, 5}, {unnamed(op("MaxPool", "p", {"x"}, {ints("kernel_shape", {3, 3}), ints("pads", {2, 2, 2, 2})}))})),
-            "g.onnx: node #0 (MaxPool): padding 2 is more than half the kernel 3");
+            "g.onnx: node #0 (MaxPool): padding 2 is more than half the kernel 3; use a padding of at most 1");
   EXPECT_EQ(import_error(graph({3}, {unnamed(op("Erf", "e", {"x"}))})).substr(0, 41), "g.onnx: node #0 has op Erf, which convoy ");
   const auto c = weights("k", {1, 3, 2, 2});
   // A Transpose of a constant folds; the graph's output then is a constant.
@@ -857,6 +857,43 @@ TEST(OnnxIssue23, ConstantOperandsFoldOrBecomeFrozenLayers) {
   EXPECT_EQ(import_error(graph({3}, {op("Add", "k", {"p", "q"}), op("Relu", "r", {"x"})}, {wide, tall})),
             "g.onnx: node 'k' (Add): its inputs are constants, which convoy folds, but the result would have more than 2^26 "
             "values");
+}
+
+// Held-out models (2026-12-03, session 19): PyTorch (1.13) exports a pad
+// (F.pad, nn.ZeroPad2d: TensorFlow's "same" in ported models) as a chain
+// computing the pads from constants, ConstantOfShape, Slice with step -1 and
+// Cast among them, which the import refused ("op ConstantOfShape, which convoy
+// cannot import"). Now folded: the Pad's zeros land in the next Conv.
+TEST(OnnxTorchPads, PyTorchsPadChainFoldsIntoTheConvolution) {
+  const onnx::Tensor zero{.name = "zero", .data_type = onnx::kInt64, .dims = {1}, .int64s = {0}};
+  const onnx::Node extension{.name = "ext", .op_type = "ConstantOfShape", .inputs = {"four"}, .outputs = {"ext"},
+                             .attributes = {{.name = "value", .type = onnx::Attribute::kTensor, .t = zero}}};
+  const std::vector<onnx::Node> nodes{
+      extension,
+      op("Concat", "cat", {"pad", "ext"}, {integer("axis", 0)}),                       // [1, 1, 1, 1, 0, 0, 0, 0]
+      op("Reshape", "pairs", {"cat", "pairs_shape"}),                                  // [[1, 1], [1, 1], [0, 0], [0, 0]]
+      op("Slice", "reversed", {"pairs", "starts", "ends", "axes", "steps"}),           // last axis first
+      op("Transpose", "columns", {"reversed"}, {ints("perm", {1, 0})}),                // begins, then ends
+      op("Reshape", "flat", {"columns", "flat_shape"}),
+      op("Cast", "pads", {"flat"}, {integer("to", onnx::kInt64)}),
+      op("Pad", "padded", {"x", "pads"}),
+      conv("c", "padded", "w", 3)};
+  auto i64 = [](const std::string& name, std::vector<int64_t> v) {
+    const auto n = static_cast<int64_t>(v.size());
+    return onnx::Tensor{.name = name, .data_type = onnx::kInt64, .dims = {n}, .int64s = std::move(v)};
+  };
+  const ImportedModel m = import(graph({2, 5, 6}, nodes,
+                                       {i64("four", {4}), i64("pad", {1, 1, 1, 1}), i64("pairs_shape", {-1, 2}),
+                                        i64("starts", {-1}), i64("ends", {-9223372036854775807}), i64("axes", {0}),
+                                        i64("steps", {-1}), i64("flat_shape", {-1}), weights("w", {3, 2, 3, 3})}));
+  ASSERT_EQ(m.model.layers().size(), 1u);
+  const auto& c = std::get<nn::Conv2d>(m.model.layers()[0].layer);
+  EXPECT_EQ(c.padding, 1);
+  EXPECT_EQ(m.model.output_shape(), (Shape{3, 5, 6}));
+  // Slice's clamping and steps on their own: every other value, backwards from past the end.
+  const onnx::Tensor t = i64("t", {10, 11, 12, 13, 14}), b = i64("b", {100}), e = i64("e", {-100}), st = i64("st", {-2});
+  const onnx::Tensor folded = onnx_fold::fold_node(op("Slice", "s", {"t", "b", "e", "", "st"}), {&t, &b, &e, nullptr, &st}, 13);
+  EXPECT_EQ(folded.int64s, (std::vector<int64_t>{14, 12, 10}));
 }
 
 // Clip to any bounds (attributes before opset 11, inputs after, an empty

@@ -207,6 +207,107 @@ onnx::Tensor concat(const onnx::Node& n, const std::vector<const onnx::Tensor*>&
   return out;
 }
 
+// ConstantOfShape: a tensor of the shape input 0 gives, every value the
+// attribute `value`'s one value (a float 0 when absent).
+onnx::Tensor constant_of_shape(const onnx::Node& n, const std::vector<const onnx::Tensor*>& in) {
+  const onnx::Tensor& shape = need(in, 0);
+  if (!onnx::is_integer(shape.data_type) || shape.dims.size() != 1) throw FoldError("the shape must be a 1-D integer tensor");
+  onnx::Tensor out{.name = n.outputs.at(0), .data_type = onnx::kFloat, .dims = shape.int64s};
+  const int64_t total = count(out.dims);
+  float f = 0;
+  int64_t i = 0;
+  if (const auto* a = n.find("value"); a && a->t) {
+    std::vector<const onnx::Tensor*> value{&*a->t};
+    const onnx::Tensor& v = need(value, 0);
+    if (v.numel() != 1) throw FoldError("'value' must hold one value");
+    out.data_type = v.data_type;
+    if (onnx::is_floating(v.data_type)) f = v.floats[0];
+    else i = v.int64s[0];
+  }
+  if (onnx::is_floating(out.data_type)) out.floats.assign(static_cast<std::size_t>(total), f);
+  else out.int64s.assign(static_cast<std::size_t>(total), i);
+  return out;
+}
+
+// Slice (opset 10 on: starts, ends, axes, steps as inputs; before, attributes)
+// with ONNX's clamping of starts and ends, negative steps included.
+onnx::Tensor slice(const onnx::Node& n, const std::vector<const onnx::Tensor*>& in, int64_t opset) {
+  const onnx::Tensor& t = need(in, 0);
+  const int64_t rank = static_cast<int64_t>(t.dims.size());
+  const bool attrs = opset < 10;
+  const auto starts = ints(n, in, attrs ? in.size() : 1, "starts"), ends = ints(n, in, attrs ? in.size() : 2, "ends");
+  if (!starts || !ends || starts->size() != ends->size()) throw FoldError("starts and ends must be given, one per axis");
+  std::vector<int64_t> axes, steps(starts->size(), 1);
+  if (auto a = ints(n, in, attrs ? in.size() : 3, "axes")) axes = *a;
+  else
+    for (std::size_t k = 0; k < starts->size(); ++k) axes.push_back(static_cast<int64_t>(k));
+  if (!attrs)
+    if (auto st = ints(n, in, 4, "")) steps = *st;
+  if (axes.size() != starts->size() || steps.size() != starts->size()) throw FoldError("axes and steps must match starts");
+  // Per axis: the first index and the step (the whole axis, step 1, where not sliced).
+  std::vector<int64_t> first(static_cast<std::size_t>(rank), 0), step(static_cast<std::size_t>(rank), 1), dims = t.dims;
+  std::set<int64_t> seen;
+  for (std::size_t k = 0; k < axes.size(); ++k) {
+    const int64_t axis = axis_in(axes[k], rank);
+    if (!seen.insert(axis).second) throw FoldError("axes " + list(axes) + " repeat an axis");
+    const int64_t size = t.dims[static_cast<std::size_t>(axis)], st = steps[k];
+    if (st == 0) throw FoldError("a step is 0");
+    auto clamp = [&](int64_t v, int64_t lo, int64_t hi) {
+      if (v < 0) v = v < -size ? -1 : v + size;  // without overflow for INT64_MIN
+      return std::clamp(v, lo, hi);
+    };
+    const int64_t b = st > 0 ? clamp((*starts)[k], 0, size) : clamp((*starts)[k], 0, size - 1);
+    const int64_t e = st > 0 ? clamp((*ends)[k], 0, size) : clamp((*ends)[k], -1, size - 1);
+    const int64_t len = st > 0 ? (e > b ? (e - b + st - 1) / st : 0) : (b > e ? (b - e + (-st) - 1) / (-st) : 0);
+    first[static_cast<std::size_t>(axis)] = b;
+    step[static_cast<std::size_t>(axis)] = st;
+    dims[static_cast<std::size_t>(axis)] = len;
+  }
+  onnx::Tensor out = relabelled(t, dims);
+  const int64_t total = count(dims);
+  std::vector<int64_t> in_strides(static_cast<std::size_t>(rank), 1);
+  for (int64_t k = rank; k-- > 1;) in_strides[static_cast<std::size_t>(k - 1)] = in_strides[static_cast<std::size_t>(k)] * t.dims[static_cast<std::size_t>(k)];
+  auto gather = [&](auto& to, const auto& from) {
+    to.resize(static_cast<std::size_t>(total));
+    std::vector<int64_t> idx(static_cast<std::size_t>(rank), 0);
+    for (int64_t flat = 0; flat < total; ++flat) {
+      int64_t src = 0;
+      for (std::size_t k = 0; k < idx.size(); ++k) src += (first[k] + idx[k] * step[k]) * in_strides[k];
+      to[static_cast<std::size_t>(flat)] = from[static_cast<std::size_t>(src)];
+      for (std::size_t k = idx.size(); k-- > 0;) {
+        if (++idx[k] < dims[k]) break;
+        idx[k] = 0;
+      }
+    }
+  };
+  if (onnx::is_floating(t.data_type)) gather(out.floats, t.floats);
+  else gather(out.int64s, t.int64s);
+  return out;
+}
+
+// Cast between the types the import computes on: floats <-> integers
+// (toward zero, as ONNX Runtime), or a relabelling within one kind.
+onnx::Tensor cast(const onnx::Node& n, const onnx::Tensor& t) {
+  const auto* to = n.find("to");
+  if (!to) throw FoldError("the attribute 'to' is missing");
+  const auto type = static_cast<int32_t>(to->i);
+  if (!onnx::is_floating(type) && !onnx::is_integer(type))
+    throw FoldError("a cast to " + onnx::data_type_name(type) + ", which convoy does not compute on");
+  onnx::Tensor out = t;
+  out.data_type = type;
+  if (onnx::is_floating(type) && !onnx::is_floating(t.data_type)) {
+    out.int64s.clear();
+    for (int64_t v : t.int64s) out.floats.push_back(static_cast<float>(v));
+  } else if (onnx::is_integer(type) && onnx::is_floating(t.data_type)) {
+    out.floats.clear();
+    for (float v : t.floats) {
+      if (!(std::abs(v) < 9.2e18f)) throw FoldError("a cast of " + std::to_string(v) + " to an integer");
+      out.int64s.push_back(static_cast<int64_t>(v));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string list(const std::vector<int64_t>& v) {
@@ -218,8 +319,9 @@ std::string list(const std::vector<int64_t>& v) {
 }
 
 bool folds(const std::string& op) {
-  static const std::set<std::string> ops{"Identity", "Add",     "Sub",       "Mul",       "Div",   "Reshape",
-                                         "Flatten",  "Squeeze", "Unsqueeze", "Transpose", "Concat"};
+  static const std::set<std::string> ops{"Identity",  "Add",       "Sub",    "Mul",   "Div",  "Reshape",
+                                         "Flatten",   "Squeeze",   "Unsqueeze", "Transpose", "Concat",
+                                         "ConstantOfShape", "Slice", "Cast"};
   return ops.count(op) > 0;
 }
 
@@ -240,6 +342,12 @@ onnx::Tensor fold_node(const onnx::Node& n, const std::vector<const onnx::Tensor
     out = arithmetic(n, need(in, 0), need(in, 1));
   } else if (op == "Concat") {
     out = concat(n, in);
+  } else if (op == "ConstantOfShape") {
+    out = constant_of_shape(n, in);
+  } else if (op == "Slice") {
+    out = slice(n, in, opset);
+  } else if (op == "Cast") {
+    out = cast(n, need(in, 0));
   } else {
     const onnx::Tensor& t = need(in, 0);
     const int64_t rank = static_cast<int64_t>(t.dims.size());

@@ -25,7 +25,9 @@ struct FoldError : std::runtime_error {
 inline constexpr int64_t kMaxFoldedValues = int64_t{1} << 26;
 
 // The ops fold_node computes: Identity, Add, Sub, Mul, Div, Reshape, Flatten,
-// Squeeze, Unsqueeze, Transpose, Concat.
+// Squeeze, Unsqueeze, Transpose, Concat; and ConstantOfShape, Slice and Cast,
+// which PyTorch's export of a pad (F.pad, nn.ZeroPad2d: TensorFlow's "same"
+// in ported models) computes its pads with.
 bool folds(const std::string& op_type);
 
 // Node n's first output from its inputs (nullptr where an optional input is

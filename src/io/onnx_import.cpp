@@ -40,7 +40,7 @@ using Ref = nn::GraphBuilder::Ref;
 constexpr const char* kSupported =
     "Conv, BatchNormalization, Relu, Clip, Sigmoid, Mul, Add, Sub, Div, Concat, MaxPool, AveragePool, GlobalAveragePool, "
     "ReduceMean, Pad, Transpose, Flatten, Reshape, Squeeze, Unsqueeze, Gemm, MatMul, LogSoftmax, Softmax, Dropout, Identity, "
-    "Constant, and Shape, Gather, Concat on shapes";
+    "Constant, and Shape, Gather, Concat on shapes, ConstantOfShape, Slice, Cast on constants";
 
 struct Value {
   Ref ref;

@@ -23,7 +23,7 @@ Shape pooled(const Shape& in, int64_t kernel, int64_t stride, int64_t padding, c
   stride = stride ? stride : kernel;
   require(padding == kSame || padding <= kernel / 2,
           name + ": padding " + std::to_string(padding) + " is more than half the kernel " + std::to_string(kernel) +
-              "; use a padding of at most " + std::to_string(kernel / 2) + " (or \"same\")");
+              "; use a padding of at most " + std::to_string(kernel / 2));
   return {in[0], window(in[1], kernel, stride, padding, name).out, window(in[2], kernel, stride, padding, name).out};
 }
 
