@@ -29,9 +29,14 @@ namespace convoy::testing {
 struct HeldOutModel {
   std::string name;      // "held_out_7"
   Shape input;           // [C, H, W]
-  int64_t classes = 0;   // the last dense layer's units
+  int64_t classes = 0;   // the outputs of layers[classes_layer] (its units or filters)
   nlohmann::json layers; // model.layers as a config holds it
+  std::size_t classes_layer = 0;
 };
+
+// Models from this index on end fully convolutional (SqueezeNet's head: a
+// 1x1 convolution to the classes, then a global pool), the others in dense layers.
+inline constexpr int kFirstConvolutionalHead = 24;
 
 namespace held_out_detail {
 
@@ -172,6 +177,15 @@ inline HeldOutModel held_out_model(int index) {
   d.mark_input();
   const int64_t blocks = d.pick(1, 5);
   for (int64_t b = 0; b < blocks; ++b) image_block(d);
+  if (index >= kFirstConvolutionalHead) {
+    const int64_t classes = d.pick(2, 5);
+    d.add({{"type", "conv2d"}, {"filters", classes}, {"kernel", 1}});
+    nlohmann::json layers = d.take();
+    const std::size_t at = layers.size() - 1;
+    layers.push_back({{"type", "global_avg_pool"}});
+    if (d.coin(40)) layers.push_back({{"type", "log_softmax"}});
+    return {"held_out_" + std::to_string(index), {channels, h, w}, classes, std::move(layers), at};
+  }
   // The head: flatten, or a global pool (kept [C, 1, 1] through a 1x1 conv).
   if (d.coin()) {
     d.add({{"type", "flatten"}});
@@ -195,8 +209,10 @@ inline HeldOutModel held_out_model(int index) {
   }
   const int64_t classes = d.pick(2, 5);
   d.add({{"type", "dense"}, {"units", classes}});
-  if (d.coin(40)) d.add({{"type", "log_softmax"}});
-  return {"held_out_" + std::to_string(index), {channels, h, w}, classes, d.take()};
+  nlohmann::json layers = d.take();
+  const std::size_t at = layers.size() - 1;
+  if (d.coin(40)) layers.push_back({{"type", "log_softmax"}});
+  return {"held_out_" + std::to_string(index), {channels, h, w}, classes, std::move(layers), at};
 }
 
 // Models a user may write that no shape fits: each with the words its one

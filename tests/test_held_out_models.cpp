@@ -31,7 +31,7 @@ namespace {
 using nlohmann::json;
 using testing::HeldOutModel;
 
-constexpr int kModels = 24;
+constexpr int kModels = 30;
 constexpr int64_t kBatch = 4;
 
 nn::Model build(const HeldOutModel& m) {
@@ -272,8 +272,8 @@ TEST(HeldOutModelCases, Write) {
     index.push_back({{"name", spec.name}, {"input", spec.input}, {"classes", spec.classes}, {"layers", spec.layers}});
     if (data && spec.input[1] >= 8 && spec.input[2] >= 8) {
       json layers = spec.layers;
-      json& head = layers.back().at("type") == "dense" ? layers.back() : layers[layers.size() - 2];
-      head["units"] = 4;
+      json& head = layers[spec.classes_layer];
+      head[head.at("type") == "dense" ? "units" : "filters"] = 4;
       std::ofstream(std::string(dir) + "/cli_" + std::to_string(i) + ".json") << cli_config(layers, spec.input, data).dump(1);
     }
   }
