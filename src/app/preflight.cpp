@@ -52,37 +52,52 @@ void require_pretrained_file(const RunConfig& c) {
               "(a config's paths are relative to its folder)");
 }
 
-void require_memory_for_model(const nn::Model& model, const RunConfig& c) {
+TrainingMemory training_memory(const nn::Model& model, const optim::OptimizerOptions& optimizer) {
   // In floating point, a lower bound: per parameter its initial value (the
-  // host's copy the backend is loaded from), the backend's value, its
-  // gradient and the optimizer's state; measured peaks are ~1.2 values more
-  // (a 1.5e8-parameter dense layer, 2026-12-03, session 18).
-  const auto params = static_cast<double>(model.num_parameters());
-  const double state = static_cast<double>(optim::state_size(optimizer_options(c), model.num_parameters()));
-  const double per_param = 3.0 + (params > 0 ? state / params : 0.0);
-  double floats = static_cast<double>(model.num_state()) + 2.0 * static_cast<double>(numel(model.input_shape()));
+  // host's copy the backend is loaded from), the backend's value and its
+  // gradient; the optimizer's state for the trainable ones only (a frozen
+  // layer keeps none); measured peaks are ~1.2 values more (a
+  // 1.5e8-parameter dense layer, 2026-12-03, session 18).
+  const auto trainable = static_cast<double>(model.num_trainable_parameters());
+  const double state = static_cast<double>(optim::state_size(optimizer, model.num_trainable_parameters()));
+  const double state_per_trainable = trainable > 0 ? state / trainable : 0.0;
+  double floats = static_cast<double>(model.num_state()) + nn::activation_floats(model);
   double largest = -1;
-  std::string biggest;
+  TrainingMemory m;
   for (const auto& plan : model.layers()) {
-    double own = 2.0 * static_cast<double>(numel(plan.output_shape));
+    double weights = 0;
     std::string what;
     for (const auto& slot : plan.params) {
-      own += per_param * static_cast<double>(slot.size());
+      weights += (3.0 + (plan.trainable ? state_per_trainable : 0.0)) * static_cast<double>(slot.size());
       what += slot.name.substr(plan.name.size() + 1) + " " + to_string(slot.shape) + ", ";
     }
-    floats += own;
+    floats += weights;
+    const double own = weights + nn::activation_floats(plan);
     if (own > largest) {
       largest = own;
-      biggest = plan.name + " (" + human_bytes(static_cast<int64_t>(own * sizeof(float))) + ": " + what + "output " +
-                to_string(plan.output_shape) + ")";
+      m.largest = plan.name + " (" + human_bytes(static_cast<int64_t>(own * sizeof(float))) + ": " + what + "output " +
+                  to_string(plan.output_shape) + ")";
     }
   }
-  const double bytes = floats * sizeof(float);
+  m.bytes = floats * sizeof(float);
+  return m;
+}
+
+void require_memory_for_model(const nn::Model& model, const RunConfig& c) {
+  // Each phase trains its own layers (transfer learning's head alone, then
+  // all but pretrained batch norms): the one that needs the most counts.
+  TrainingMemory m;
+  for (const Phase& phase : phases_of(c)) {
+    nn::Model as_trained = model;
+    if (!c.pretrained.empty() || c.freeze_epochs > 0) set_phase_layers(as_trained, c, phase.frozen);
+    const TrainingMemory p = training_memory(as_trained, optimizer_options(c));
+    if (p.bytes > m.bytes) m = p;
+  }
   const int64_t available = available_memory_bytes();
-  if (available < 0 || bytes <= static_cast<double>(available)) return;
-  throw UserError("the model needs at least " + human_bytes(static_cast<int64_t>(bytes)) +
+  if (available < 0 || m.bytes <= static_cast<double>(available)) return;
+  throw UserError("the model needs at least " + human_bytes(static_cast<int64_t>(m.bytes)) +
                   " to train, even one example at a time, but only " + human_bytes(available) +
-                  " of memory is available; the most is " + biggest + "; use fewer filters or units, or smaller images");
+                  " of memory is available; the most is " + m.largest + "; use fewer filters or units, or smaller images");
 }
 
 void check_before_training(const RunConfig& c) {

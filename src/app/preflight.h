@@ -4,6 +4,7 @@
 // comparison included).
 #include "convoy/config/run_config.h"
 #include "convoy/nn/model.h"
+#include "convoy/optim/optimizer_options.h"
 
 namespace convoy::train {
 
@@ -16,6 +17,17 @@ void check_before_training(const RunConfig& config);
 
 // model.pretrained, when set, is a file: else a UserError saying what it is.
 void require_pretrained_file(const RunConfig& config);
+
+// What training `model` takes at least, one example at a time: each
+// parameter's host copy, backend copy and gradient, the optimizer's state of
+// the trainable ones, BN statistics, one example's activations and their
+// gradients (nn::activation_floats); and the layer that takes the most, with
+// its size, tensors and output, for messages.
+struct TrainingMemory {
+  double bytes = 0;
+  std::string largest;
+};
+TrainingMemory training_memory(const nn::Model& model, const optim::OptimizerOptions& optimizer);
 
 // Training on the CPU: the model's parameters, their gradients, the
 // optimizer's state and one example's activations and gradients fit in the

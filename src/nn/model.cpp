@@ -125,6 +125,22 @@ int Model::set_trainable(bool trainable, const std::string& prefix) {
   return changed;
 }
 
+int64_t Model::num_trainable_parameters() const {
+  int64_t n = 0;
+  for (const auto& plan : plans_)
+    if (plan.trainable)
+      for (const auto& p : plan.params) n += p.size();
+  return n;
+}
+
+double activation_floats(const LayerPlan& plan) { return 2.0 * static_cast<double>(numel(plan.output_shape)); }
+
+double activation_floats(const Model& model) {
+  double floats = 2.0 * static_cast<double>(numel(model.input_shape()));
+  for (const auto& plan : model.layers()) floats += activation_floats(plan);
+  return floats;
+}
+
 const LayerPlan* Model::find_layer(const std::string& name) const {
   for (const auto& plan : plans_)
     if (plan.name == name) return &plan;

@@ -97,15 +97,6 @@ int64_t parse_epoch_v1(const std::string& text, const std::string& where) {
   return epoch;
 }
 
-// The parameters the optimizer updates (and keeps state for).
-int64_t trainable_parameters(const nn::Model& model) {
-  int64_t n = 0;
-  for (const auto& layer : model.layers())
-    if (layer.trainable)
-      for (const auto& p : layer.params) n += p.size();
-  return n;
-}
-
 }  // namespace
 
 void save_checkpoint(const std::string& path, const nn::Model& model, const Executable& exe, const History& history,
@@ -186,7 +177,7 @@ Checkpoint checkpoint_of(CheckpointFile file, const nn::Model& model, const opti
   c.params = std::move(w.params);
   c.state = std::move(w.state);
   auto it = file.tensors.find(kOptimizerTensor);
-  const int64_t want = optim::state_size(optimizer, trainable_parameters(model));
+  const int64_t want = optim::state_size(optimizer, model.num_trainable_parameters());
   require(it != file.tensors.end() && it->second.dtype() == DType::f32 && it->second.numel() == want,
           where + ": missing or mis-sized '" + std::string(kOptimizerTensor) + "'; the checkpoint is corrupt");
   const auto v = it->second.data<float>();

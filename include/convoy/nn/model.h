@@ -46,6 +46,8 @@ class Model {
   const Shape& output_shape() const;
   const std::vector<LayerPlan>& layers() const { return plans_; }
   int64_t num_parameters() const { return num_params_; }
+  // Of those, the ones in trainable layers: what an optimizer updates and keeps state for.
+  int64_t num_trainable_parameters() const;
   int64_t num_state() const { return num_state_; }
 
   // Fresh parameters with PyTorch's default initialisation (uniform in
@@ -76,6 +78,13 @@ class Model {
 };
 
 using Sequential = Model;  // Keras's name for a chain of layers
+
+// Floats of activations a training step holds per example: each layer's
+// output and its gradient, plus the input twice (staged for the backend).
+// What the memory checks before training count (app/preflight.cpp, the CPU
+// backend's batch check).
+double activation_floats(const LayerPlan& plan);
+double activation_floats(const Model& model);
 
 // The functional API: add layers one by one, each naming its inputs.
 class GraphBuilder {
