@@ -196,11 +196,10 @@ class CpuDevice final : public Device {
 
   // Fails with a clear message before any primitive or arena is made for a
   // batch the machine cannot hold: every layer's output and its gradient,
-  // plus the input twice (staging), in floating point so no size overflows.
+  // plus the input twice (staging), in floating point so no size overflows
+  // (nn::activation_floats, which the check before training counts too).
   void require_memory_for_batch(const nn::Model& model) const {
-    double floats = 2.0 * static_cast<double>(numel(shape_.input));
-    for (const auto& plan : model.layers()) floats += 2.0 * static_cast<double>(numel(plan.output_shape));
-    const double bytes = floats * sizeof(float) * static_cast<double>(shape_.batch);
+    const double bytes = nn::activation_floats(model) * sizeof(float) * static_cast<double>(shape_.batch);
     const int64_t available = available_memory_bytes();
     constexpr double kNoMachineHasThat = 1e15;  // bytes; also keeps every later size product in range
     if (bytes <= kNoMachineHasThat && (available < 0 || bytes <= static_cast<double>(available))) return;
