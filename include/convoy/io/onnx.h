@@ -16,6 +16,8 @@
 // NHWC input and its Transposes, zero Pads (folded into the next Conv or
 // pool), ReduceMean over H and W, Squeeze of 1x1 axes, a final Softmax (left
 // out); and Unsqueeze of a channel gate, as convoy's export writes it.
+// Chains of constants fold (io/onnx_fold.h), PyTorch's computation of a
+// Pad's pads (ConstantOfShape, Slice, Cast ...) among them.
 // One FLOAT input; initializers of any ONNX element type. Anything else is
 // one UserError naming the op and node (docs/zoo.md), an unnamed node by its
 // index ("node #3 (Concat)"). tests/test_onnx_conformance.cpp holds the import
