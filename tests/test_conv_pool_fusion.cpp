@@ -31,8 +31,9 @@ TEST_P(ConvPoolFusion, SeedCnnFusesItsFirstBlockAndTrainsBitForBit) {
   EXPECT_EQ(in[0], "");
   EXPECT_EQ(in[1], "conv2d_0");  // max_pool2d_0
   EXPECT_EQ(in[2], "conv2d_0");  // relu_0
+  // relu_1 runs in its pool, flatten_0 in batch_norm_1.
   for (std::size_t i = 3; i < in.size(); ++i)
-    EXPECT_EQ(in[i], i == 6 ? "max_pool2d_1" : "") << model.layers()[i].name;  // relu_1 runs in its pool
+    EXPECT_EQ(in[i], i == 6 ? "max_pool2d_1" : i == 8 ? "batch_norm_1" : "") << model.layers()[i].name;
   for (const std::string& s : runs_in(*compile(model, o, false))) EXPECT_EQ(s, "");
   expect_same_training(model, o, 3);
 }
@@ -145,6 +146,43 @@ TEST_P(ConvPoolFusion, PoolRunsTheReluAfterIt) {
     for (Held h : {Held::gradients, Held::output}) expect_same_bits(*fused, *unfused, h, when);
     if (input_gradient) expect_same_bits(*fused, *unfused, Held::input_gradient, when);
   }
+}
+
+// A batch norm over images whose only reader is a flatten writes the
+// flatten's C-major output (conv_pool_op.h): maps of 3×3 with 5 channels
+// (transposed a float at a time) and of 4×4 with 12 (8 × 8 blocks, the last
+// overlapping), trainable and frozen, on one and two threads (unequal
+// shares), in batch slices and with the input gradient; a BN → flatten that
+// is not the BN's only reader, or over vectors, does not fuse.
+TEST_P(ConvPoolFusion, BatchNormRunsTheFlattenAfterIt) {
+  const int threads = num_threads();
+  for (int64_t filters : {5, 12}) {
+    const int64_t side = filters == 5 ? 5 : 6;
+    Model model({2, side, side}, {Conv2d{.filters = filters, .kernel = 3}, BatchNorm{}, Flatten{},
+                                  Dense{.units = 10}, LogSoftmax{}});
+    auto o = options_for(set(), 10);
+    EXPECT_EQ(runs_in(*compile(model, o, true))[2], "batch_norm_0");
+    for (int t : {1, 2}) {
+      set_num_threads(t);
+      expect_same_training(model, options_for(set(), 7), 2);
+    }
+    set_num_threads(threads);
+    expect_same_training(model, o, 2, 2);
+    o.input_gradient = true;
+    expect_same_training(model, o, 2);
+    model.set_trainable(false, "batch_norm_0");
+    expect_same_training(model, options_for(set(), 10), 2);
+  }
+  GraphBuilder g({2, 6, 6});
+  const auto bn = g.add(BatchNorm{}, g.add(Conv2d{.filters = 4, .kernel = 3}, g.input()));
+  const auto flat = g.add(Flatten{}, bn);
+  const auto other = g.add(Flatten{}, g.add(MaxPool2d{.kernel = 2}, bn));
+  g.add(LogSoftmax{}, g.add(Dense{.units = 10}, g.add(BatchNorm{}, g.add(Add{}, {g.add(Dense{.units = 8}, flat),
+                                                                               g.add(Dense{.units = 8}, other)}))));
+  const Model two_readers = g.build();
+  const auto o = options_for(set(), 6);
+  for (const std::string& s : runs_in(*compile(two_readers, o, true))) EXPECT_EQ(s, "");
+  expect_same_training(two_readers, o, 2);
 }
 
 TEST_P(ConvPoolFusion, FrozenConvFusesAndKeepsZeroGradients) {

@@ -38,6 +38,10 @@
 // → pool → ReLU, the conv not a planar one) runs that ReLU in its own passes
 // (max_pool2d_op.cpp): it writes the ReLU's output, and masks the ReLU's
 // output gradient by it before routing; the ReLU's op is a FusedAwayOp.
+// A batch norm over images whose only reader is a flatten (the seed CNN's
+// last BN) runs the flatten: it writes its output straight in the flatten's
+// C-major order and reads the flat output gradient back an image at a time
+// (batch_norm_op.cpp); the flatten's op is a FusedAwayOp.
 #include <cstdint>
 #include <memory>
 #include <vector>

@@ -32,6 +32,11 @@ std::unique_ptr<CpuOp> make_batch_norm_relu_pool(const nn::LayerPlan& plan, cons
                                                  std::shared_ptr<const OpBuffers> relu,
                                                  const nn::LayerPlan& pool_plan, const Shape& pooled,
                                                  std::shared_ptr<const OpBuffers> pool);
+// A batch norm over images ([N, C, H, W]) running the flatten after it, its
+// only reader (batch_norm_op.cpp): flat is the flatten's buffers, filled in
+// when its op (a FusedAwayOp) is bound.
+std::unique_ptr<CpuOp> make_batch_norm_flatten(const nn::LayerPlan& plan, const Shape& shape,
+                                               std::shared_ptr<const OpBuffers> flat);
 std::unique_ptr<CpuOp> make_dense(DnnlEnv& env, const nn::LayerPlan& plan, const Shape& in, const Shape& out);
 std::unique_ptr<CpuOp> make_log_softmax(const Shape& shape);
 // Add and Concat (the functional API's joins).
