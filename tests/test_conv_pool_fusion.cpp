@@ -5,6 +5,8 @@
 // statistics and outputs bit for bit, in every kernel copy this CPU runs
 // (the others are skipped, named). And the fixed rule: which models fuse,
 // which do not, and that `--profile` says where the fused layers' time went.
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -29,7 +31,9 @@ TEST_P(ConvPoolFusion, SeedCnnFusesItsFirstBlockAndTrainsBitForBit) {
   EXPECT_EQ(in[0], "");
   EXPECT_EQ(in[1], "conv2d_0");  // max_pool2d_0
   EXPECT_EQ(in[2], "conv2d_0");  // relu_0
-  for (std::size_t i = 3; i < in.size(); ++i) EXPECT_EQ(in[i], "") << model.layers()[i].name;
+  // relu_1 runs in its pool, flatten_0 in batch_norm_1.
+  for (std::size_t i = 3; i < in.size(); ++i)
+    EXPECT_EQ(in[i], i == 6 ? "max_pool2d_1" : i == 8 ? "batch_norm_1" : "") << model.layers()[i].name;
   for (const std::string& s : runs_in(*compile(model, o, false))) EXPECT_EQ(s, "");
   expect_same_training(model, o, 3);
 }
@@ -109,6 +113,78 @@ TEST_P(ConvPoolFusion, TiedMaximaRouteToTheFirstPosition) {
       << "the conv's weight gradient is zero: the test routes nothing";
 }
 
+// A max pool whose only reader is a ReLU runs that ReLU (conv_pool_op.h)
+// where no planar conv runs the pool: after oneDNN's conv (three input
+// channels), in batch slices, and on the model's input with -0, NaN, ±inf
+// and a window of NaNs, with and without the input gradient: the bits of
+// the pool's and the ReLU's own ops.
+TEST_P(ConvPoolFusion, PoolRunsTheReluAfterIt) {
+  const Model model({3, 12, 12}, {Conv2d{.filters = 6, .kernel = 3}, MaxPool2d{.kernel = 2}, ReLU{}, BatchNorm{},
+                                  Flatten{}, Dense{.units = 10}, LogSoftmax{}});
+  const auto o = options_for(set(), 9);
+  const std::vector<std::string> in = runs_in(*compile(model, o, true));
+  EXPECT_EQ(in[1], "");
+  EXPECT_EQ(in[2], "max_pool2d_0");
+  expect_same_training(model, o, 3);
+  expect_same_training(model, options_for(set(), 10), 2, 2);
+  const Model on_input({4, 5, 5}, {MaxPool2d{.kernel = 2}, ReLU{}, Flatten{}, Dense{.units = 6}});
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (bool input_gradient : {false, true}) {
+    auto p = options_for(set(), 6, Loss::softmax_cross_entropy);
+    p.input_gradient = input_gradient;
+    auto fused = compile(on_input, p, true), unfused = compile(on_input, p, false);
+    EXPECT_EQ(runs_in(*fused)[1], "max_pool2d_0");
+    std::vector<float> x = images(on_input, 6, 11);
+    for (std::size_t i = 0; i < x.size(); i += 7) x[i] = -std::abs(x[i]);  // some windows all negative
+    x[3] = nan, x[8] = -0.0f, x[30] = -inf, x[41] = inf, x[100 + 4 * 6] = -0.0f;
+    for (std::size_t i : {200, 204, 220, 224}) x[i] = nan;  // one channel of a whole window, if NHWC
+    for (std::size_t i : {300, 301, 305, 306}) x[i] = nan;  // the same, if NCHW
+    const std::vector<int32_t> y = labels(6, 6);
+    fused->internals().loss_and_gradients(x.data(), y.data());
+    unfused->internals().loss_and_gradients(x.data(), y.data());
+    const std::string when = input_gradient ? "with the input gradient" : "without the input gradient";
+    for (Held h : {Held::gradients, Held::output}) expect_same_bits(*fused, *unfused, h, when);
+    if (input_gradient) expect_same_bits(*fused, *unfused, Held::input_gradient, when);
+  }
+}
+
+// A batch norm over images whose only reader is a flatten writes the
+// flatten's C-major output (conv_pool_op.h): maps of 3×3 with 5 channels
+// (transposed a float at a time) and of 4×4 with 12 (8 × 8 blocks, the last
+// overlapping), trainable and frozen, on one and two threads (unequal
+// shares), in batch slices and with the input gradient; a BN → flatten that
+// is not the BN's only reader, or over vectors, does not fuse.
+TEST_P(ConvPoolFusion, BatchNormRunsTheFlattenAfterIt) {
+  const int threads = num_threads();
+  for (int64_t filters : {5, 12}) {
+    const int64_t side = filters == 5 ? 5 : 6;
+    Model model({2, side, side}, {Conv2d{.filters = filters, .kernel = 3}, BatchNorm{}, Flatten{},
+                                  Dense{.units = 10}, LogSoftmax{}});
+    auto o = options_for(set(), 10);
+    EXPECT_EQ(runs_in(*compile(model, o, true))[2], "batch_norm_0");
+    for (int t : {1, 2}) {
+      set_num_threads(t);
+      expect_same_training(model, options_for(set(), 7), 2);
+    }
+    set_num_threads(threads);
+    expect_same_training(model, o, 2, 2);
+    o.input_gradient = true;
+    expect_same_training(model, o, 2);
+    model.set_trainable(false, "batch_norm_0");
+    expect_same_training(model, options_for(set(), 10), 2);
+  }
+  GraphBuilder g({2, 6, 6});
+  const auto bn = g.add(BatchNorm{}, g.add(Conv2d{.filters = 4, .kernel = 3}, g.input()));
+  const auto flat = g.add(Flatten{}, bn);
+  const auto other = g.add(Flatten{}, g.add(MaxPool2d{.kernel = 2}, bn));
+  g.add(LogSoftmax{}, g.add(Dense{.units = 10}, g.add(BatchNorm{}, g.add(Add{}, {g.add(Dense{.units = 8}, flat),
+                                                                               g.add(Dense{.units = 8}, other)}))));
+  const Model two_readers = g.build();
+  const auto o = options_for(set(), 6);
+  for (const std::string& s : runs_in(*compile(two_readers, o, true))) EXPECT_EQ(s, "");
+  expect_same_training(two_readers, o, 2);
+}
+
 TEST_P(ConvPoolFusion, FrozenConvFusesAndKeepsZeroGradients) {
   Model model = seed_cnn();
   model.set_trainable(false, "conv2d_0");
@@ -134,7 +210,9 @@ TEST_P(ConvPoolFusion, FusesOnlyWhereTheRuleAllows) {
   auto o = options_for(set(), 8);
   const Model seed = seed_cnn();
   o.input_gradient = true;
-  EXPECT_FALSE(fused_anything(seed, o)) << "with the input gradient wanted";
+  const std::vector<std::string> with_input_gradient = runs_in(*compile(seed, o, true));
+  EXPECT_EQ(with_input_gradient[1], "") << "with the input gradient wanted, the conv runs no pool";
+  EXPECT_EQ(with_input_gradient[2], "max_pool2d_0") << "the pool still runs its ReLU";
   o.input_gradient = false;
   EXPECT_FALSE(fused_anything(Model({1, 28, 28}, {Conv2d{.filters = 10, .kernel = 5}, MaxPool2d{.kernel = 3},
                                                    Flatten{}, Dense{.units = 10}, LogSoftmax{}}),

@@ -36,6 +36,13 @@
 // reductions, then dx), and never written out. Every value is the unfused
 // ops', bit for bit: the same pool comparisons on the same ReLU outputs, the
 // same routed sums, the same per-thread summation order.
+// Fused flatten (the seed CNN's BN → flatten, the BN its only reader's input):
+// the normalising pass takes one image at a time into the per-thread
+// staging buffer and transposes it into the flatten's C-major output
+// (planes.h), and the backward passes transpose each image's flat output
+// gradient back into the staging buffer whenever a pass reaches that image,
+// as the fused pool's routing: the BN's own NHWC output and the flatten's
+// two passes over memory go. Data movement only: the same bits.
 // Every kernel subtracts the mean before scaling, as PyTorch does: folding it
 // into one multiply-add (x * scale + shift) cancels digits when |mean| >> std, and over
 // the 16 small-batch batch norms of a ResNet-50 that lost a factor ~10 in accuracy.
@@ -51,6 +58,7 @@
 
 #include "backends/cpu/max_pool_kernels.h"
 #include "backends/cpu/ops.h"
+#include "backends/cpu/planes.h"
 #include "backends/cpu/relu_math.h"
 
 namespace convoy::cpu {
@@ -63,18 +71,20 @@ inline float normalised(float x, float center, float scale, float shift) { retur
 class BatchNormOp final : public CpuOp {
  public:
   // relu: the fused ReLU's buffers (bound after this op), or null; pool and
-  // pooling: the fused max pool's after it, or null.
+  // pooling: the fused max pool's after it, or null; flat: the fused
+  // flatten's (no ReLU or pool then), or null.
   BatchNormOp(const nn::BatchNorm& bn, const Shape& shape, bool trainable, std::shared_ptr<const OpBuffers> relu,
-              std::shared_ptr<const OpBuffers> pool, std::unique_ptr<const MaxPoolKernels> pooling)
+              std::shared_ptr<const OpBuffers> pool, std::unique_ptr<const MaxPoolKernels> pooling,
+              std::shared_ptr<const OpBuffers> flat = nullptr)
       : bn_(bn), trainable_(trainable), relu_(std::move(relu)), pool_(std::move(pool)), pooling_(std::move(pooling)),
+        flat_(std::move(flat)),
         c_(shape[1]), rows_(numel(shape) / shape[1]), period_(period_of(c_)),
         threads_(omp_get_max_threads()), partial_(static_cast<std::size_t>(threads_ * period_ * 2)), mean_(period_),
         invstd_(c_), sum_a_(c_), sum_b_(c_), scale_(period_), center_(period_), shift_(period_), k_dy_(period_),
         k_x_(period_), mean_dy_(period_), synced_(static_cast<std::size_t>(2 * c_ + 1)),
-        piece_(pooling_ ? pooling_->image_size() : rows_ * c_) {
-    if (!pooling_) return;
-    positions_.resize(static_cast<std::size_t>(rows_ * c_ / piece_ * pooling_->pooled_size()));
-    staged_.resize(static_cast<std::size_t>(threads_ * piece_));
+        piece_(pooling_ ? pooling_->image_size() : flat_ ? numel(shape) / shape[0] : rows_ * c_) {
+    if (pooling_) positions_.resize(static_cast<std::size_t>(rows_ * c_ / piece_ * pooling_->pooled_size()));
+    if (pooling_ || flat_) staged_.resize(static_cast<std::size_t>(threads_ * piece_));
   }
 
   void bind(DnnlEnv&, const OpBuffers& b) override {
@@ -132,6 +142,15 @@ class BatchNormOp final : public CpuOp {
         const int64_t n = first / piece_;
         pooling_->max_image(z, pool_->dst + n * pooled, positions_.data() + n * pooled);
       });
+    } else if (flat_) {
+      const int64_t pixels = piece_ / c_;
+      float* y = flat_->dst;
+      for_each_piece(piece_, [=, this](int t, int64_t first, int64_t end) {
+        float* z = staged(t);
+        over_runs(first, end, 0,
+                  [=](int64_t i, int64_t j) { z[i - first] = normalised(x[i], center[j], scale[j], shift[j]); });
+        transpose(z, c_, pixels, c_, y + first, pixels);  // [pixel][channel] to [channel][pixel]
+      });
     } else if (relu_) {
       float* y = relu_->dst;
       for_each_period(
@@ -163,11 +182,19 @@ class BatchNormOp final : public CpuOp {
 
   // The output gradient of the piece holding element i, for thread t: with
   // a fused pool, that image's ReLU output gradient, routed into t's staging
-  // buffer from the pooled gradient; else the whole tensor's, as bound.
+  // buffer from the pooled gradient; with a fused flatten, that image's,
+  // transposed back from the flat gradient into t's staging buffer; else the
+  // whole tensor's, as bound.
   Run gradient_of(int t, int64_t i) {
-    if (!pooling_) return {relu_ ? relu_->diff_dst : b_.diff_dst, 0};
-    const int64_t n = i / piece_, pooled = pooling_->pooled_size();
+    if (!pooling_ && !flat_) return {relu_ ? relu_->diff_dst : b_.diff_dst, 0};
+    const int64_t n = i / piece_;
     float* g = staged(t);
+    if (flat_) {
+      const int64_t pixels = piece_ / c_;
+      transpose(flat_->diff_dst + n * piece_, pixels, c_, pixels, g, c_);  // [channel][pixel] to [pixel][channel]
+      return {g, n * piece_};
+    }
+    const int64_t pooled = pooling_->pooled_size();
     pooling_->route_image(pool_->diff_dst + n * pooled, positions_.data() + n * pooled, g);
     return {g, n * piece_};
   }
@@ -262,9 +289,10 @@ class BatchNormOp final : public CpuOp {
   }
 
   // Runs fn(i, j, run) over all elements, run: gradient_of's for i's piece
-  // (a period at a time without a fused pool, an image at a time with one).
+  // (a period at a time without a fused pool or flatten, an image at a time
+  // with one).
   template <class Fn> void for_each_gradient_run(Fn fn) {
-    for_each_piece(pooling_ ? piece_ : period_, [&](int t, int64_t first, int64_t end) {
+    for_each_piece(pooling_ || flat_ ? piece_ : period_, [&](int t, int64_t first, int64_t end) {
       const Run r = gradient_of(t, first);
       over_runs(first, end, first, [&](int64_t i, int64_t j) { fn(i, j, r); });
     });
@@ -311,6 +339,7 @@ class BatchNormOp final : public CpuOp {
   bool trainable_;
   std::shared_ptr<const OpBuffers> relu_, pool_;
   std::unique_ptr<const MaxPoolKernels> pooling_;  // the fused pool's kernels, or null
+  std::shared_ptr<const OpBuffers> flat_;          // the fused flatten's buffers, or null
   int64_t c_, rows_;
   int64_t period_;  // the per-period arrays below hold channel j % C at j
   int threads_;
@@ -321,9 +350,9 @@ class BatchNormOp final : public CpuOp {
   std::vector<float> k_dy_, k_x_, mean_dy_;    // per period; backward: dx = k_dy * (dy - mean_dy) + k_x * (x - center)
   double count_ = 0;            // rows the last training batch's statistics cover (all replicas' when synced)
   std::vector<double> synced_;  // staging for the replicas' sums: 2C sums and a count
-  int64_t piece_;               // elements per piece: an image with a fused pool, else all
+  int64_t piece_;               // elements per piece: an image with a fused pool or flatten, else all
   std::vector<uint8_t> positions_;  // the fused pool's window position of each output's maximum
-  std::vector<float> staged_;       // per thread: one image's ReLU output or its gradient
+  std::vector<float> staged_;       // per thread: one image's ReLU or BN output, or its gradient
   OpBuffers b_;
 };
 
@@ -344,6 +373,12 @@ std::unique_ptr<CpuOp> make_batch_norm_relu_pool(const nn::LayerPlan& plan, cons
       PoolGeometry(shape, pooled, p.kernel, p.stride, p.padding, pool_plan.name));
   return std::make_unique<BatchNormOp>(std::get<nn::BatchNorm>(plan.layer), shape, plan.trainable, std::move(relu),
                                        std::move(pool), std::move(pooling));
+}
+
+std::unique_ptr<CpuOp> make_batch_norm_flatten(const nn::LayerPlan& plan, const Shape& shape,
+                                               std::shared_ptr<const OpBuffers> flat) {
+  return std::make_unique<BatchNormOp>(std::get<nn::BatchNorm>(plan.layer), shape, plan.trainable, nullptr, nullptr,
+                                       nullptr, std::move(flat));
 }
 
 }  // namespace convoy::cpu

@@ -142,6 +142,33 @@ bool make_with_relu(const nn::Model& model, const Readers& readers, std::size_t 
   return true;
 }
 
+// A max pool (layer i) with its only reader, a ReLU, fused; true when made.
+bool make_pool_relu(const nn::Model& model, const Readers& readers, std::size_t i, int64_t batch, CpuOps& made) {
+  const nn::LayerPlan& plan = model.layers()[i];
+  const int relu = sole_reader(readers, i);
+  if (relu < 0 || !std::holds_alternative<nn::MaxPool2d>(plan.layer) ||
+      !std::holds_alternative<nn::ReLU>(model.layers()[static_cast<std::size_t>(relu)].layer))
+    return false;
+  auto slot = std::make_shared<OpBuffers>();
+  fuse_into(made, relu, i, slot);
+  made.ops[i] = make_max_pool2d(plan, with_batch(batch, plan.input_shape), with_batch(batch, plan.output_shape), slot);
+  return true;
+}
+
+// A batch norm over images (layer i) with its only reader, a flatten, fused; true when made.
+bool make_bn_flatten(const nn::Model& model, const Readers& readers, std::size_t i, int64_t batch, CpuOps& made) {
+  const nn::LayerPlan& plan = model.layers()[i];
+  const int flatten = sole_reader(readers, i);
+  const Shape shape = with_batch(batch, plan.input_shape);
+  if (flatten < 0 || !std::holds_alternative<nn::BatchNorm>(plan.layer) || shape.size() != 4 ||
+      !std::holds_alternative<nn::Flatten>(model.layers()[static_cast<std::size_t>(flatten)].layer))
+    return false;
+  auto slot = std::make_shared<OpBuffers>();
+  fuse_into(made, flatten, i, slot);
+  made.ops[i] = make_batch_norm_flatten(plan, shape, slot);
+  return true;
+}
+
 }  // namespace
 
 CpuOps make_cpu_ops(DnnlEnv& env, const nn::Model& model, int64_t batch, const std::vector<uint64_t>& seeds,
@@ -155,6 +182,8 @@ CpuOps make_cpu_ops(DnnlEnv& env, const nn::Model& model, int64_t batch, const s
     if (made.ops[i]) continue;  // a fused chain's member, made with its head
     if (fuse && !input_gradient && make_conv_pool(model, readers, i, batch, made)) continue;
     if (fuse && make_with_relu(model, readers, i, batch, made)) continue;
+    if (fuse && make_pool_relu(model, readers, i, batch, made)) continue;
+    if (fuse && make_bn_flatten(model, readers, i, batch, made)) continue;
     made.ops[i] = make_cpu_op(env, layers[i], batch, seeds[i], algo);
   }
   return made;

@@ -33,6 +33,15 @@
 // through a per-thread buffer, and routes the pooled gradient back an image
 // at a time inside its backward passes (batch_norm_op.cpp). The ReLU's and
 // the pool's ops are then both FusedAwayOps.
+//
+// A max pool whose only reader is a ReLU (the seed CNN's second block: conv
+// → pool → ReLU, the conv not a planar one) runs that ReLU in its own passes
+// (max_pool2d_op.cpp): it writes the ReLU's output, and masks the ReLU's
+// output gradient by it before routing; the ReLU's op is a FusedAwayOp.
+// A batch norm over images whose only reader is a flatten (the seed CNN's
+// last BN) runs the flatten: it writes its output straight in the flatten's
+// C-major order and reads the flat output gradient back an image at a time
+// (batch_norm_op.cpp); the flatten's op is a FusedAwayOp.
 #include <cstdint>
 #include <memory>
 #include <vector>

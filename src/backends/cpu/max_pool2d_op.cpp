@@ -24,11 +24,16 @@
 // straight-line kernels over the channels rounded up to a power of two
 // instead (max_row_wide): C = 10 is one 16-lane vector in the AVX-512 copy,
 // forward 1.5× and backward 1.1–1.5× faster (docs/benchmarks.md).
+// A ReLU that is the pool's only reader (the seed CNN's pool → ReLU) runs in
+// the pool's op (conv_pool_op.h): the ReLU's output is written from the
+// pooled rows while they are in cache, and its output gradient masked an
+// image at a time before the routing, so the ReLU's two passes go.
 #include <omp.h>
 
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <utility>
 #include <vector>
@@ -37,6 +42,7 @@
 #include "backends/cpu/ops.h"
 #include "backends/cpu/pool_geometry.h"
 #include "backends/cpu/pool_lanes.h"
+#include "backends/cpu/relu_math.h"
 #include "backends/cpu/simd.h"
 #include "convoy/core/error.h"
 
@@ -466,38 +472,72 @@ namespace {
 
 class MaxPool2dOp final : public CpuOp {
  public:
-  MaxPool2dOp(const PoolGeometry& g, int64_t outputs) : pool_(g), positions_(static_cast<std::size_t>(outputs)) {}
+  // relu: the buffers of a ReLU fused after the pool (its only reader), or null.
+  MaxPool2dOp(const PoolGeometry& g, int64_t outputs, std::shared_ptr<const OpBuffers> relu)
+      : pool_(g), positions_(static_cast<std::size_t>(outputs)), relu_(std::move(relu)),
+        threads_(omp_get_max_threads()) {
+    if (relu_) masked_.resize(static_cast<std::size_t>(threads_ * pool_.pooled_size()));
+  }
 
   void bind(DnnlEnv&, const OpBuffers& b) override { b_ = b; }
 
+  // With a fused ReLU, each thread takes max(0, ·) of the rows it pooled
+  // while they are in cache, into the ReLU's output: the pool's own output
+  // is never written.
   void forward(DnnlEnv&, bool) override {
     const float* src = b_.src;
-    float* dst = b_.dst;
+    float* dst = relu_ ? relu_->dst : b_.dst;
     uint8_t* positions = positions_.data();
-    const int64_t rows = pool_.geometry().n * pool_.geometry().oh;
+    const bool relu = relu_ != nullptr;
+    const int64_t rows = pool_.geometry().n * pool_.geometry().oh, row = pool_.geometry().ow * pool_.geometry().c;
 #pragma omp parallel
     {
       const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-      pool_.max_rows(src, dst, positions, rows * t / nt, rows * (t + 1) / nt);
+      const int64_t r0 = rows * t / nt, r1 = rows * (t + 1) / nt;
+      pool_.max_rows(src, dst, positions, r0, r1);
+      if (relu)
+        for (int64_t i = r0 * row; i < r1 * row; ++i) dst[i] = relu_forward(dst[i]);
     }
   }
 
+  // With a fused ReLU, each image's pooled gradient is masked by the ReLU's
+  // output into a per-thread buffer, then routed. Masking by the output
+  // rather than the ReLU's input (the pool's output) gives the same bits: a
+  // pooled maximum is never NaN (comparisons with NaN never win), so
+  // relu(x) <= 0 exactly when x <= 0.
   void backward(DnnlEnv&) override {
-    if (b_.diff_src) pool_.route(b_.diff_dst, positions_.data(), b_.diff_src);
+    if (!b_.diff_src) return;
+    if (!relu_) return pool_.route(b_.diff_dst, positions_.data(), b_.diff_src);
+    const float *y = relu_->dst, *dy = relu_->diff_dst;
+    const uint8_t* positions = positions_.data();
+    float* dx = b_.diff_src;
+    const int64_t pooled = pool_.pooled_size(), image = pool_.image_size();
+#pragma omp parallel for schedule(static) num_threads(threads_)
+    for (int64_t n = 0; n < pool_.geometry().n; ++n) {
+      float* m = masked_.data() + static_cast<std::size_t>(omp_get_thread_num() * pooled);
+      const float *yn = y + n * pooled, *dyn = dy + n * pooled;
+      for (int64_t k = 0; k < pooled; ++k) m[k] = relu_backward(yn[k], dyn[k]);
+      pool_.route_image(m, positions + n * pooled, dx + n * image);
+    }
   }
 
  private:
   MaxPoolKernels pool_;
   std::vector<uint8_t> positions_;  // window position of each output's maximum
+  std::shared_ptr<const OpBuffers> relu_;
+  int threads_;
+  std::vector<float> masked_;  // per thread: one image's masked output gradient (fused ReLU)
   OpBuffers b_;
 };
 
 }  // namespace
 
-std::unique_ptr<CpuOp> make_max_pool2d(const nn::LayerPlan& plan, const Shape& in, const Shape& out) {
+std::unique_ptr<CpuOp> make_max_pool2d(const nn::LayerPlan& plan, const Shape& in, const Shape& out,
+                                       std::shared_ptr<const OpBuffers> relu) {
   const auto& p = std::get<nn::MaxPool2d>(plan.layer);
   require(p.kernel <= 16, plan.name + ": max-pool kernel sizes above 16 are not supported");
-  return std::make_unique<MaxPool2dOp>(PoolGeometry(in, out, p.kernel, p.stride, p.padding, plan.name), numel(out));
+  return std::make_unique<MaxPool2dOp>(PoolGeometry(in, out, p.kernel, p.stride, p.padding, plan.name), numel(out),
+                                       std::move(relu));
 }
 
 }  // namespace convoy::cpu

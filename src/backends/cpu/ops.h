@@ -12,7 +12,9 @@ namespace convoy::cpu {
 ConvGeometry conv_geometry(const nn::LayerPlan& plan, const Shape& in, const Shape& out);
 std::unique_ptr<CpuOp> make_conv2d(DnnlEnv& env, const nn::LayerPlan& plan, const Shape& in, const Shape& out,
                                    ConvAlgo algo);
-std::unique_ptr<CpuOp> make_max_pool2d(const nn::LayerPlan& plan, const Shape& in, const Shape& out);
+// relu: a ReLU fused after the pool, its only reader (conv_pool_op.h), as make_batch_norm's.
+std::unique_ptr<CpuOp> make_max_pool2d(const nn::LayerPlan& plan, const Shape& in, const Shape& out,
+                                       std::shared_ptr<const OpBuffers> relu = nullptr);
 std::unique_ptr<CpuOp> make_avg_pool2d(const nn::LayerPlan& plan, const Shape& in, const Shape& out);
 std::unique_ptr<CpuOp> make_global_avg_pool(const Shape& in);
 std::unique_ptr<CpuOp> make_dropout(const nn::LayerPlan& plan, int64_t batch, uint64_t seed);
@@ -30,6 +32,11 @@ std::unique_ptr<CpuOp> make_batch_norm_relu_pool(const nn::LayerPlan& plan, cons
                                                  std::shared_ptr<const OpBuffers> relu,
                                                  const nn::LayerPlan& pool_plan, const Shape& pooled,
                                                  std::shared_ptr<const OpBuffers> pool);
+// A batch norm over images ([N, C, H, W]) running the flatten after it, its
+// only reader (batch_norm_op.cpp): flat is the flatten's buffers, filled in
+// when its op (a FusedAwayOp) is bound.
+std::unique_ptr<CpuOp> make_batch_norm_flatten(const nn::LayerPlan& plan, const Shape& shape,
+                                               std::shared_ptr<const OpBuffers> flat);
 std::unique_ptr<CpuOp> make_dense(DnnlEnv& env, const nn::LayerPlan& plan, const Shape& in, const Shape& out);
 std::unique_ptr<CpuOp> make_log_softmax(const Shape& shape);
 // Add and Concat (the functional API's joins).
