@@ -297,6 +297,20 @@ const ConvCase kSmallMapCases[] = {
      {.filters = 496, .kernel = 3, .stride = 2, .padding = 1, .bias = false}},
 };
 
+// 1×1 convolutions of stride 2 or more, no padding, 32 or more channels and
+// filters: where `auto` runs every pass as GEMMs over the subsampled pixels
+// (subsampled_pointwise_conv.h). Even and odd sizes (the last output row and
+// column owning one input row and column or several), stride 3, no bias, and
+// a batch whose rows make several blocks with a short last one.
+const ConvCase kSubsampledPointwiseCases[] = {
+    {"ResNet downsample-like: 1x1 s2, 8x8 -> 4x4, 32->40", 3, 32, 8, 8, {.filters = 40, .kernel = 1, .stride = 2}},
+    {"odd 7x9 -> 4x5, 1x1 s2, 33->48, no bias", 2, 33, 7, 9,
+     {.filters = 48, .kernel = 1, .stride = 2, .bias = false}},
+    {"1x1 s3, 10x8 -> 4x3, 32->35, batch 5", 5, 32, 10, 8, {.filters = 35, .kernel = 1, .stride = 3}},
+    {"blocks of rows: 1x1 s2, 16x16 -> 8x8, 32->32, batch 40", 40, 32, 16, 16,
+     {.filters = 32, .kernel = 1, .stride = 2}},
+};
+
 struct PoolCase {
   const char* name;
   int64_t batch, channels, height, width;
@@ -694,6 +708,25 @@ TEST_P(CpuKernels, SmallMapAllPassesMatchReferenceSumsOnOneThread) {
   });
 }
 
+// A lone convolution's bits under `automatic`: the same on one thread as on
+// two, close to oneDNN's and, with `not_onednns`, not oneDNN's bits (a sign
+// that our kernels ran; `kernels` names them).
+void expect_bits_on_one_and_two_threads(const Sequential& model, int64_t batch, KernelSet set, bool not_onednns,
+                                        const char* kernels) {
+  const std::vector<float> two = conv_bits(model, batch, set, ConvAlgo::automatic);
+  std::vector<float> one;
+  on_one_thread([&] { one = conv_bits(model, batch, set, ConvAlgo::automatic); });
+  ASSERT_EQ(one.size(), two.size());
+  EXPECT_EQ(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)), 0)
+      << "batch " << batch << ": bits depend on the threads";
+  const std::vector<float> onednn = conv_bits(model, batch, set, ConvAlgo::direct);
+  EXPECT_LT(testing::relative_error(two, onednn), 1e-5);
+  if (not_onednns) {
+    EXPECT_NE(std::memcmp(two.data(), onednn.data(), two.size() * sizeof(float)), 0)
+        << "batch " << batch << ": the same bits as oneDNN's: the " << kernels << " did not run";
+  }
+}
+
 // The GEMMs of the second model sum 96 rows deep (a batch of 96), the third's
 // (weights of 2^21 floats: per tap over gathered rows) 12 (a corner tap) to
 // 48 (the centre); the first's at most 20.
@@ -703,19 +736,29 @@ TEST_P(CpuKernels, SmallMapSameBitsOnOneAndTwoThreadsAndNotOneDnns) {
       {Sequential({64, 2, 2}, {Conv2d{.filters = 80, .kernel = 3, .padding = 1}, Flatten{}}), 96},
       {Sequential({512, 2, 2}, {Conv2d{.filters = 528, .kernel = 3, .padding = 1}, Flatten{}}), 12},
   };
-  for (const auto& c : cases) {
-    const Sequential& model = c.first;  // not a structured binding: clang 14's lambdas cannot capture those
-    const int64_t batch = c.second;
-    const std::vector<float> two = conv_bits(model, batch, set(), ConvAlgo::automatic);
-    std::vector<float> one;
-    on_one_thread([&] { one = conv_bits(model, batch, set(), ConvAlgo::automatic); });
-    ASSERT_EQ(one.size(), two.size());
-    EXPECT_EQ(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)), 0) << "bits depend on the threads";
-    const std::vector<float> onednn = conv_bits(model, batch, set(), ConvAlgo::direct);
-    EXPECT_LT(testing::relative_error(two, onednn), 1e-5);
-    EXPECT_NE(std::memcmp(two.data(), onednn.data(), two.size() * sizeof(float)), 0)
-        << "the same bits as oneDNN's: the small-map GEMMs did not run";
-  }
+  for (const auto& [model, batch] : cases) expect_bits_on_one_and_two_threads(model, batch, set(), true, "small-map GEMMs");
+}
+
+// The subsampled 1×1 GEMMs (subsampled_pointwise_conv.h): all three passes
+// against the reference sums on two threads and on one; the same bits on
+// both (fixed blocks of rows, each weight-gradient sum the whole batch deep),
+// and not oneDNN's bits.
+TEST_P(CpuKernels, SubsampledPointwiseAllPassesMatchReferenceSums) {
+  for (const ConvCase& k : kSubsampledPointwiseCases) check_conv_gradients(k, set());
+  on_one_thread([&] {
+    for (const ConvCase& k : kSubsampledPointwiseCases) check_conv_gradients(k, set());
+  });
+}
+
+// The second model's rows make three blocks (two of 128 output rows, one of
+// 64) over two threads. Only its bits tell ours from oneDNN's: on the first
+// (odd map, 480 rows) oneDNN's 1×1 kernels happen to sum in the same order.
+TEST_P(CpuKernels, SubsampledPointwiseSameBitsOnOneAndTwoThreadsAndNotOneDnns) {
+  expect_bits_on_one_and_two_threads(Sequential({48, 9, 7}, {Conv2d{.filters = 64, .kernel = 1, .stride = 2}, Flatten{}}),
+                                     24, set(), false, "subsampled GEMMs");
+  expect_bits_on_one_and_two_threads(
+      Sequential({32, 16, 16}, {Conv2d{.filters = 48, .kernel = 1, .stride = 2}, Flatten{}}), 40, set(), true,
+      "subsampled GEMMs");
 }
 
 TEST_P(CpuKernels, DirectConvMatchesReferenceSumsOnWinogradShapes) {
