@@ -33,9 +33,13 @@ void block(const float* w, int64_t wstep, int64_t ahead, const float* in, int64_
     for (int v = 0; v < NV; ++v) a[s][v] = first ? Vec{} : simd::load<Vec>(sums + s * np + v * L);
   for (int64_t k = 0; k < count; ++k, w += wstep, in += np) {
     __builtin_prefetch(w + ahead);
+    // Unrolled, so that every tap index is a constant (GCC left the input
+    // gradient's pixel loop rolled, computing them at run time: ~20% slower).
+#pragma GCC unroll 4
     for (int t = 0; t < 4; ++t) {
       Vec x[NV];
       for (int v = 0; v < NV; ++v) x[v] = simd::pinned(simd::load<Vec>(in + t * tstride + v * L));
+#pragma GCC unroll 4
       for (int s = 0; s < 4; ++s) {
         // Forward: s = p, t = q; input gradient: s = q, t = p.
         const Vec b = simd::pinned(simd::broadcast<Vec>(w[kInputGradient ? tap(t, s) : tap(s, t)]));
@@ -79,8 +83,10 @@ void weight_block(const float* x, const float* dy, int64_t batch, int64_t C, int
     Vec xv[4];
     for (int q = 0; q < 4; ++q) xv[q] = simd::pinned(simd::load<Vec>(x + q * L));
     for (int ob = 0; ob < OB; ++ob)
+#pragma GCC unroll 4
       for (int p = 0; p < 4; ++p) {
         const Vec b = simd::pinned(simd::broadcast<Vec>(dy[p * kGroup + ob]));
+#pragma GCC unroll 4
         for (int q = 0; q < 4; ++q) a[ob][tap(p, q)] = simd::fma(b, xv[q], a[ob][tap(p, q)]);
       }
   }
