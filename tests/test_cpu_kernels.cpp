@@ -295,6 +295,11 @@ const ConvCase kSmallMapCases[] = {
      {.filters = 512, .kernel = 3, .padding = 1}},
     {"3x3 s2 pad 1, 3x3 -> 2x2, 480->496, batch 1, no bias", 1, 480, 3, 3,
      {.filters = 496, .kernel = 3, .stride = 2, .padding = 1, .bias = false}},
+    // 3x3 pad 1 on 2x2 maps run small_map_taps.h's kernels: a batch past
+    // one block of vectors and not whole vectors, channels off the lanes,
+    // filters off the groups of 16 and the weight gradient's pairs.
+    {"2x2 taps: 40->37, batch 83, bias", 83, 40, 2, 2, {.filters = 37, .kernel = 3, .padding = 1}},
+    {"2x2 taps: 72->49, batch 3, no bias", 3, 72, 2, 2, {.filters = 49, .kernel = 3, .padding = 1, .bias = false}},
 };
 
 // 1×1 convolutions of stride 2 or more, no padding, 32 or more channels and

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "backends/cpu/sgemm.h"
+#include "backends/cpu/simd.h"
 
 namespace convoy::cpu {
 namespace {
@@ -86,9 +87,19 @@ bool SmallMapConv::chosen(const ConvGeometry& g, ConvAlgo algo) {
   return !winograds || g.out_height * g.out_width <= 4;
 }
 
+bool SmallMapConv::taps2x2(const ConvGeometry& g) {
+  return g.groups == 1 && g.kernel == 3 && g.stride == 1 && g.pad_top == 1 && g.pad_left == 1 && g.height == 2 &&
+         g.width == 2 && g.out_height == 2 && g.out_width == 2;
+}
+
 SmallMapConv::SmallMapConv(const ConvGeometry& g, ConvPasses passes)
-    : g_(g), passes_(passes), taps_(g.kernel * g.kernel * g.channels), threads_(omp_get_max_threads()) {
+    : g_(g),
+      passes_(passes),
+      taps2x2_(taps2x2(g)),
+      taps_(g.kernel * g.kernel * g.channels),
+      threads_(omp_get_max_threads()) {
   if (!suits(g)) throw std::logic_error("SmallMapConv built for a convolution it does not suit");
+  if (taps2x2_) return;
   const int64_t k = g.kernel;
   for (int64_t oy = 0; oy < g.out_height; ++oy)
     for (int64_t ox = 0; ox < g.out_width; ++ox) {
@@ -121,10 +132,16 @@ SmallMapConv::SmallMapConv(const ConvGeometry& g, ConvPasses passes)
 }
 
 std::size_t SmallMapConv::scratchpad_bytes() const {
+  if (taps2x2_)  // packed activations [4][C or O][N] and sums [O or C][4][N], or the weight gradient's
+    return static_cast<std::size_t>(4 * std::max(taps2x2::padded_batch(g_.batch) * (g_.channels + g_.filters),
+                                                 g_.batch * (taps2x2::channel_vectors(g_.channels) * simd::kLanes +
+                                                             taps2x2::filter_groups(g_.filters) * 16))) *
+           sizeof(float);
   return static_cast<std::size_t>(g_.filters * taps_ + gathered_rows_ * (g_.channels + g_.filters)) * sizeof(float);
 }
 
 void SmallMapConv::prepare(const float* weight) {
+  if (taps2x2_) return;  // read where they are
   const int64_t C = g_.channels, kk = g_.kernel * g_.kernel;
   float* wr = wr_.data();
   // Wr[o][j][c] = W[o][c][j] (j = ky · k + kx): each filter's own block.
@@ -146,8 +163,21 @@ void SmallMapConv::gather(const float* from, int64_t width, int64_t map_pixels, 
   }
 }
 
-void SmallMapConv::forward(const float* src, const float* /*weight: Wr from prepare()*/, const float* bias,
-                           float* dst) {
+void SmallMapConv::taps2x2_sums(const float* from, const float* weight, const float* bias, bool input_gradient,
+                                float* to) const {
+  // K: what the sums run over (the forward's channels); R: what they give.
+  const int64_t C = g_.channels, O = g_.filters, N = g_.batch;
+  const int64_t K = input_gradient ? O : C, R = input_gradient ? C : O;
+  float* packed = scratch_;
+  float* sums = packed + 4 * taps2x2::padded_batch(N) * K;
+  over_shares(threads_, K, [&](int64_t k0, int64_t k1) { taps2x2::pack(from, N, K, k0, k1, packed); });
+  over_shares(threads_, R, [&](int64_t r0, int64_t r1) {
+    taps2x2::sums(weight, C, input_gradient, packed, K, N, r0, r1, bias, sums, to, R);
+  });
+}
+
+void SmallMapConv::forward(const float* src, const float* weight, const float* bias, float* dst) {
+  if (taps2x2_) return taps2x2_sums(src, weight, bias, false, dst);
   const int64_t C = g_.channels, O = g_.filters, N = g_.batch;
   const int64_t pixels = g_.out_height * g_.out_width, image = g_.height * g_.width * C;
   const float* wr = wr_.data();
@@ -167,6 +197,22 @@ void SmallMapConv::forward(const float* src, const float* /*weight: Wr from prep
 
 void SmallMapConv::weight_gradient(const float* src, const float* diff_dst, float* dw, float* db) {
   const int64_t C = g_.channels, O = g_.filters, N = g_.batch, kk = g_.kernel * g_.kernel;
+  if (taps2x2_) {
+    float* xs = scratch_;
+    float* ds = xs + taps2x2::channel_vectors(C) * simd::kLanes * N * 4;
+    const int64_t vectors = taps2x2::channel_vectors(C), groups = taps2x2::filter_groups(O);
+#pragma omp parallel for schedule(static) num_threads(threads_)
+    for (int64_t i = 0; i < vectors + groups; ++i)
+      if (i < vectors)
+        taps2x2::pack_channels(src, N, C, i, i + 1, xs);
+      else
+        taps2x2::pack_filters(diff_dst, N, O, i - vectors, i - vectors + 1, ds);
+    over_shares(threads_, O, [&](int64_t o0, int64_t o1) {
+      taps2x2::weight_gradient(xs, ds, N, C, o0, o1, dw);
+      if (db) bias_gradient(diff_dst, o0, o1, db);
+    });
+    return;
+  }
   const int64_t pixels = g_.out_height * g_.out_width, in_pixels = g_.height * g_.width;
   float* dwr = scratch_;
   float* xg = dwr + O * taps_;           // X_j, [gathered_rows_][C]
@@ -194,15 +240,19 @@ void SmallMapConv::weight_gradient(const float* src, const float* diff_dst, floa
               image, dwr + o0 * taps_ + run.tap * C, taps_, 1.0f);
     }
     for (int64_t o = o0; o < o1; ++o) taps_inward(dwr + o * taps_, dw + o * C * kk, C, kk);
-    if (db) {
-      std::fill(db + o0, db + o1, 0.0f);
-      for (int64_t r = 0; r < N * pixels; ++r)
-        for (int64_t o = o0; o < o1; ++o) db[o] += diff_dst[r * O + o];
-    }
+    if (db) bias_gradient(diff_dst, o0, o1, db);
   });
 }
 
-void SmallMapConv::input_gradient(const float* diff_dst, const float* /*weight: Wr*/, float* diff_src) {
+void SmallMapConv::bias_gradient(const float* diff_dst, int64_t o0, int64_t o1, float* db) const {
+  const int64_t O = g_.filters, rows = g_.batch * g_.out_height * g_.out_width;
+  std::fill(db + o0, db + o1, 0.0f);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = o0; o < o1; ++o) db[o] += diff_dst[r * O + o];
+}
+
+void SmallMapConv::input_gradient(const float* diff_dst, const float* weight, float* diff_src) {
+  if (taps2x2_) return taps2x2_sums(diff_dst, weight, nullptr, true, diff_src);
   const int64_t C = g_.channels, O = g_.filters, N = g_.batch;
   const int64_t pixels = g_.out_height * g_.out_width, image = g_.height * g_.width * C;
   const float* wr = wr_.data();

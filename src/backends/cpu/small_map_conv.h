@@ -38,6 +38,10 @@
 // 16 of 36 per image, as few as Winograd F(2×2, 3×3)); dW[o][c][ky][kx] =
 // dWr[o][(ky·k + kx)·C + c] and db[o] = Σ dY[·, ·, o].
 //
+// 3×3 stride-1 pad-1 convolutions on 2×2 maps (ResNet-18's layer4) take
+// none of this: small_map_taps.h's kernels read W[o][c][3][3] directly, with
+// no reorder either way (taps2x2()).
+//
 // Deterministic on any thread count: the forward pass and the weight
 // gradient split the filters over the threads, the input gradient the
 // channels (one GEMM per tap there), and every element's sum runs over the
@@ -54,6 +58,7 @@
 #include <utility>
 
 #include "backends/cpu/planar_conv.h"
+#include "backends/cpu/small_map_taps.h"
 #include "backends/cpu/weighted_op.h"
 #include "convoy/core/tensor.h"
 
@@ -81,6 +86,9 @@ class SmallMapConv final : public OwnKernels {
   // Winograd's, so the bits do not depend on the machine's load. `direct`
   // keeps oneDNN's kernels, `winograd` Winograd's where that suits.
   static bool chosen(const ConvGeometry& g, ConvAlgo algo);
+  // 3×3, stride 1, pad 1 on a 2×2 map: every pass on small_map_taps.h's
+  // kernels instead of the GEMMs.
+  static bool taps2x2(const ConvGeometry& g);
 
   // passes: those these kernels run (chosen() gives all three; under bf16
   // on AMX some go to oneDNN, amx_passes.h).
@@ -116,17 +124,26 @@ class SmallMapConv final : public OwnKernels {
   // Rows of `from` ([N][map_pixels][width]) to `to` in tap_rows_' order: the
   // input pixels, or with `outputs` the output pixels, that see each tap.
   // Copies, so any split over the threads gives the same bits.
+  // taps2x2_'s forward (from = src, to = dst) or input gradient (diff_dst,
+  // diff_src): the activations packed, then the sums.
+  void taps2x2_sums(const float* from, const float* weight, const float* bias, bool input_gradient, float* to) const;
+  // db[o0, o1) = Σ over the rows of diff_dst.
+  void bias_gradient(const float* diff_dst, int64_t o0, int64_t o1, float* db) const;
+
   void gather(const float* from, int64_t width, int64_t map_pixels, bool outputs, float* to) const;
 
   ConvGeometry g_;
   ConvPasses passes_;
+  bool taps2x2_;      // taps2x2(g_): no Wr, no GEMMs
   int64_t taps_ = 0;  // k · k · C: a row of Wr
   int threads_;       // fixed at construction, as the splits
   std::vector<Run> runs_;
   std::vector<TapRows> tap_rows_;  // k · k of them
   int64_t gathered_rows_ = 0;      // Σ N · pixels over the taps
-  AlignedBuffer wr_;  // Wr[O][k][k][C], from the latest prepare()
-  float* scratch_ = nullptr;  // the weight gradient's dWr, X_j and dY_j
+  AlignedBuffer wr_;  // Wr[O][k][k][C], from the latest prepare() (not for taps2x2_)
+  // The weight gradient's dWr, X_j and dY_j; for taps2x2_ the packed
+  // activations and the sums of the forward or input gradient.
+  float* scratch_ = nullptr;
 };
 
 }  // namespace convoy::cpu

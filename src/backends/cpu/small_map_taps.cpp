@@ -1,0 +1,193 @@
+#include "backends/cpu/small_map_taps.h"
+
+#include <algorithm>
+
+#include "backends/cpu/simd.h"
+
+namespace convoy::cpu::taps2x2 {
+namespace {
+
+using simd::Vec;
+constexpr int L = simd::kLanes;
+
+// The tap joining output pixel p to input pixel q (p, q = y · 2 + x).
+constexpr int tap(int p, int q) { return ((q >> 1) - (p >> 1) + 1) * 3 + ((q & 1) - (p & 1) + 1); }
+
+// Vectors of images per block of sums: 4 · NV sums, NV operands and a
+// broadcast in registers (32 on AVX-512: 4 vectors, 64 images; 16: 2).
+constexpr int kMaxVectors = simd::kRegisters >= 32 ? 4 : 2;
+// k (channels or filters) per block of sums: the forward's 4 · kBlock packed
+// rows of 64 images (32 KiB) stay in the 48 KiB L1 across the filters.
+constexpr int64_t kBlock = 32;
+// The input gradient's k are filters, each one's weights 36·C bytes apart (a
+// multiple of 2 KiB for C = 512: two L1 sets per channel), so fewer per block.
+constexpr int64_t kInputGradientBlock = 16;
+
+// sums[s][v] (+)= Σ_{k < count} Σ_t W(k, s, t) · in[t][k][v], W(k) = w + k · wstep,
+// prefetching the weights `ahead` floats past each k's (the next row's).
+template <int NV, bool kInputGradient>
+void block(const float* w, int64_t wstep, int64_t ahead, const float* in, int64_t tstride, int64_t np,
+           int64_t count, bool first, float* sums) {
+  Vec a[4][NV];
+  for (int s = 0; s < 4; ++s)
+    for (int v = 0; v < NV; ++v) a[s][v] = first ? Vec{} : simd::load<Vec>(sums + s * np + v * L);
+  for (int64_t k = 0; k < count; ++k, w += wstep, in += np) {
+    __builtin_prefetch(w + ahead);
+    // Unrolled, so that every tap index is a constant (GCC left the input
+    // gradient's pixel loop rolled, computing them at run time: ~20% slower).
+#pragma GCC unroll 4
+    for (int t = 0; t < 4; ++t) {
+      Vec x[NV];
+      for (int v = 0; v < NV; ++v) x[v] = simd::pinned(simd::load<Vec>(in + t * tstride + v * L));
+#pragma GCC unroll 4
+      for (int s = 0; s < 4; ++s) {
+        // Forward: s = p, t = q; input gradient: s = q, t = p.
+        const Vec b = simd::pinned(simd::broadcast<Vec>(w[kInputGradient ? tap(t, s) : tap(s, t)]));
+        for (int v = 0; v < NV; ++v) a[s][v] = simd::fma(b, x[v], a[s][v]);
+      }
+    }
+  }
+  for (int s = 0; s < 4; ++s)
+    for (int v = 0; v < NV; ++v) simd::store(sums + s * np + v * L, a[s][v]);
+}
+
+template <bool kInputGradient>
+void block_any(int nv, const float* w, int64_t wstep, int64_t ahead, const float* in, int64_t tstride, int64_t np,
+               int64_t count, bool first, float* sums) {
+  switch (nv) {
+    case 1: return block<1, kInputGradient>(w, wstep, ahead, in, tstride, np, count, first, sums);
+    case 2: return block<2, kInputGradient>(w, wstep, ahead, in, tstride, np, count, first, sums);
+    case 3:
+      if constexpr (kMaxVectors >= 3) return block<3, kInputGradient>(w, wstep, ahead, in, tstride, np, count, first, sums);
+      break;
+    default:
+      if constexpr (kMaxVectors >= 4) return block<4, kInputGradient>(w, wstep, ahead, in, tstride, np, count, first, sums);
+      break;
+  }
+}
+
+// Filters per group of the weight gradient's packed output gradients.
+constexpr int64_t kGroup = 16;
+
+// Filters per weight-gradient block: 9 · OB sums, 4 inputs and a broadcast
+// in registers.
+constexpr int kFilters = simd::kRegisters >= 32 ? 2 : 1;
+
+// dw[o][c][·] for OB filters from o and the `lanes` channels from c, from
+// their packed inputs x[n][q][L] and output gradients dy[n][p][16]
+// (offset to o), overwritten.
+template <int OB>
+void weight_block(const float* x, const float* dy, int64_t batch, int64_t C, int lanes, float* dw) {
+  Vec a[OB][9] = {};
+  for (int64_t n = 0; n < batch; ++n, x += 4 * L, dy += 4 * kGroup) {
+    Vec xv[4];
+    for (int q = 0; q < 4; ++q) xv[q] = simd::pinned(simd::load<Vec>(x + q * L));
+    for (int ob = 0; ob < OB; ++ob)
+#pragma GCC unroll 4
+      for (int p = 0; p < 4; ++p) {
+        const Vec b = simd::pinned(simd::broadcast<Vec>(dy[p * kGroup + ob]));
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; ++q) a[ob][tap(p, q)] = simd::fma(b, xv[q], a[ob][tap(p, q)]);
+      }
+  }
+  // The nine tap vectors to each channel's nine floats in a row.
+  alignas(64) float t[9][L];
+  for (int ob = 0; ob < OB; ++ob) {
+    for (int j = 0; j < 9; ++j) simd::store(t[j], a[ob][j]);
+    float* to = dw + ob * C * 9;
+    for (int l = 0; l < lanes; ++l)
+      for (int j = 0; j < 9; ++j) to[l * 9 + j] = t[j][l];
+  }
+}
+
+}  // namespace
+
+int64_t padded_batch(int64_t batch) { return (batch + L - 1) / L * L; }
+
+void pack(const float* from, int64_t batch, int64_t K, int64_t k0, int64_t k1, float* to) {
+  const int64_t np = padded_batch(batch);
+  for (int64_t q = 0; q < 4; ++q)
+    for (int64_t kb = k0; kb < k1; kb += 16) {
+      const int64_t ke = std::min(k1, kb + 16);
+      for (int64_t n = 0; n < batch; ++n) {
+        const float* f = from + (n * 4 + q) * K;
+        for (int64_t k = kb; k < ke; ++k) to[(q * K + k) * np + n] = f[k];
+      }
+      for (int64_t k = kb; k < ke; ++k) std::fill(to + (q * K + k) * np + batch, to + (q * K + k + 1) * np, 0.0f);
+    }
+}
+
+void sums(const float* w, int64_t C, bool input_gradient, const float* in, int64_t K, int64_t batch, int64_t r0,
+          int64_t r1, const float* bias, float* sums, float* out, int64_t R) {
+  const int64_t np = padded_batch(batch), tstride = K * np;
+  // W(r, k): the forward's r = o, k = c; the input gradient's r = c, k = o.
+  const int64_t rstep = input_gradient ? 9 : C * 9, kstep = input_gradient ? C * 9 : 9;
+  // Prefetch the next row's weights (forward: the next filter's, the same
+  // channel), or the same filter's a few channels on (input gradient).
+  const int64_t ahead = input_gradient ? 8 * 9 : C * 9;
+  const int64_t kb_size = input_gradient ? kInputGradientBlock : kBlock;
+  for (int64_t kb = 0; kb < K; kb += kb_size) {
+    const int64_t count = std::min(kb_size, K - kb);
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t n0 = 0; n0 < np; n0 += kMaxVectors * L) {
+        const int nv = static_cast<int>(std::min<int64_t>(kMaxVectors, (np - n0) / L));
+        const float* wk = w + r * rstep + kb * kstep;
+        if (input_gradient)
+          block_any<true>(nv, wk, kstep, ahead, in + kb * np + n0, tstride, np, count, kb == 0, sums + r * 4 * np + n0);
+        else
+          block_any<false>(nv, wk, kstep, ahead, in + kb * np + n0, tstride, np, count, kb == 0, sums + r * 4 * np + n0);
+      }
+  }
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t s = 0; s < 4; ++s) {
+      float* o = out + (n * 4 + s) * R;
+      for (int64_t r = r0; r < r1; ++r) o[r] = sums[(r * 4 + s) * np + n] + (bias ? bias[r] : 0.0f);
+    }
+}
+
+int64_t channel_vectors(int64_t C) { return (C + L - 1) / L; }
+int64_t filter_groups(int64_t O) { return (O + kGroup - 1) / kGroup; }
+
+// to[v][n][q][0, width) = from[n][q][v · width + ·] for v in [v0, v1), zeros
+// past `total`.
+static void pack_rows(const float* from, int64_t batch, int64_t total, int64_t width, int64_t v0, int64_t v1,
+                      float* to) {
+  for (int64_t v = v0; v < v1; ++v) {
+    const int64_t k = v * width, m = std::min(width, total - k);
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t q = 0; q < 4; ++q) {
+        float* t = to + ((v * batch + n) * 4 + q) * width;
+        std::copy(from + (n * 4 + q) * total + k, from + (n * 4 + q) * total + k + m, t);
+        std::fill(t + m, t + width, 0.0f);
+      }
+  }
+}
+
+void pack_channels(const float* x, int64_t batch, int64_t C, int64_t v0, int64_t v1, float* xs) {
+  pack_rows(x, batch, C, L, v0, v1, xs);
+}
+
+void pack_filters(const float* dy, int64_t batch, int64_t O, int64_t g0, int64_t g1, float* ds) {
+  pack_rows(dy, batch, O, kGroup, g0, g1, ds);
+}
+
+void weight_gradient(const float* xs, const float* ds, int64_t batch, int64_t C, int64_t o0, int64_t o1,
+                     float* dw) {
+  // A group's output gradients (16 KiB over a batch of 64) and one channel
+  // vector's inputs (as many) stay in L1 across the group's blocks.
+  for (int64_t g0 = o0; g0 < o1; g0 += kGroup) {
+    const int64_t g1 = std::min(o1, g0 + kGroup);
+    const float* dg = ds + g0 / kGroup * batch * 4 * kGroup;
+    for (int64_t v = 0; v < channel_vectors(C); ++v) {
+      const int64_t c = v * L;
+      const int lanes = static_cast<int>(std::min<int64_t>(L, C - c));
+      const float* xv = xs + v * batch * 4 * L;
+      int64_t o = g0;
+      for (; o + kFilters <= g1; o += kFilters)
+        weight_block<kFilters>(xv, dg + (o - g0), batch, C, lanes, dw + (o * C + c) * 9);
+      for (; o < g1; ++o) weight_block<1>(xv, dg + (o - g0), batch, C, lanes, dw + (o * C + c) * 9);
+    }
+  }
+}
+
+}  // namespace convoy::cpu::taps2x2
