@@ -56,19 +56,23 @@ TrainingMemory training_memory(const nn::Model& model, const optim::OptimizerOpt
   // In floating point, a lower bound: per parameter its initial value (the
   // host's copy the backend is loaded from), the backend's value and its
   // gradient; the optimizer's state for the trainable ones only (a frozen
-  // layer keeps none); measured peaks are ~1.2 values more (a
+  // layer keeps none), and with some layers frozen the packed copies of the
+  // trainable values and gradients the step gathers (Program::plan_memory's
+  // regions); the state (batch norms' running statistics) twice, as it is
+  // kept from before the step. Measured peaks are ~1.2 values more (a
   // 1.5e8-parameter dense layer, 2026-12-03, session 18).
   const auto trainable = static_cast<double>(model.num_trainable_parameters());
   const double state = static_cast<double>(optim::state_size(optimizer, model.num_trainable_parameters()));
   const double state_per_trainable = trainable > 0 ? state / trainable : 0.0;
-  double floats = static_cast<double>(model.num_state()) + nn::activation_floats(model);
+  const double packed_per_trainable = model.num_trainable_parameters() < model.num_parameters() ? 2.0 : 0.0;
+  double floats = 2.0 * static_cast<double>(model.num_state()) + nn::activation_floats(model);
   double largest = -1;
   TrainingMemory m;
   for (const auto& plan : model.layers()) {
     double weights = 0;
     std::string what;
     for (const auto& slot : plan.params) {
-      weights += (3.0 + (plan.trainable ? state_per_trainable : 0.0)) * static_cast<double>(slot.size());
+      weights += (3.0 + (plan.trainable ? state_per_trainable + packed_per_trainable : 0.0)) * static_cast<double>(slot.size());
       what += slot.name.substr(plan.name.size() + 1) + " " + to_string(slot.shape) + ", ";
     }
     floats += weights;

@@ -111,7 +111,7 @@ bool make_conv_pool(const nn::Model& model, const Readers& readers, std::size_t 
 bool pools_images(const nn::Model& model, const Shape& shape, int pool) {
   if (pool < 0 || shape.size() != 4) return false;
   const auto* p = std::get_if<nn::MaxPool2d>(&model.layers()[static_cast<std::size_t>(pool)].layer);
-  return p && p->kernel <= 16;
+  return p && p->kernel <= nn::kMaxPoolLargestKernel;
 }
 
 // A batch norm or a two-input add (layer i) with its only reader, a ReLU, fused; true when made.

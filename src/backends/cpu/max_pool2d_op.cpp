@@ -535,7 +535,9 @@ class MaxPool2dOp final : public CpuOp {
 std::unique_ptr<CpuOp> make_max_pool2d(const nn::LayerPlan& plan, const Shape& in, const Shape& out,
                                        std::shared_ptr<const OpBuffers> relu) {
   const auto& p = std::get<nn::MaxPool2d>(plan.layer);
-  require(p.kernel <= 16, plan.name + ": max-pool kernel sizes above 16 are not supported");
+  // The model refuses larger windows where it is built (nn::output_shape);
+  // the winning position is kept in a byte.
+  require(p.kernel <= nn::kMaxPoolLargestKernel, plan.name + ": max-pool kernel sizes above 16 are not supported");
   return std::make_unique<MaxPool2dOp>(PoolGeometry(in, out, p.kernel, p.stride, p.padding, plan.name), numel(out),
                                        std::move(relu));
 }

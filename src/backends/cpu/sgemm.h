@@ -20,4 +20,10 @@ inline void sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float
 // [share(total, t), share(total, t + 1)) of `total`: thread t's fixed share.
 inline int64_t share(int64_t total, int t, int threads) { return total * t / threads; }
 
+// Thread t's share bound on 16-float (cache-line) steps, the last thread's
+// end at `total`, so that no two threads write one line of a row.
+inline int64_t line_share(int64_t total, int t, int threads) {
+  return t == threads ? total : share(total, t, threads) / 16 * 16;
+}
+
 }  // namespace convoy::cpu

@@ -14,19 +14,13 @@
 namespace convoy::cpu {
 namespace {
 
-// Thread t's share of `total` filters or channels, its bounds on 16-float
-// (cache-line) steps so that no two threads write one line of a row.
-int64_t lines_share(int64_t total, int t, int threads) {
-  return t == threads ? total : share(total, t, threads) / 16 * 16;
-}
-
 // fn(begin, end) on each of `threads` threads for its nonempty share of `total`.
 template <class Fn>
 void over_shares(int threads, int64_t total, Fn&& fn) {
 #pragma omp parallel num_threads(threads)
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    const int64_t begin = lines_share(total, t, nt), end = lines_share(total, t + 1, nt);
+    const int64_t begin = line_share(total, t, nt), end = line_share(total, t + 1, nt);
     if (begin < end) fn(begin, end);
   }
 }

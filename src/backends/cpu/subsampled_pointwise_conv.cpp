@@ -91,8 +91,7 @@ void SubsampledPointwiseConv::weight_gradient(const float* src, const float* dif
 #pragma omp barrier
     // The filters on 16-float (cache-line) bounds, so that no two threads
     // write one line of dW; each sum runs over all M rows in one order.
-    const auto line = [&](int u) { return u == nt ? O : share(O, u, nt) / 16 * 16; };
-    const int64_t o0 = line(t), o1 = line(t + 1);
+    const int64_t o0 = line_share(O, t, nt), o1 = line_share(O, t + 1, nt);
     if (o0 < o1) {
       sgemm('T', 'N', o1 - o0, C, M, diff_dst + o0, O, xs, C, dw + o0 * C, C);
       if (db) {

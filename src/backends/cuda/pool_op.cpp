@@ -124,7 +124,7 @@ std::unique_ptr<CudaOp> make_max_pool2d(const nn::MaxPool2d& p, const Shape& in,
   const PoolWindow w = window_of(CUDNN_POOLING_MAX, p.kernel, p.stride, p.padding, in, name);
   if (cudnn_places(w, in, out)) return std::make_unique<PoolOp>(w, in, out, name);
   // The winning position is a byte, as on the CPU (which has the same limit).
-  require(p.kernel <= 16, name + ": max-pool kernel sizes above 16 are not supported");
+  require(p.kernel <= nn::kMaxPoolLargestKernel, name + ": max-pool kernel sizes above 16 are not supported");
   return std::make_unique<WindowPoolOp>(true, pool_args(w, in, out, true));
 }
 
