@@ -4,6 +4,7 @@
 // (tests/test_held_out_models.cpp): the analytic gradients (parameters and
 // input) match central differences of the loss computed by the same Executable.
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include <gtest/gtest.h>
@@ -111,6 +112,43 @@ inline void check_gradients(const GradCase& c) {
   if (!trainable.empty())
     check("param", params, grads, trainable, [&] { exe->internals().write(Held::parameters, params); });
   check("input", x, dx, every_input, [] {});
+
+  // The whole input gradient at once, along its own direction and along a
+  // random one: a move spread over every input changes the loss by
+  // eps·|g|, far above the float loss's rounding where each coordinate's
+  // share is below it (a whole model's input gradients are ~1e-4, where the
+  // floor above lets a per-coordinate error of that size pass). No input
+  // moves more than the per-coordinate check's 1e-3.
+  const double noise = 8 * std::abs(loss) * 0x1p-23;
+  auto along = [&](const char* what, const std::vector<double>& v) {
+    double norm = 0, largest = 0, expected = 0;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      norm += v[i] * v[i];
+      expected += v[i] * static_cast<double>(dx[i]);
+    }
+    norm = std::sqrt(norm);
+    if (norm == 0) return;
+    for (double vi : v) largest = std::max(largest, std::abs(vi) / norm);
+    expected /= norm;
+    const double eps = 1e-3 / largest;
+    const std::vector<float> keep = x;
+    auto loss_at = [&](int sign) {
+      for (std::size_t i = 0; i < x.size(); ++i) x[i] = keep[i] + static_cast<float>(sign * eps * v[i] / norm);
+      return exe->internals().loss_and_gradients(x.data(), targets);
+    };
+    const double numeric = (loss_at(1) - loss_at(-1)) / (2 * eps);
+    x = keep;
+    double g_norm = 0;
+    for (float g : dx) g_norm += static_cast<double>(g) * g;
+    const double tolerance = 2e-2 * std::sqrt(g_norm) + 4 * noise / (2 * eps);
+    EXPECT_LT(std::abs(numeric - expected), tolerance)
+        << "input gradient along " << what << ": numeric " << numeric << " analytic " << expected;
+  };
+  std::vector<double> own(dx.begin(), dx.end()), random(dx.size());
+  Rng direction_rng(5);
+  for (double& r : random) r = static_cast<double>(direction_rng.below(2001)) / 1000.0 - 1.0;
+  along("itself", own);
+  along("a random direction", random);
 }
 
 }  // namespace convoy::testing
