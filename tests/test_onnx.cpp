@@ -896,6 +896,72 @@ TEST(OnnxTorchPads, PyTorchsPadChainFoldsIntoTheConvolution) {
   EXPECT_EQ(folded.int64s, (std::vector<int64_t>{14, 12, 10}));
 }
 
+// Hostile files against the pad chain's folds (2026-12-03, session 19): each
+// is one FoldError (a UserError naming the node through the import), in
+// bounded memory and time, where before it allocated gigabytes, took
+// rank * total steps, read out of bounds or overflowed.
+TEST(OnnxFuzzRegressions, PadChainFoldsRefuseHostileShapesStepsAndCasts) {
+  auto fold_error = [](const onnx::Node& n, std::vector<const onnx::Tensor*> in) {
+    return testing::error_of<onnx_fold::FoldError>([&] { onnx_fold::fold_node(n, in, 13); });
+  };
+  auto i64 = [](const std::string& name, std::vector<int64_t> dims, std::vector<int64_t> v) {
+    return onnx::Tensor{.name = name, .data_type = onnx::kInt64, .dims = std::move(dims), .int64s = std::move(v)};
+  };
+  // 1. One budget for the whole import: two folds of 2^25 + 1 values each fit
+  // the per-fold cap but not, together, the file's.
+  const std::string over = "its inputs are constants, which convoy folds, but the result would take the constants "
+                           "folded in this file past 2^26 values in all";
+  EXPECT_EQ(import_error(graph({3}, {op("ConstantOfShape", "c1", {"n"}), op("ConstantOfShape", "c2", {"n"}), op("Relu", "r", {"x"})},
+                               {int64s("n", {(int64_t{1} << 25) + 1})})),
+            "g.onnx: node 'c2' (ConstantOfShape): " + over);
+  const onnx::Tensor small = int64s("s", {2});
+  EXPECT_EQ(testing::error_of<onnx_fold::FoldError>(
+                [&] { onnx_fold::fold_node(op("ConstantOfShape", "c", {"s"}), {&small}, 13, 1); }),
+            "the result would take the constants folded in this file past 2^26 values in all");
+  // 2. ConstantOfShape's rank is capped as Reshape's and Unsqueeze's are.
+  const onnx::Tensor ones = int64s("ones", std::vector<int64_t>(60000, 1));
+  EXPECT_EQ(fold_error(op("ConstantOfShape", "c", {"ones"}), {&ones}), "the result would have more than 64 dimensions");
+  // 3. Slice: an empty axis with a negative step, steps of INT64_MAX and
+  // INT64_MIN (one value each, as ONNX defines), a step of 0.
+  const onnx::Tensor empty = i64("t", {0}, {}), t = int64s("t", {10, 11, 12, 13, 14}), zero = int64s("z", {0}),
+                     four = int64s("f", {4}), minus1 = int64s("m", {-1}), minus100 = int64s("m", {-100}),
+                     big = int64s("b", {INT64_MAX}), five = int64s("f", {5}), most = int64s("st", {INT64_MAX}),
+                     least = int64s("st", {INT64_MIN}), none = int64s("st", {0});
+  const onnx::Node sl = op("Slice", "s", {"t", "b", "e", "", "st"});
+  const onnx::Tensor backwards = onnx_fold::fold_node(sl, {&empty, &zero, &minus1, nullptr, &minus1}, 13);
+  EXPECT_EQ(backwards.dims, (std::vector<int64_t>{0}));
+  EXPECT_EQ(onnx_fold::fold_node(sl, {&t, &zero, &five, nullptr, &most}, 13).int64s, (std::vector<int64_t>{10}));
+  EXPECT_EQ(onnx_fold::fold_node(sl, {&t, &zero, &big, nullptr, &most}, 13).int64s, (std::vector<int64_t>{10}));
+  EXPECT_EQ(onnx_fold::fold_node(sl, {&t, &four, &minus100, nullptr, &least}, 13).int64s, (std::vector<int64_t>{14}));
+  EXPECT_EQ(fold_error(sl, {&t, &zero, &five, nullptr, &none}), "a step is 0");
+  // 4. Shapes: a dimension above the cap with a 0 before it, a negative one,
+  // and a Reshape whose known dimensions multiply past int64.
+  const onnx::Tensor vast = i64("v", {0, int64_t{1} << 40, int64_t{1} << 40}, {});
+  EXPECT_EQ(fold_error(op("Identity", "i", {"v"}), {&vast}), "constant 'v' would have more than 2^26 values");
+  EXPECT_EQ(fold_error(op("ConstantOfShape", "c", {"m"}), {&minus1}), "the result has a negative dimension ([-1])");
+  const onnx::Tensor wide = int64s("w", {int64_t{1} << 26, int64_t{1} << 40});
+  EXPECT_EQ(fold_error(op("Reshape", "r", {"t", "w"}), {&t, &wide}),
+            "shape [67108864, 1099511627776] would have more than 2^26 values");
+  // 5. Cast: `to` range-checked, unsupported targets refused, values converted or refused.
+  const onnx::Tensor halves{.name = "h", .dims = {3}, .floats = {0.5f, -2.75f, 3.0f}};
+  const onnx::Tensor wide_ints = int64s("i", {300, int64_t{1} << 40}), exact = int64s("i", {300, (int64_t{1} << 24) + 1});
+  auto cast = [](int64_t to) { return op("Cast", "k", {"x"}, {integer("to", to)}); };
+  EXPECT_EQ(fold_error(cast((int64_t{1} << 32) + onnx::kInt64), {&halves}),
+            "a cast to data type 4294967303, which convoy folds only to INT64, INT32, FLOAT or DOUBLE");
+  EXPECT_EQ(fold_error(cast(onnx::kBool), {&halves}), "a cast to BOOL, which convoy folds only to INT64, INT32, FLOAT or DOUBLE");
+  EXPECT_EQ(fold_error(cast(onnx::kFloat16), {&halves}), "a cast to FLOAT16, which convoy folds only to INT64, INT32, FLOAT or DOUBLE");
+  EXPECT_EQ(onnx_fold::fold_node(cast(onnx::kInt64), {&halves}, 13).int64s, (std::vector<int64_t>{0, -2, 3}));
+  EXPECT_EQ(fold_error(cast(onnx::kInt32), {&wide_ints}), "a cast of 1099511627776 to INT32, which cannot hold it exactly");
+  EXPECT_EQ(fold_error(cast(onnx::kDouble), {&exact}), "a cast of 16777217 to DOUBLE, which cannot hold it exactly");
+  EXPECT_EQ(onnx_fold::fold_node(cast(onnx::kFloat), {&exact}, 13).floats, (std::vector<float>{300.0f, 16777216.0f}));
+  // 6. ConstantOfShape's value: a tensor of one value, or absent.
+  EXPECT_EQ(fold_error(op("ConstantOfShape", "c", {"s"}, {integer("value", 3)}), {&small}),
+            "the attribute 'value' must be a tensor of one value");
+  const onnx::Attribute pair{.name = "value", .type = onnx::Attribute::kTensor, .t = int64s("v", {1, 2})};
+  EXPECT_EQ(fold_error(op("ConstantOfShape", "c", {"s"}, {pair}), {&small}),
+            "the attribute 'value' must be a tensor of one value, not [2]");
+}
+
 // Clip to any bounds (attributes before opset 11, inputs after, an empty
 // name absent) is convoy's clip; a constant of one example's shape is a
 // frozen Affine, in convoy's (C, H, W) order where the tensor is NHWC, and

@@ -519,7 +519,10 @@ class Importer {
     std::vector<const onnx::Tensor*> in;
     for (const auto& name : n.inputs) in.push_back(name.empty() ? nullptr : constant(name));
     try {
-      owned_.push_back(onnx_fold::fold_node(n, in, m_.opset));
+      // Every fold draws on one budget: the file's folded constants together
+      // hold at most 2^26 values, however many nodes each make up to that.
+      owned_.push_back(onnx_fold::fold_node(n, in, m_.opset, onnx_fold::kMaxFoldedValues - folded_values_));
+      folded_values_ += owned_.back().numel();
     } catch (const onnx_fold::FoldError& e) {
       fail(n, std::string("its inputs are constants, which convoy folds, but ") + e.what());
     }
@@ -1165,6 +1168,7 @@ class Importer {
   std::string where_;
   std::map<std::string, const onnx::Tensor*> constants_;
   std::deque<onnx::Tensor> owned_;  // Constant nodes' tensors; a deque keeps pointers stable
+  int64_t folded_values_ = 0;       // values fold() has made so far (see fold)
   std::map<std::string, Value> values_;
   std::set<std::size_t> skip_;  // nodes fused into an earlier one
   std::set<std::string> used_names_;
