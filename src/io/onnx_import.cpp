@@ -127,7 +127,11 @@ class Importer {
 
   ImportedModel run() {
     const onnx::Graph& g = m_.graph;
-    for (const auto& t : g.initializers) constants_[t.name] = &t;
+    for (const auto& t : g.initializers) {
+      constants_[t.name] = &t;
+      // The values the file holds, not what its dims claim (decoded already).
+      fold_budget_ += static_cast<int64_t>(t.floats.size() + t.int64s.size());
+    }
     const onnx::ValueInfo* input = nullptr;
     for (const auto& v : g.inputs)
       if (!constants_.count(v.name)) {
@@ -520,8 +524,10 @@ class Importer {
     for (const auto& name : n.inputs) in.push_back(name.empty() ? nullptr : constant(name));
     try {
       // Every fold draws on one budget: the file's folded constants together
-      // hold at most 2^26 values, however many nodes each make up to that.
-      owned_.push_back(onnx_fold::fold_node(n, in, m_.opset, onnx_fold::kMaxFoldedValues - folded_values_));
+      // hold at most 2^26 values more than its initializers (each of which
+      // an exporter may pass through one fold, a Transpose or an Identity),
+      // however many nodes each make up to that.
+      owned_.push_back(onnx_fold::fold_node(n, in, m_.opset, fold_budget_ - folded_values_));
       folded_values_ += owned_.back().numel();
     } catch (const onnx_fold::FoldError& e) {
       fail(n, std::string("its inputs are constants, which convoy folds, but ") + e.what());
@@ -1169,6 +1175,7 @@ class Importer {
   std::map<std::string, const onnx::Tensor*> constants_;
   std::deque<onnx::Tensor> owned_;  // Constant nodes' tensors; a deque keeps pointers stable
   int64_t folded_values_ = 0;       // values fold() has made so far (see fold)
+  int64_t fold_budget_ = onnx_fold::kMaxFoldedValues;  // 2^26 plus the initializers' values (see fold)
   std::map<std::string, Value> values_;
   std::set<std::size_t> skip_;  // nodes fused into an earlier one
   std::set<std::string> used_names_;
