@@ -17,12 +17,29 @@ fail() { echo "FAIL $1: $2"; failures=$((failures + 1)); }
 
 "$convoy" "${args[@]}" --out "$tmp/full" >"$tmp/full.log" || { echo "FAIL: the reference run failed"; exit 1; }
 
+# check_signal_thread PID LABEL: exactly one of the training process's threads
+# takes SIGINT and SIGTERM; every other one (main, OpenMP's, the input
+# pipeline's) blocks both, so no handler ever runs on a thread inside a
+# kernel (oneDNN's JIT sgemm keeps its stack pointer in the heap:
+# docs/reliability.md, "Graceful stop").
+check_signal_thread() {
+  local pid="$1" label="$2" open=0 threads=0 mask
+  for status in /proc/"$pid"/task/*/status; do
+    mask=$(awk '/^SigBlk:/ {print $2}' "$status" 2>/dev/null) || continue
+    [[ -n $mask ]] || continue
+    threads=$((threads + 1))
+    (( (16#$mask & 0x4002) == 0x4002 )) || open=$((open + 1))  # bits of SIGINT (2) and SIGTERM (15)
+  done
+  if [[ $open -ne 1 ]]; then fail "$label" "$open of $threads threads take SIGINT/SIGTERM, wanted exactly 1"; fi
+}
+
 # stop_mid_run SIGNAL EXPECTED_CODE: signal once after epoch 1, then resume.
 stop_mid_run() {
   local signal="$1" want="$2" dir="$tmp/$1"
   "$convoy" "${args[@]}" --out "$dir" >"$tmp/$signal.log" 2>"$tmp/$signal.err" &
   local pid=$!
   for _ in $(seq 6000); do [[ -e "$dir/history.csv" ]] && break; sleep 0.01; done  # epoch 1 is done
+  check_signal_thread "$pid" "$signal"
   kill "-$signal" "$pid"  # the run stops at its next step, early in epoch 2
   wait "$pid"
   local rc=$?

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstddef>
+#include <thread>
 
 #include "convoy/io/atomic_file.h"
 
@@ -93,6 +94,20 @@ ExitOnSignals::~ExitOnSignals() { restore(g_before_command); }
 
 void StopOnSignal::on_step_end(FitState& s) {
   if (StopSignals::received() != 0) s.interrupted = true;
+}
+
+void take_stop_signals_on_their_own_thread() {
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  // It starts with them blocked too (threads inherit the mask) and opens
+  // them itself; detached, it sleeps until the process ends.
+  std::thread([stop] {
+    pthread_sigmask(SIG_UNBLOCK, &stop, nullptr);
+    for (;;) ::pause();
+  }).detach();
 }
 
 const char* signal_name(int signal) {

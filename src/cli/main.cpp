@@ -378,6 +378,8 @@ int main(int argc, char** argv) {
   struct ReleasePjrt {
     ~ReleasePjrt() { convoy::release_pjrt_clients(); }
   } release_pjrt;
+  // Before any thread starts, so that all inherit the block (app/graceful_stop.h says why).
+  convoy::train::take_stop_signals_on_their_own_thread();
   // A file-size limit (ulimit -f) then makes write() fail with EFBIG, which
   // convoy reports like a full disk, instead of killing the process.
   std::signal(SIGXFSZ, SIG_IGN);

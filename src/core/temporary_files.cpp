@@ -13,8 +13,12 @@ namespace convoy {
 namespace {
 
 // A slot is free, being filled (its path not yet whole: the handler skips
-// it; the file is not created before the slot is ready) or ready.
-enum : int { kFree = 0, kFilling = 1, kReady = 2 };
+// it; the file is not created before the slot is ready), ready, or being
+// removed: a handler holds it while it reads the path and unlinks the file,
+// so the owner neither frees nor refills it under the reader. The handler
+// may run on another thread while the owner goes on (signals are taken on
+// their own thread: app/graceful_stop.h), so this is not only reentrancy.
+enum : int { kFree = 0, kFilling = 1, kReady = 2, kRemoving = 3 };
 
 struct Slot {
   std::atomic<int> state{kFree};
@@ -45,12 +49,20 @@ InFlightTemporary::InFlightTemporary(const std::string& path) {
 }
 
 InFlightTemporary::~InFlightTemporary() {
-  if (slot_ >= 0) g_slots[slot_].state.store(kFree);
+  if (slot_ < 0) return;
+  // A handler removing this file holds the slot for one unlink(2), and the
+  // process ends right after: wait for it rather than free the path it reads.
+  for (int expected = kReady; !g_slots[slot_].state.compare_exchange_weak(expected, kFree); expected = kReady) {
+  }
 }
 
 void remove_in_flight_temporaries() {
-  for (Slot& s : g_slots)
-    if (s.state.load() == kReady) ::unlink(s.path);
+  for (Slot& s : g_slots) {
+    int expected = kReady;
+    if (!s.state.compare_exchange_strong(expected, kRemoving)) continue;  // free, filling, or another handler's
+    ::unlink(s.path);
+    s.state.store(kReady);
+  }
 }
 
 }  // namespace convoy

@@ -42,6 +42,19 @@ class StopOnSignal : public Callback {
   void on_step_end(FitState& s) override;
 };
 
+// Makes SIGINT and SIGTERM run their handlers on a thread of their own that
+// does nothing else. Call it first in main, before any other thread exists:
+// it blocks both signals on the calling thread, so every thread started
+// later (OpenMP's, the input pipeline's, the pool's) inherits the block, and
+// starts one thread that unblocks them and sleeps. Why: a handler runs on
+// the stack of whichever thread the kernel picks, and oneDNN's JIT sgemm
+// kernels (2.6, as Debian ships it; fixed upstream in 2026) point the stack
+// pointer into a heap buffer while they run, so a handler landing on a
+// thread inside one writes its signal frame over the heap. That was the
+// graceful stop's rare heap corruption (docs/reliability.md, "Graceful
+// stop"). Also keeps every handler off the threads that hold locks.
+void take_stop_signals_on_their_own_thread();
+
 // "SIGINT", "SIGTERM", ...
 const char* signal_name(int signal);
 
