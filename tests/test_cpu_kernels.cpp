@@ -32,7 +32,7 @@ using namespace nn;
 
 struct Images {
   int64_t n, c, h, w;
-  float at(const std::vector<float>& v, int64_t i, int64_t ch, int64_t y, int64_t x) const {
+  CONVOY_REFERENCE_LOOPS float at(const std::vector<float>& v, int64_t i, int64_t ch, int64_t y, int64_t x) const {
     return v[static_cast<std::size_t>(((i * c + ch) * h + y) * w + x)];
   }
 };
@@ -46,7 +46,7 @@ std::vector<float> uniform(std::size_t count, uint64_t seed) {
 
 // The gradient a softmax cross-entropy loss (mean over the batch) sends back
 // into the logits `out` [n, classes].
-std::vector<double> softmax_ce_gradient(const std::vector<float>& out, const std::vector<int32_t>& y, int64_t n) {
+CONVOY_REFERENCE_LOOPS std::vector<double> softmax_ce_gradient(const std::vector<float>& out, const std::vector<int32_t>& y, int64_t n) {
   const int64_t classes = static_cast<int64_t>(out.size()) / n;
   std::vector<double> d(out.size());
   for (int64_t i = 0; i < n; ++i) {
@@ -79,7 +79,8 @@ struct ConvCase {
 struct ConvBits {
   std::vector<float> out, dx, grads;
 };
-void check_conv_gradients(const ConvCase& k, KernelSet set, ConvAlgo algo = ConvAlgo::automatic,
+// (The library calls it makes stay checked: see CONVOY_REFERENCE_LOOPS.)
+CONVOY_REFERENCE_LOOPS void check_conv_gradients(const ConvCase& k, KernelSet set, ConvAlgo algo = ConvAlgo::automatic,
                           ConvBits* bits = nullptr) {
   SCOPED_TRACE(k.name);
   const Sequential model({k.channels, k.height, k.width}, {k.conv, Flatten{}});

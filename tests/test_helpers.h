@@ -13,6 +13,18 @@
 #include "convoy/core/error.h"
 #include "convoy/core/rng.h"
 
+// For a test's reference loops in double: under the sanitizer build (ASan,
+// UBSan and libFuzzer's coverage hooks on every comparison) they ran ~40x
+// slower than in a release build and were most of the kernel tests' time
+// there. They check the library, which stays instrumented; they need no
+// checks of their own. (Clang does not inline across differing sanitizer
+// attributes, so their small helpers carry it too.)
+#if defined(__clang__)
+#define CONVOY_REFERENCE_LOOPS __attribute__((no_sanitize("address", "undefined", "coverage")))
+#else
+#define CONVOY_REFERENCE_LOOPS
+#endif
+
 namespace convoy::testing {
 
 // A fresh, empty folder under the system temp dir, removed by the destructor.
