@@ -6,6 +6,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstddef>
+#include <system_error>
 #include <thread>
 
 #include "convoy/io/atomic_file.h"
@@ -104,10 +105,16 @@ void take_stop_signals_on_their_own_thread() {
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   // It starts with them blocked too (threads inherit the mask) and opens
   // them itself; detached, it sleeps until the process ends.
-  std::thread([stop] {
+  try {
+    std::thread([stop] {
+      pthread_sigmask(SIG_UNBLOCK, &stop, nullptr);
+      for (;;) ::pause();
+    }).detach();
+  } catch (const std::system_error&) {
+    // No thread to be had (a process or memory limit): the signals open
+    // here again, as before, rather than a command that cannot start.
     pthread_sigmask(SIG_UNBLOCK, &stop, nullptr);
-    for (;;) ::pause();
-  }).detach();
+  }
 }
 
 const char* signal_name(int signal) {
