@@ -171,6 +171,36 @@ TEST(Shards, AReRunThatFailsPartWayLeavesTheEarlierSetWhole) {
   EXPECT_TRUE(contents() == before);  // shards 0 and 1 not rewritten, no temporary file left
 }
 
+// A folder where the last shard itself goes (not its temporary): its rename
+// failed after shards 0..k-1 had replaced the earlier set's, so two seeds'
+// shards stood mixed under the first run's -shards.json. Every name the set
+// takes is now checked before anything is written; a link in the sidecar's
+// place likewise.
+TEST(Shards, AFolderOrLinkWhereTheSetGoesIsRefusedBeforeAnyShardIsReplaced) {
+  TempDir dir;
+  class_tree(dir.file("tree"), 3);
+  const Manifest m = read_folder_manifest(dir.file("tree"));
+  const ShardsWritten first = write_shards(m, {.out_dir = dir.file("out"), .shard_mb = 0.001, .seed = 7});
+  ASSERT_GT(first.shards.size(), 3u);
+  const std::string last = first.shards.back().file;
+  fs::remove(last);
+  fs::create_directory(last);
+  auto bytes_of = [&](std::size_t k) { return read_bytes(first.shards[k].file); };
+  const std::string shard0 = bytes_of(0);
+  const std::string msg = error_of([&] { write_shards(m, {.out_dir = dir.file("out"), .shard_mb = 0.001, .seed = 8}); });
+  EXPECT_NE(msg.find(fs::path(last).filename().string() + ": is a folder, not a file convoy may replace"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(bytes_of(0), shard0);  // seed 7's shard 0, not seed 8's
+  fs::remove(last);
+  fs::rename(dir.file("out/train-shards.json"), dir.file("elsewhere.json"));
+  fs::create_symlink(dir.file("elsewhere.json"), dir.file("out/train-shards.json"));
+  EXPECT_NE(error_of([&] { write_shards(m, {.out_dir = dir.file("out"), .shard_mb = 0.001, .seed = 8}); })
+                .find("train-shards.json: is a symbolic link"),
+            std::string::npos);
+  EXPECT_EQ(bytes_of(0), shard0);
+}
+
 // -shards.json holds UTF-8 only: a cp1252 class name or prefix used to throw
 // json's type_error ("internal error", exit 1) after every shard was written.
 TEST(Shards, NamesTheSidecarCannotHoldAreRefusedBeforeAnyShard) {

@@ -68,17 +68,19 @@ void keep_previous(const std::string& path, const std::string& keep_as) {
 
 void set_test_write_pause_ms(int ms) { g_test_write_pause_ms.store(ms); }
 
-void write_file_atomic(const std::string& path, std::string_view content, const AtomicWriteOptions& options) {
-  // The rename below replaces whatever has the name: a FIFO, a device node
-  // (as root, `--output /dev/null` replaced the device), a link or a folder
-  // is no file of ours to replace.
+void require_replaceable(const std::string& path, const std::string& what_to_do) {
+  // As root, `--output /dev/null` once replaced the device.
   if (struct stat st {}; ::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
     const char* kind = S_ISDIR(st.st_mode)   ? "a folder"
                        : S_ISLNK(st.st_mode) ? "a symbolic link"
                        : S_ISFIFO(st.st_mode) ? "a pipe (FIFO)"
                                               : "a device or socket";
-    throw UserError(path + ": is " + kind + ", not a file convoy may replace; name a new file or a regular one");
+    throw UserError(path + ": is " + kind + ", not a file convoy may replace; " + what_to_do);
   }
+}
+
+void write_file_atomic(const std::string& path, std::string_view content, const AtomicWriteOptions& options) {
+  require_replaceable(path);  // the rename below replaces whatever has the name
   const std::string tmp = temporary_name(path);
   const InFlightTemporary listed(tmp);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

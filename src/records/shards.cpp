@@ -209,6 +209,11 @@ ShardsWritten write_shards(const Manifest& manifest, const ShardOptions& o) {
   // A failure (a full disk, an unreadable image) leaves the folder as it was:
   // no partial set of shards, no sidecar, and no folder this call made.
   for (int64_t s = 0; s < count; ++s) outputs.push_back(shard_name(o.prefix, s, count, o.gzip));
+  // Every name the set takes, before anything is written: a folder or link
+  // in the way of shard k failed its rename after shards 0..k-1 had replaced
+  // the earlier set's, leaving two sets mixed under one -shards.json.
+  for (const std::string& name : outputs)
+    io::require_replaceable((fs::path(o.out_dir) / name).string(), "move it away, or choose another --out or --prefix");
   folder.emplace(o.out_dir, std::vector<std::string>{}, outputs);
   io::ensure_writable_dir(o.out_dir);
 

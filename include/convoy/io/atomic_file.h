@@ -25,6 +25,14 @@ struct AtomicWriteOptions {
 // CONVOY_TEST_WRITE_DELAY_MS; the library never reads the environment).
 void set_test_write_pause_ms(int ms);
 
+// `path` is absent or a regular file: what an atomic write may replace. A
+// rename replaces whatever has the name, so a FIFO, a device node, a link or
+// a folder there is a UserError naming it and ending with `what_to_do`.
+// Writers of several files that must land together check them all before
+// the first goes in.
+void require_replaceable(const std::string& path,
+                         const std::string& what_to_do = "name a new file or a regular one");
+
 // Throws UserError naming the path when it cannot be written (a missing or
 // read-only folder, a full disk, a file-size limit); the temporary file is
 // removed and the old content of `path` is left as it was.
