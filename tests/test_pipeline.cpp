@@ -288,7 +288,7 @@ TEST(Pipeline, ACacheFileBeingFilledIsAListedConvoyTemporary) {
   EXPECT_EQ(during[0].rfind("train.cache.", 0), 0u) << during[0];
   EXPECT_NE(during[0].find(std::string(convoy::kTemporaryMark) + std::to_string(::getpid())), std::string::npos)
       << during[0];
-  convoy::remove_in_flight_temporaries();  // what the handlers do before the process ends
+  convoy::remove_in_flight_temporaries(/*process_ends=*/false);  // what the handlers do before the process ends
   EXPECT_TRUE(listing().empty());
 }
 

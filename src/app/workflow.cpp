@@ -339,13 +339,14 @@ bool Workflow::fit_phase() {
     const StopSignals stop_signals;  // SIGINT/SIGTERM: finish the step, checkpoint, stop
     s.out.history = s.images ? fit(*s.exe, *s.images->training, fit_options, std::move(s.history))
                              : fit(*s.exe, s.data.train, s.data.test, fit_options, std::move(s.history));
-    // A signal after the last step (in the last epoch's evaluation or
-    // checkpoint writes) stops the run too: its epoch-end checkpoint has the
-    // position, and resuming writes the reports.
-    const int signal = StopSignals::received();
-    if (signal != 0 && !s.out.history.fault) s.out.history.interrupted = true;
-    if (s.out.history.interrupted) s.out.stopped_by_signal = signal;
   }
+  // A signal after the last step (in the last epoch's evaluation or
+  // checkpoint writes) stops the run too: its epoch-end checkpoint has the
+  // position, and resuming writes the reports. Read once the scope has
+  // closed (the flag stays), so a signal just before its end is not lost.
+  const int signal = StopSignals::received();
+  if (signal != 0 && !s.out.history.fault) s.out.history.interrupted = true;
+  if (s.out.history.interrupted) s.out.stopped_by_signal = signal;
   s.fitted = true;
   const int64_t reached = s.out.history.epochs.empty() ? s.done : s.out.history.epochs.back().epoch;
   s.ended = s.out.history.interrupted || s.out.history.fault || s.phase + 1 == s.phases.size() ||

@@ -17,6 +17,7 @@
 #include "convoy/backends/devices.h"
 #include "convoy/core/cpu_info.h"
 #include "convoy/core/error.h"
+#include "convoy/core/temporary_files.h"
 #include "convoy/core/untrusted.h"
 #include "convoy/data/bad_examples.h"
 #include "convoy/data/fashion_mnist.h"
@@ -515,12 +516,14 @@ int main(int argc, char** argv) {
     if (demo_data->parsed()) return run_demo_data(demo);
     if (help_cmd->parsed()) return run_help(help_topic, help_markdown);
   } catch (const convoy::UserError& e) {
+    if (convoy::process_ending()) convoy::wait_for_the_end();  // a stop's sweep removed a file under a write
     std::cerr << "convoy: error: " << convoy::one_line(e.what()) << std::endl;
     return 2;
   } catch (const std::bad_alloc&) {
     std::cerr << "convoy: error: out of memory; use a smaller --batch-size or free memory" << std::endl;
     return 2;
   } catch (const std::exception& e) {
+    if (convoy::process_ending()) convoy::wait_for_the_end();
     std::cerr << "convoy: internal error: " << convoy::one_line(e.what()) << " (please report this)" << std::endl;
     return 1;
   }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "convoy/core/temporary_files.h"
 
@@ -32,37 +33,56 @@ static_assert(std::atomic<int>::is_always_lock_free);
 constexpr int kSlots = 32;
 Slot g_slots[kSlots];
 
+// Set by a handler that ends the process, before it sweeps: a writer that
+// reaches a slot after that stops where it is instead of going on to make
+// (or rename) a file the sweep can no longer see.
+std::atomic<bool> g_ending{false};
+
 }  // namespace
 
 std::string temporary_name(const std::string& path) { return path + kTemporaryMark + std::to_string(::getpid()); }
 
 InFlightTemporary::InFlightTemporary(const std::string& path) {
-  if (path.size() >= sizeof g_slots[0].path) return;
-  for (int i = 0; i < kSlots; ++i) {
-    int expected = kFree;
-    if (!g_slots[i].state.compare_exchange_strong(expected, kFilling)) continue;
-    std::memcpy(g_slots[i].path, path.c_str(), path.size() + 1);
-    g_slots[i].state.store(kReady);
-    slot_ = i;
-    return;
+  if (path.size() < sizeof g_slots[0].path) {
+    for (int i = 0; i < kSlots; ++i) {
+      int expected = kFree;
+      if (!g_slots[i].state.compare_exchange_strong(expected, kFilling)) continue;
+      std::memcpy(g_slots[i].path, path.c_str(), path.size() + 1);
+      g_slots[i].state.store(kReady);
+      slot_ = i;
+      break;
+    }
   }
+  // The sweep may have passed this slot already: the file must not be made.
+  if (g_ending.load()) wait_for_the_end();
 }
 
 InFlightTemporary::~InFlightTemporary() {
   if (slot_ < 0) return;
-  // A handler removing this file holds the slot for one unlink(2), and the
-  // process ends right after: wait for it rather than free the path it reads.
+  // A handler removing this file holds the slot: wait rather than free the
+  // path it reads; when the process is ending, this writer goes no further
+  // (its next step, a rename of the removed file, would fail and print an
+  // error the stop never caused).
   for (int expected = kReady; !g_slots[slot_].state.compare_exchange_weak(expected, kFree); expected = kReady) {
+    if (g_ending.load()) wait_for_the_end();
+    std::this_thread::yield();
   }
 }
 
-void remove_in_flight_temporaries() {
+void remove_in_flight_temporaries(bool process_ends) {
+  if (process_ends) g_ending.store(true);  // first, so no writer lists a file after the sweep passed
   for (Slot& s : g_slots) {
     int expected = kReady;
     if (!s.state.compare_exchange_strong(expected, kRemoving)) continue;  // free, filling, or another handler's
     ::unlink(s.path);
-    s.state.store(kReady);
+    if (!process_ends) s.state.store(kReady);  // else held: its writer waits for the end
   }
+}
+
+bool process_ending() { return g_ending.load(); }
+
+void wait_for_the_end() {
+  for (;;) ::pause();
 }
 
 }  // namespace convoy

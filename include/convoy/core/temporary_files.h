@@ -31,7 +31,21 @@ class InFlightTemporary {
 
 // Removes every temporary file listed now. Async-signal-safe: for the
 // handlers that end the process at once (app/graceful_stop.h's second
-// signal, app/crash_report.h's fatal ones).
-void remove_in_flight_temporaries();
+// signal, app/crash_report.h's fatal ones). Those run beside the writers
+// (signals are taken on their own thread), so with `process_ends` the
+// slots stay held and every writer that next touches one (or lists a new
+// file) sleeps until the process is gone: no file made after the sweep, no
+// error from a rename of a removed file. A temporary whose writer passed
+// those checks and creates it in the microseconds before the exit can
+// remain; the next run's remove_stale_temporaries removes it where it
+// looks. Tests pass false to keep the process going.
+void remove_in_flight_temporaries(bool process_ends = true);
+
+// Whether a handler is ending the process (the sweep above began): an error
+// seen now is the sweep's doing, not the user's, and must not be printed.
+bool process_ending();
+
+// Sleeps until the process ends (a handler's _exit or re-raised signal).
+[[noreturn]] void wait_for_the_end();
 
 }  // namespace convoy
