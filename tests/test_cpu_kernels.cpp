@@ -301,6 +301,13 @@ const ConvCase kSmallMapCases[] = {
     // filters off the groups of 16 and the weight gradient's pairs.
     {"2x2 taps: 40->37, batch 83, bias", 83, 40, 2, 2, {.filters = 37, .kernel = 3, .padding = 1}},
     {"2x2 taps: 72->49, batch 3, no bias", 3, 72, 2, 2, {.filters = 49, .kernel = 3, .padding = 1, .bias = false}},
+    // 3x3 s2 pad 1 from 4x4 maps run their weight gradient there too (25
+    // pixel pairs of 64; the other passes on the GEMMs); from 3x3 ones (odd:
+    // the last row and column see two taps, not three) every pass on the
+    // GEMMs above.
+    {"4x4 s2 taps: 40->37, batch 83, bias", 83, 40, 4, 4, {.filters = 37, .kernel = 3, .stride = 2, .padding = 1}},
+    {"4x4 s2 taps: 72->49, batch 3, no bias", 3, 72, 4, 4,
+     {.filters = 49, .kernel = 3, .stride = 2, .padding = 1, .bias = false}},
 };
 
 // 1×1 convolutions of stride 2 or more, no padding, 32 or more channels and

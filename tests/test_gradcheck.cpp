@@ -35,6 +35,13 @@ TEST(GradCheck, Conv2dStridedPadded) {
   check_gradients(
       {"conv2d s2 p1", Sequential({3, 7, 7}, {Conv2d{.filters = 4, .kernel = 3, .stride = 2, .padding = 1}, Flatten{}})});
 }
+// 3×3 stride 2 pad 1 from a 4×4 map to a 2×2 one, 32 channels, 33 filters
+// (ResNet-18's layer4.0.conv1 shape): `auto` runs the weight gradient on
+// small_map_taps.h's kernels, the other passes on SmallMapConv's GEMMs.
+TEST(GradCheck, Conv2dStride2Taps4x4To2x2) {
+  check_gradients({"conv2d s2 p1 4x4 32->33",
+                   Sequential({32, 4, 4}, {Conv2d{.filters = 33, .kernel = 3, .stride = 2, .padding = 1}, Flatten{}})});
+}
 TEST(GradCheck, MaxPool2d) { check_gradients({"max_pool2d", Sequential({3, 6, 6}, {MaxPool2d{.kernel = 2}, Flatten{}})}); }
 TEST(GradCheck, MaxPool2dOverlapping) {
   check_gradients({"max_pool2d k3 s2", Sequential({2, 7, 7}, {MaxPool2d{.kernel = 3, .stride = 2}, Flatten{}})});

@@ -86,10 +86,16 @@ bool SmallMapConv::taps2x2(const ConvGeometry& g) {
          g.width == 2 && g.out_height == 2 && g.out_width == 2;
 }
 
+bool SmallMapConv::weight_taps(const ConvGeometry& g) {
+  return taps2x2(g) || (g.groups == 1 && g.kernel == 3 && g.stride == 2 && g.pad_top == 1 && g.pad_left == 1 &&
+                        g.height == 4 && g.width == 4 && g.out_height == 2 && g.out_width == 2);
+}
+
 SmallMapConv::SmallMapConv(const ConvGeometry& g, ConvPasses passes)
     : g_(g),
       passes_(passes),
       taps2x2_(taps2x2(g)),
+      weight_taps_(weight_taps(g)),
       taps_(g.kernel * g.kernel * g.channels),
       threads_(omp_get_max_threads()) {
   if (!suits(g)) throw std::logic_error("SmallMapConv built for a convolution it does not suit");
@@ -117,7 +123,7 @@ SmallMapConv::SmallMapConv(const ConvGeometry& g, ConvPasses passes)
             tap_rows_[static_cast<std::size_t>(ky * k + kx)].pixels.emplace_back(oy * g.out_width + ox,
                                                                                   iy * g.width + ix);
         }
-  if (g.filters * taps_ >= kGatherWeights)
+  if (!weight_taps_ && g.filters * taps_ >= kGatherWeights)
     for (TapRows& tap : tap_rows_) {
       tap.first_row = gathered_rows_;
       gathered_rows_ += g.batch * static_cast<int64_t>(tap.pixels.size());
@@ -126,11 +132,16 @@ SmallMapConv::SmallMapConv(const ConvGeometry& g, ConvPasses passes)
 }
 
 std::size_t SmallMapConv::scratchpad_bytes() const {
+  // The taps' weight gradient: packed inputs [N][side²][C] and output
+  // gradients [N][4][O] (channels and filters rounded up to their blocks).
+  const int64_t weight_taps_floats =
+      g_.batch * (g_.height * g_.width * taps2x2::channel_vectors(g_.channels) * simd::kLanes +
+                  4 * taps2x2::filter_groups(g_.filters) * 16);
   if (taps2x2_)  // packed activations [4][C or O][N] and sums [O or C][4][N], or the weight gradient's
-    return static_cast<std::size_t>(4 * std::max(taps2x2::padded_batch(g_.batch) * (g_.channels + g_.filters),
-                                                 g_.batch * (taps2x2::channel_vectors(g_.channels) * simd::kLanes +
-                                                             taps2x2::filter_groups(g_.filters) * 16))) *
+    return static_cast<std::size_t>(
+               std::max(4 * taps2x2::padded_batch(g_.batch) * (g_.channels + g_.filters), weight_taps_floats)) *
            sizeof(float);
+  if (weight_taps_) return static_cast<std::size_t>(weight_taps_floats) * sizeof(float);
   return static_cast<std::size_t>(g_.filters * taps_ + gathered_rows_ * (g_.channels + g_.filters)) * sizeof(float);
 }
 
@@ -191,18 +202,18 @@ void SmallMapConv::forward(const float* src, const float* weight, const float* b
 
 void SmallMapConv::weight_gradient(const float* src, const float* diff_dst, float* dw, float* db) {
   const int64_t C = g_.channels, O = g_.filters, N = g_.batch, kk = g_.kernel * g_.kernel;
-  if (taps2x2_) {
+  if (weight_taps_) {
+    const int64_t Q = g_.height * g_.width;
     float* xs = scratch_;
-    float* ds = xs + taps2x2::channel_vectors(C) * simd::kLanes * N * 4;
-    const int64_t vectors = taps2x2::channel_vectors(C), groups = taps2x2::filter_groups(O);
-#pragma omp parallel for schedule(static) num_threads(threads_)
-    for (int64_t i = 0; i < vectors + groups; ++i)
-      if (i < vectors)
-        taps2x2::pack_channels(src, N, C, i, i + 1, xs);
-      else
-        taps2x2::pack_filters(diff_dst, N, O, i - vectors, i - vectors + 1, ds);
+    float* ds = xs + taps2x2::channel_vectors(C) * simd::kLanes * N * Q;
+    // Each split over the threads on its own: a channel vector's inputs are
+    // Q / 4 times a filter group's output gradients.
+    over_shares(threads_, taps2x2::channel_vectors(C),
+                [&](int64_t v0, int64_t v1) { taps2x2::pack_channels(src, N, Q, C, v0, v1, xs); });
+    over_shares(threads_, taps2x2::filter_groups(O),
+                [&](int64_t g0, int64_t g1) { taps2x2::pack_filters(diff_dst, N, O, g0, g1, ds); });
     over_shares(threads_, O, [&](int64_t o0, int64_t o1) {
-      taps2x2::weight_gradient(xs, ds, N, C, o0, o1, dw);
+      taps2x2::weight_gradient(static_cast<int>(g_.width), xs, ds, N, C, o0, o1, dw);
       if (db) bias_gradient(diff_dst, o0, o1, db);
     });
     return;

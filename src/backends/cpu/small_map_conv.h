@@ -40,7 +40,9 @@
 //
 // 3×3 stride-1 pad-1 convolutions on 2×2 maps (ResNet-18's layer4) take
 // none of this: small_map_taps.h's kernels read W[o][c][3][3] directly, with
-// no reorder either way (taps2x2()).
+// no reorder either way (taps2x2()); 3×3 stride-2 pad-1 ones from 4×4 maps
+// to 2×2 (its layer4.0.conv1) take their weight gradient there, written
+// straight into dW (weight_taps()).
 //
 // Deterministic on any thread count: the forward pass and the weight
 // gradient split the filters over the threads, the input gradient the
@@ -90,6 +92,9 @@ class SmallMapConv final : public OwnKernels {
   // 3×3, stride 1, pad 1 on a 2×2 map: every pass on small_map_taps.h's
   // kernels instead of the GEMMs.
   static bool taps2x2(const ConvGeometry& g);
+  // taps2x2(), or 3×3, stride 2, pad 1 from a 4×4 map to a 2×2 one: the
+  // weight gradient on small_map_taps.h's kernels (no dWr, no reorder back).
+  static bool weight_taps(const ConvGeometry& g);
 
   // passes: those these kernels run (chosen() gives all three; under bf16
   // on AMX some go to oneDNN, amx_passes.h).
@@ -136,14 +141,16 @@ class SmallMapConv final : public OwnKernels {
   ConvGeometry g_;
   ConvPasses passes_;
   bool taps2x2_;      // taps2x2(g_): no Wr, no GEMMs
+  bool weight_taps_;  // weight_taps(g_): the weight gradient without dWr
   int64_t taps_ = 0;  // k · k · C: a row of Wr
   int threads_;       // fixed at construction, as the splits
   std::vector<Run> runs_;
   std::vector<TapRows> tap_rows_;  // k · k of them
   int64_t gathered_rows_ = 0;      // Σ N · pixels over the taps
   AlignedBuffer wr_;  // Wr[O][k][k][C], from the latest prepare() (not for taps2x2_)
-  // The weight gradient's dWr, X_j and dY_j; for taps2x2_ the packed
-  // activations and the sums of the forward or input gradient.
+  // The weight gradient's dWr, X_j and dY_j, or for weight_taps_ its packed
+  // rows; for taps2x2_ also the packed activations and the sums of the
+  // forward or input gradient.
   float* scratch_ = nullptr;
 };
 

@@ -10,8 +10,22 @@ namespace {
 using simd::Vec;
 constexpr int L = simd::kLanes;
 
-// The tap joining output pixel p to input pixel q (p, q = y · 2 + x).
-constexpr int tap(int p, int q) { return ((q >> 1) - (p >> 1) + 1) * 3 + ((q & 1) - (p & 1) + 1); }
+// The 2×2 output map of a 3×3 pad-1 convolution from a side × side input
+// map (side 2: stride 1; side 4: stride 2).
+template <int kSide>
+struct Map {
+  static constexpr int kInputs = kSide * kSide;
+  static constexpr int kStride = kSide / 2;
+  // The tap joining output pixel p = py · 2 + px to input pixel q = qy ·
+  // side + qx, or −1 where none does.
+  static constexpr int tap(int p, int q) {
+    const int ky = q / kSide - kStride * (p >> 1) + 1, kx = q % kSide - kStride * (p & 1) + 1;
+    return ky >= 0 && ky < 3 && kx >= 0 && kx < 3 ? ky * 3 + kx : -1;
+  }
+};
+
+// The tap joining output pixel p to input pixel q of a 2×2 map (stride 1).
+constexpr int tap(int p, int q) { return Map<2>::tap(p, q); }
 
 // Vectors of images per block of sums: 4 · NV sums, NV operands and a
 // broadcast in registers (32 on AVX-512: 4 vectors, 64 images; 16: 2).
@@ -69,34 +83,80 @@ void block_any(int nv, const float* w, int64_t wstep, int64_t ahead, const float
 // Filters per group of the weight gradient's packed output gradients.
 constexpr int64_t kGroup = 16;
 
-// Filters per weight-gradient block: 9 · OB sums, 4 inputs and a broadcast
-// in registers.
+// Filters per weight-gradient block: 9 · OB sums, 4 · OB broadcasts and an
+// input in registers.
 constexpr int kFilters = simd::kRegisters >= 32 ? 2 : 1;
 
-// dw[o][c][·] for OB filters from o and the `lanes` channels from c, from
-// their packed inputs x[n][q][L] and output gradients dy[n][p][16]
-// (offset to o), overwritten.
-template <int OB>
-void weight_block(const float* x, const float* dy, int64_t batch, int64_t C, int lanes, float* dw) {
-  Vec a[OB][9] = {};
-  for (int64_t n = 0; n < batch; ++n, x += 4 * L, dy += 4 * kGroup) {
-    Vec xv[4];
-    for (int q = 0; q < 4; ++q) xv[q] = simd::pinned(simd::load<Vec>(x + q * L));
+// Images per chunk of the weight gradient: a channel vector's packed inputs
+// for them (16 KiB: 64 images on a 2×2 map, 16 on a 4×4 one) stay in L1
+// across a group's filters. (A 4×4 map's whole batch, 64 KiB, did not: two
+// threads took as long as oneDNN's GEMMs.)
+constexpr int64_t kChunkFloats = 4096;
+
+// The running tap sums `sums` ([OB][9] vectors, from `first`: zeros) of OB
+// filters from o and a vector of channels, over `batch` more images of their
+// packed inputs x[n][q][L] and output gradients dy[n][p][16] (offset to o).
+template <int OB, int kSide>
+void weight_block(const float* x, const float* dy, int64_t batch, bool first, float* sums) {
+  constexpr int Q = Map<kSide>::kInputs;
+  Vec a[OB][9];
+  for (int ob = 0; ob < OB; ++ob)
+    for (int j = 0; j < 9; ++j) a[ob][j] = first ? Vec{} : simd::load<Vec>(sums + (ob * 9 + j) * L);
+  for (int64_t n = 0; n < batch; ++n, x += Q * L, dy += 4 * kGroup) {
+    Vec b[OB][4];
     for (int ob = 0; ob < OB; ++ob)
+      for (int p = 0; p < 4; ++p) b[ob][p] = simd::pinned(simd::broadcast<Vec>(dy[p * kGroup + ob]));
+    // Each tap's pairs in the order of their input pixels, which is the
+    // order of their output pixels too (q − s·p is the tap's offset).
+#pragma GCC unroll 16
+    for (int q = 0; q < Q; ++q) {
+      const Vec xv = simd::pinned(simd::load<Vec>(x + q * L));
+      for (int ob = 0; ob < OB; ++ob)
 #pragma GCC unroll 4
-      for (int p = 0; p < 4; ++p) {
-        const Vec b = simd::pinned(simd::broadcast<Vec>(dy[p * kGroup + ob]));
-#pragma GCC unroll 4
-        for (int q = 0; q < 4; ++q) a[ob][tap(p, q)] = simd::fma(b, xv[q], a[ob][tap(p, q)]);
-      }
+        for (int p = 0; p < 4; ++p) {
+          const int j = Map<kSide>::tap(p, q);
+          if (j >= 0) a[ob][j] = simd::fma(b[ob][p], xv, a[ob][j]);
+        }
+    }
   }
-  // The nine tap vectors to each channel's nine floats in a row.
-  alignas(64) float t[9][L];
-  for (int ob = 0; ob < OB; ++ob) {
-    for (int j = 0; j < 9; ++j) simd::store(t[j], a[ob][j]);
-    float* to = dw + ob * C * 9;
+  for (int ob = 0; ob < OB; ++ob)
+    for (int j = 0; j < 9; ++j) simd::store(sums + (ob * 9 + j) * L, a[ob][j]);
+}
+
+// dw[o][c][·] for `filters` filters from o and the `lanes` channels from c,
+// from their tap sums ([filters][9] vectors): each channel's nine floats in a row.
+void write_taps(const float* sums, int64_t filters, int64_t C, int lanes, float* dw) {
+  for (int64_t f = 0; f < filters; ++f, sums += 9 * L, dw += C * 9)
     for (int l = 0; l < lanes; ++l)
-      for (int j = 0; j < 9; ++j) to[l * 9 + j] = t[j][l];
+      for (int j = 0; j < 9; ++j) dw[l * 9 + j] = sums[j * L + l];
+}
+
+template <int kSide>
+void weight_gradient_on(const float* xs, const float* ds, int64_t batch, int64_t C, int64_t o0, int64_t o1,
+                        float* dw) {
+  constexpr int Q = Map<kSide>::kInputs;
+  constexpr int64_t chunk = std::max<int64_t>(1, kChunkFloats / (Q * L));
+  // A group's running sums (16 · 9 vectors) and output gradients (16 KiB
+  // over a batch of 64) stay in L1 across its channel vectors.
+  alignas(64) float sums[kGroup * 9 * L];
+  for (int64_t g0 = o0; g0 < o1; g0 += kGroup) {
+    const int64_t g1 = std::min(o1, g0 + kGroup);
+    const float* dg = ds + g0 / kGroup * batch * 4 * kGroup;
+    for (int64_t v = 0; v < channel_vectors(C); ++v) {
+      const int64_t c = v * L;
+      const int lanes = static_cast<int>(std::min<int64_t>(L, C - c));
+      const float* xv = xs + v * batch * Q * L;
+      for (int64_t n0 = 0; n0 < batch; n0 += chunk) {
+        const int64_t count = std::min(chunk, batch - n0);
+        const float* xn = xv + n0 * Q * L;
+        const float* dn = dg + n0 * 4 * kGroup;
+        int64_t o = g0;
+        for (; o + kFilters <= g1; o += kFilters)
+          weight_block<kFilters, kSide>(xn, dn + (o - g0), count, n0 == 0, sums + (o - g0) * 9 * L);
+        for (; o < g1; ++o) weight_block<1, kSide>(xn, dn + (o - g0), count, n0 == 0, sums + (o - g0) * 9 * L);
+      }
+      write_taps(sums, g1 - g0, C, lanes, dw + (g0 * C + c) * 9);
+    }
   }
 }
 
@@ -148,46 +208,33 @@ void sums(const float* w, int64_t C, bool input_gradient, const float* in, int64
 int64_t channel_vectors(int64_t C) { return (C + L - 1) / L; }
 int64_t filter_groups(int64_t O) { return (O + kGroup - 1) / kGroup; }
 
-// to[v][n][q][0, width) = from[n][q][v · width + ·] for v in [v0, v1), zeros
-// past `total`.
-static void pack_rows(const float* from, int64_t batch, int64_t total, int64_t width, int64_t v0, int64_t v1,
-                      float* to) {
+// to[v][n][q][0, width) = from[n][q][v · width + ·] for v in [v0, v1) and
+// the `pixels` q, zeros past `total`.
+static void pack_rows(const float* from, int64_t batch, int64_t pixels, int64_t total, int64_t width, int64_t v0,
+                      int64_t v1, float* to) {
   for (int64_t v = v0; v < v1; ++v) {
     const int64_t k = v * width, m = std::min(width, total - k);
     for (int64_t n = 0; n < batch; ++n)
-      for (int64_t q = 0; q < 4; ++q) {
-        float* t = to + ((v * batch + n) * 4 + q) * width;
-        std::copy(from + (n * 4 + q) * total + k, from + (n * 4 + q) * total + k + m, t);
+      for (int64_t q = 0; q < pixels; ++q) {
+        float* t = to + ((v * batch + n) * pixels + q) * width;
+        std::copy(from + (n * pixels + q) * total + k, from + (n * pixels + q) * total + k + m, t);
         std::fill(t + m, t + width, 0.0f);
       }
   }
 }
 
-void pack_channels(const float* x, int64_t batch, int64_t C, int64_t v0, int64_t v1, float* xs) {
-  pack_rows(x, batch, C, L, v0, v1, xs);
+void pack_channels(const float* x, int64_t batch, int64_t pixels, int64_t C, int64_t v0, int64_t v1, float* xs) {
+  pack_rows(x, batch, pixels, C, L, v0, v1, xs);
 }
 
 void pack_filters(const float* dy, int64_t batch, int64_t O, int64_t g0, int64_t g1, float* ds) {
-  pack_rows(dy, batch, O, kGroup, g0, g1, ds);
+  pack_rows(dy, batch, 4, O, kGroup, g0, g1, ds);
 }
 
-void weight_gradient(const float* xs, const float* ds, int64_t batch, int64_t C, int64_t o0, int64_t o1,
+void weight_gradient(int side, const float* xs, const float* ds, int64_t batch, int64_t C, int64_t o0, int64_t o1,
                      float* dw) {
-  // A group's output gradients (16 KiB over a batch of 64) and one channel
-  // vector's inputs (as many) stay in L1 across the group's blocks.
-  for (int64_t g0 = o0; g0 < o1; g0 += kGroup) {
-    const int64_t g1 = std::min(o1, g0 + kGroup);
-    const float* dg = ds + g0 / kGroup * batch * 4 * kGroup;
-    for (int64_t v = 0; v < channel_vectors(C); ++v) {
-      const int64_t c = v * L;
-      const int lanes = static_cast<int>(std::min<int64_t>(L, C - c));
-      const float* xv = xs + v * batch * 4 * L;
-      int64_t o = g0;
-      for (; o + kFilters <= g1; o += kFilters)
-        weight_block<kFilters>(xv, dg + (o - g0), batch, C, lanes, dw + (o * C + c) * 9);
-      for (; o < g1; ++o) weight_block<1>(xv, dg + (o - g0), batch, C, lanes, dw + (o * C + c) * 9);
-    }
-  }
+  if (side == 4) return weight_gradient_on<4>(xs, ds, batch, C, o0, o1, dw);
+  weight_gradient_on<2>(xs, ds, batch, C, o0, o1, dw);
 }
 
 }  // namespace convoy::cpu::taps2x2
