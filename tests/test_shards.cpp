@@ -143,6 +143,14 @@ TEST(Shards, AnErrorLeavesNoShardsAndStaleShardsAreRefused) {
             std::string::npos);
 }
 
+// Each regular file in `folder`, by name, with its bytes.
+std::map<std::string, std::string> regular_files_in(const std::string& folder) {
+  std::map<std::string, std::string> out;
+  for (const auto& f : fs::directory_iterator(folder))
+    if (f.is_regular_file()) out[f.path().filename().string()] = read_bytes(f.path().string());
+  return out;
+}
+
 // A re-run into the same folder and prefix that fails part way used to leave
 // new shards 0..k-1 beside the old ones k.. and the old -shards.json: the old
 // set now stays whole, byte for byte, with no temporary beside it.
@@ -153,12 +161,7 @@ TEST(Shards, AReRunThatFailsPartWayLeavesTheEarlierSetWhole) {
   const ShardOptions o{.out_dir = dir.file("out"), .shard_mb = 0.001, .seed = 7};  // one image a shard
   const ShardsWritten first = write_shards(m, o);
   ASSERT_GT(first.shards.size(), 3u);
-  auto contents = [&] {
-    std::map<std::string, std::string> out;
-    for (const auto& f : fs::directory_iterator(dir.file("out")))
-      if (f.is_regular_file()) out[f.path().filename().string()] = read_bytes(f.path().string());
-    return out;
-  };
+  auto contents = [&] { return regular_files_in(dir.file("out")); };
   const auto before = contents();
   // The same images with new bytes (same sizes: the same cut into shards),
   // and shard 2 made unwritable: a folder where its file (or the temporary
@@ -169,6 +172,26 @@ TEST(Shards, AReRunThatFailsPartWayLeavesTheEarlierSetWhole) {
   fs::create_directory(convoy::temporary_name(convoy::temporary_name(third)));
   EXPECT_NE(error_of([&] { write_shards(m, o); }).find(fs::path(third).filename().string()), std::string::npos);
   EXPECT_TRUE(contents() == before);  // shards 0 and 1 not rewritten, no temporary file left
+}
+
+// The sidecars are staged with the shards: a -shards.json that cannot be
+// written (here a folder where its temporary goes; a full disk alike) used
+// to fail after every new shard had replaced the old, leaving a new set
+// under the old -shards.json. Now nothing is replaced.
+TEST(Shards, ASidecarThatCannotBeWrittenLeavesTheEarlierSetWhole) {
+  TempDir dir;
+  const auto files = class_tree(dir.file("tree"), 3);
+  const Manifest m = read_folder_manifest(dir.file("tree"));
+  const ShardOptions o{.out_dir = dir.file("out"), .shard_mb = 0.001, .seed = 7};
+  const ShardsWritten first = write_shards(m, o);
+  auto contents = [&] { return regular_files_in(dir.file("out")); };
+  const auto before = contents();
+  for (const auto& [id, bytes] : files) write_bytes(dir.file("tree/" + id), std::string(bytes.size(), 'y'));
+  const std::string sidecar = dir.file("out/train-shards.json");
+  fs::create_directory(convoy::temporary_name(sidecar));
+  fs::create_directory(convoy::temporary_name(convoy::temporary_name(sidecar)));
+  EXPECT_NE(error_of([&] { write_shards(m, o); }).find("train-shards.json"), std::string::npos);
+  EXPECT_TRUE(contents() == before);  // no shard replaced, no temporary file left
 }
 
 // A folder where the last shard itself goes (not its temporary): its rename

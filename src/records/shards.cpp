@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -109,11 +110,13 @@ const char* label_kind_name(LabelKind k) {
   return "?";
 }
 
-void write_sidecars(const Manifest& m, const ShardOptions& o, const ShardsWritten& w) {
+// Writes classes.txt and <prefix>-shards.json through `write(path, content)`.
+void write_sidecars(const Manifest& m, const ShardOptions& o, const ShardsWritten& w,
+                    const std::function<void(const std::string&, const std::string&)>& write) {
   if (!m.classes.empty()) {
     std::string classes;
     for (const std::string& c : m.classes) classes += c + "\n";
-    io::write_file_atomic((fs::path(o.out_dir) / "classes.txt").string(), classes);
+    write((fs::path(o.out_dir) / "classes.txt").string(), classes);
   }
   nlohmann::json j;
   j["format"] = "tfrecord of tf.train.Example";
@@ -127,14 +130,15 @@ void write_sidecars(const Manifest& m, const ShardOptions& o, const ShardsWritte
   if (m.label_kind == LabelKind::one_hot) j["keys"]["label"] = kOneHotKey;
   for (const auto& s : w.shards)
     j["shards"].push_back({{"file", fs::path(s.file).filename().string()}, {"records", s.records}, {"bytes", s.bytes}});
-  io::write_file_atomic((fs::path(o.out_dir) / (o.prefix + "-shards.json")).string(), j.dump(2) + "\n");
+  write((fs::path(o.out_dir) / (o.prefix + "-shards.json")).string(), j.dump(2) + "\n");
 }
 
-// The shards of one call, written under temporary names and renamed into
-// place only once the last one closed: a failure part way (a full disk, an
-// unreadable image) removes the temporaries and leaves an earlier set under
-// the same names whole, not new shards 0..k-1 beside old ones k.. and the
-// old -shards.json.
+// The shards of one call and their sidecars, written under temporary names
+// and renamed into place (sidecars last) only once the last one is written:
+// a failure part way (a full disk, an unreadable image, no room for the
+// sidecars) removes the temporaries and leaves an earlier set under the
+// same names whole, not new shards 0..k-1 beside old ones k.., nor a new
+// set under the old -shards.json.
 class StagedShards {
  public:
   StagedShards() = default;
@@ -242,8 +246,12 @@ ShardsWritten write_shards(const Manifest& manifest, const ShardOptions& o) {
     }
     finish();
     written.examples = i;
+    // Staged too (each through an atomic write onto its staged name), so
+    // that every write that can fail is done before the first rename.
+    write_sidecars(manifest, o, written, [&](const std::string& path, const std::string& content) {
+      io::write_file_atomic(staged.stage(path), content);
+    });
     staged.commit();
-    write_sidecars(manifest, o, written);  // last: it describes the set now in place
   }
   return written;
 }
