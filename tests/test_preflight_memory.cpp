@@ -2,6 +2,11 @@
 // optimizer's state of the trainable parameters only, and one example's
 // activations as the CPU backend's batch check counts them (nn::activation_floats).
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
 
 #include "app/preflight.h"
 #include "convoy/config/run_config.h"
@@ -43,6 +48,50 @@ TEST(PreflightMemory, CountsOneExamplesActivationsAsTheBatchCheck) {
                          static_cast<double>(optim::state_size(sgd, model.num_parameters()));
   EXPECT_DOUBLE_EQ(training_memory(model, sgd).bytes,
                    (nn::activation_floats(model) + weights + 2.0 * static_cast<double>(model.num_state())) * sizeof(float));
+}
+
+// Transfer learning trains the head alone, then every layer: the check
+// takes the phase that needs the most. Here the fine-tune phase (Adam's two
+// floats for each of 16.8M weights) does not fit the address space left and
+// the head-only phase does, so a run that would fail only after its frozen
+// epochs is refused before the first. Exits 0 when the limit falls between
+// the two and the check sees it.
+[[noreturn]] void check_both_phases_under_a_limit() {
+  const nn::Model model({4096}, {nn::Dense{.units = 4096}, nn::Dense{.units = 10}});
+  RunConfig c;
+  c.optimizer = "adam";
+  c.epochs = 2;
+  c.freeze_epochs = 1;
+  RunConfig head_only = c;
+  head_only.epochs = 1;  // the frozen phase alone
+  nn::Model frozen = model, full = model;
+  frozen.set_trainable(false, "dense_0");
+  const double head_bytes = training_memory(frozen, optimizer_options(c)).bytes;
+  const double fine_tune_bytes = training_memory(full, optimizer_options(c)).bytes;
+  if (!(fine_tune_bytes > head_bytes * 1.4)) std::_Exit(3);
+  // The address space left: halfway between the two phases' needs.
+  std::ifstream statm("/proc/self/statm");
+  int64_t pages = 0;
+  statm >> pages;
+  const auto left = static_cast<rlim_t>((head_bytes + fine_tune_bytes) / 2);
+  const rlimit limit{pages * ::sysconf(_SC_PAGESIZE) + left, RLIM_INFINITY};
+  if (::setrlimit(RLIMIT_AS, &limit) != 0) std::_Exit(4);
+  try {
+    require_memory_for_model(model, head_only);
+  } catch (const UserError&) {
+    std::_Exit(5);  // the head-only phase should fit
+  }
+  try {
+    require_memory_for_model(model, c);
+  } catch (const UserError& e) {
+    std::_Exit(std::string(e.what()).find("to train") != std::string::npos ? 0 : 6);
+  }
+  std::_Exit(7);  // the fine-tune phase went uncounted
+}
+
+TEST(PreflightMemory, TheFineTunePhaseCountsNotOnlyTheFrozenOne) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(check_both_phases_under_a_limit(), ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace
