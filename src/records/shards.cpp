@@ -6,9 +6,10 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <functional>
 #include <memory>
 #include <optional>
+#include <utility>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "convoy/core/error.h"
@@ -110,13 +111,15 @@ const char* label_kind_name(LabelKind k) {
   return "?";
 }
 
-// Writes classes.txt and <prefix>-shards.json through `write(path, content)`.
-void write_sidecars(const Manifest& m, const ShardOptions& o, const ShardsWritten& w,
-                    const std::function<void(const std::string&, const std::string&)>& write) {
+// The sidecars, each as (path, content): classes.txt (when there are
+// classes), then <prefix>-shards.json.
+std::vector<std::pair<std::string, std::string>> sidecars(const Manifest& m, const ShardOptions& o,
+                                                          const ShardsWritten& w) {
+  std::vector<std::pair<std::string, std::string>> files;
   if (!m.classes.empty()) {
     std::string classes;
     for (const std::string& c : m.classes) classes += c + "\n";
-    write((fs::path(o.out_dir) / "classes.txt").string(), classes);
+    files.emplace_back((fs::path(o.out_dir) / "classes.txt").string(), classes);
   }
   nlohmann::json j;
   j["format"] = "tfrecord of tf.train.Example";
@@ -130,7 +133,8 @@ void write_sidecars(const Manifest& m, const ShardOptions& o, const ShardsWritte
   if (m.label_kind == LabelKind::one_hot) j["keys"]["label"] = kOneHotKey;
   for (const auto& s : w.shards)
     j["shards"].push_back({{"file", fs::path(s.file).filename().string()}, {"records", s.records}, {"bytes", s.bytes}});
-  write((fs::path(o.out_dir) / (o.prefix + "-shards.json")).string(), j.dump(2) + "\n");
+  files.emplace_back((fs::path(o.out_dir) / (o.prefix + "-shards.json")).string(), j.dump(2) + "\n");
+  return files;
 }
 
 // The shards of one call and their sidecars, written under temporary names
@@ -248,9 +252,7 @@ ShardsWritten write_shards(const Manifest& manifest, const ShardOptions& o) {
     written.examples = i;
     // Staged too (each through an atomic write onto its staged name), so
     // that every write that can fail is done before the first rename.
-    write_sidecars(manifest, o, written, [&](const std::string& path, const std::string& content) {
-      io::write_file_atomic(staged.stage(path), content);
-    });
+    for (const auto& [path, content] : sidecars(manifest, o, written)) io::write_file_atomic(staged.stage(path), content);
     staged.commit();
   }
   return written;
