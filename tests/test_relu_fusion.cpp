@@ -6,7 +6,9 @@
 // with -0, NaN and infinities on the way, in every kernel copy this CPU runs
 // (the others are skipped, named). And the fixed rule: which layers fuse and
 // that `--profile` says where the ReLUs' time went.
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
@@ -15,6 +17,7 @@
 
 #include "convoy/core/threads.h"
 #include "convoy/nn/zoo.h"
+#include "backends/cpu/relu_math.h"
 #include "fused_device_check.h"
 
 namespace convoy {
@@ -166,6 +169,33 @@ TEST_P(ReluFusion, SignedZerosNaNAndInfinitiesAsTheReluOp) {
 INSTANTIATE_TEST_SUITE_P(KernelSets, ReluFusion,
                          ::testing::Values(KernelSet::base, KernelSet::avx2, KernelSet::avx512),
                          [](const auto& info) { return std::string(kernel_set_name(info.param)); });
+
+// The fused ops' ReLU backward takes its 0/1 from x's bits (relu_math.h says
+// why); it must be the float comparison's !(x <= 0) for every x: zeros of
+// both signs, denormals, infinities and NaNs of both signs with any payload.
+// Every 4093rd bit pattern (a prime stride: every exponent, many mantissas)
+// and each boundary, with dy of every kind.
+TEST(ReluMath, TheBackwardIsTheComparisonsMaskForEveryKindOfInput) {
+  std::vector<uint32_t> patterns = {0x00000000u, 0x80000000u, 0x00000001u, 0x80000001u, 0x007fffffu, 0x807fffffu,
+                                    0x00800000u, 0x80800000u, 0x3f800000u, 0xbf800000u, 0x7f7fffffu, 0xff7fffffu,
+                                    0x7f800000u, 0xff800000u, 0x7f800001u, 0xff800001u, 0x7fc00000u, 0xffc00000u,
+                                    0x7fffffffu, 0xffffffffu};
+  for (uint64_t u = 0; u <= 0xffffffffu; u += 4093) patterns.push_back(static_cast<uint32_t>(u));
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const float dys[] = {1.5f, -1.5f, 0.0f, -0.0f, inf, -inf, nan, 1e-40f};
+  int64_t checked = 0;
+  for (uint32_t p : patterns) {
+    const float x = std::bit_cast<float>(p);
+    ASSERT_EQ(cpu::relu_keeps(x), (x <= 0.0f ? 0.0f : 1.0f)) << std::hex << "x bits 0x" << p;
+    for (float dy : dys) {
+      const float want = dy * (x <= 0.0f ? 0.0f : 1.0f);
+      ASSERT_EQ(std::bit_cast<uint32_t>(cpu::relu_backward(x, dy)), std::bit_cast<uint32_t>(want))
+          << std::hex << "x bits 0x" << p << ", dy " << dy;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 8 * 1000000);
+}
 
 }  // namespace
 }  // namespace convoy
