@@ -96,29 +96,48 @@ constexpr int64_t kChunkFloats = 4096;
 // The running tap sums `sums` ([OB][9] vectors, from `first`: zeros) of OB
 // filters from o and a vector of channels, over `batch` more images of their
 // packed inputs x[n][q][L] and output gradients dy[n][p][16] (offset to o).
+// The centre tap joins every output pixel to an input, four pairs an image
+// in one chain: at an FMA's latency (4-5 cycles) that chain, not the FMAs'
+// throughput, bounded the kernel (AVX2's single filter a block: 16 FMAs an
+// image in 20 cycles of chain), so even and odd images sum the centre
+// apart, joined (even + odd) at the end of the call.
 template <int OB, int kSide>
 void weight_block(const float* x, const float* dy, int64_t batch, bool first, float* sums) {
   constexpr int Q = Map<kSide>::kInputs;
-  Vec a[OB][9];
-  for (int ob = 0; ob < OB; ++ob)
+  constexpr int kCentre = 4;
+  Vec a[OB][9], odd[OB];
+  for (int ob = 0; ob < OB; ++ob) {
     for (int j = 0; j < 9; ++j) a[ob][j] = first ? Vec{} : simd::load<Vec>(sums + (ob * 9 + j) * L);
-  for (int64_t n = 0; n < batch; ++n, x += Q * L, dy += 4 * kGroup) {
+    odd[ob] = Vec{};
+  }
+  // One image's pairs into a, its centre into centre[ob].
+  auto image = [&](const float* xn, const float* dn, Vec* centre) {
     Vec b[OB][4];
     for (int ob = 0; ob < OB; ++ob)
-      for (int p = 0; p < 4; ++p) b[ob][p] = simd::pinned(simd::broadcast<Vec>(dy[p * kGroup + ob]));
+      for (int p = 0; p < 4; ++p) b[ob][p] = simd::pinned(simd::broadcast<Vec>(dn[p * kGroup + ob]));
     // Each tap's pairs in the order of their input pixels, which is the
     // order of their output pixels too (q − s·p is the tap's offset).
 #pragma GCC unroll 16
     for (int q = 0; q < Q; ++q) {
-      const Vec xv = simd::pinned(simd::load<Vec>(x + q * L));
+      const Vec xv = simd::pinned(simd::load<Vec>(xn + q * L));
       for (int ob = 0; ob < OB; ++ob)
 #pragma GCC unroll 4
         for (int p = 0; p < 4; ++p) {
           const int j = Map<kSide>::tap(p, q);
-          if (j >= 0) a[ob][j] = simd::fma(b[ob][p], xv, a[ob][j]);
+          if (j == kCentre) centre[ob] = simd::fma(b[ob][p], xv, centre[ob]);
+          else if (j >= 0) a[ob][j] = simd::fma(b[ob][p], xv, a[ob][j]);
         }
     }
+  };
+  Vec even[OB];
+  for (int ob = 0; ob < OB; ++ob) even[ob] = a[ob][kCentre];
+  int64_t n = 0;
+  for (; n + 2 <= batch; n += 2, x += 2 * Q * L, dy += 2 * 4 * kGroup) {
+    image(x, dy, even);
+    image(x + Q * L, dy + 4 * kGroup, odd);
   }
+  if (n < batch) image(x, dy, even);
+  for (int ob = 0; ob < OB; ++ob) a[ob][kCentre] = even[ob] + odd[ob];
   for (int ob = 0; ob < OB; ++ob)
     for (int j = 0; j < 9; ++j) simd::store(sums + (ob * 9 + j) * L, a[ob][j]);
 }
