@@ -271,9 +271,10 @@ const ConvCase kWinogradPairCases[] = {
      1e-4},
 };
 
-// Output maps of at most 16 pixels (4 on Winograd's shapes), 32 or more
-// channels and filters, kernels over 1×1: where `auto` runs every pass as
-// GEMMs over the batch (small_map_conv.h). Strides, runs of taps cut by the
+// Output maps of at most 16 pixels (4 on Winograd's shapes and on strided
+// ones, whose larger maps go to strided_gemm_conv.h), 32 or more channels
+// and filters, kernels over 1×1: where `auto` runs every pass as GEMMs over
+// the batch (small_map_conv.h). Strides, runs of taps cut by the
 // padding on either side or not at all,
 // asymmetric padding, counts that split over two threads off cache lines.
 const ConvCase kSmallMapCases[] = {
@@ -286,10 +287,6 @@ const ConvCase kSmallMapCases[] = {
     {"k2 same (pads after), 2x2, 32->33", 2, 32, 2, 2, {.filters = 33, .kernel = 2, .padding = kSame}},
     {"3x3 s2 no padding, 5x5 -> 2x2, 48->32, batch 7", 7, 48, 5, 5, {.filters = 32, .kernel = 3, .stride = 2}},
     {"3x3 pad 1, a 1x4 row, 32->64", 2, 32, 1, 4, {.filters = 64, .kernel = 3, .padding = 1}},
-    {"ResNet layer3.0.conv1-like: 3x3 s2 pad 1, 8x8 -> 4x4, 32->40", 3, 32, 8, 8,
-     {.filters = 40, .kernel = 3, .stride = 2, .padding = 1}},
-    {"batch 1, odd 5x5 -> 3x3, 3x3 s2 pad 1, 35->48", 1, 35, 5, 5,
-     {.filters = 48, .kernel = 3, .stride = 2, .padding = 1}},
     // Weights of 2^21 floats or more: the weight gradient per tap over
     // gathered rows (SmallMapConv::kGatherWeights).
     {"ResNet layer4.1-like: 3x3 pad 1 on a 2x2 map, 512->512, batch 2", 2, 512, 2, 2,
@@ -310,18 +307,34 @@ const ConvCase kSmallMapCases[] = {
      {.filters = 49, .kernel = 3, .stride = 2, .padding = 1, .bias = false}},
 };
 
-// 1×1 convolutions of stride 2 or more, no padding, 32 or more channels and
-// filters: where `auto` runs every pass as GEMMs over the subsampled pixels
-// (subsampled_pointwise_conv.h). Even and odd sizes (the last output row and
-// column owning one input row and column or several), stride 3, no bias, and
-// a batch whose rows make several blocks with a short last one.
-const ConvCase kSubsampledPointwiseCases[] = {
+// Convolutions of stride 2 or more, 32 or more channels and filters, 1×1
+// without padding or wider to maps of over 4 pixels: where `auto` runs every
+// pass as one GEMM over the output pixels' patches (strided_gemm_conv.h).
+// Even and odd sizes (the last output row and column owning one input row
+// and column or several), stride 3, no bias, a batch whose rows make several
+// blocks with a short last one; wider kernels whose patches overlap (3×3 and
+// 5×5 at stride 2) or do not (2×2), padding on both sides or only after
+// ("same"), and input rows no patch reads.
+const ConvCase kStridedGemmCases[] = {
     {"ResNet downsample-like: 1x1 s2, 8x8 -> 4x4, 32->40", 3, 32, 8, 8, {.filters = 40, .kernel = 1, .stride = 2}},
     {"odd 7x9 -> 4x5, 1x1 s2, 33->48, no bias", 2, 33, 7, 9,
      {.filters = 48, .kernel = 1, .stride = 2, .bias = false}},
     {"1x1 s3, 10x8 -> 4x3, 32->35, batch 5", 5, 32, 10, 8, {.filters = 35, .kernel = 1, .stride = 3}},
     {"blocks of rows: 1x1 s2, 16x16 -> 8x8, 32->32, batch 40", 40, 32, 16, 16,
      {.filters = 32, .kernel = 1, .stride = 2}},
+    {"ResNet layer3.0.conv1-like: 3x3 s2 pad 1, 8x8 -> 4x4, 32->40", 3, 32, 8, 8,
+     {.filters = 40, .kernel = 3, .stride = 2, .padding = 1}},
+    {"batch 1, odd 5x5 -> 3x3, 3x3 s2 pad 1, 35->48", 1, 35, 5, 5,
+     {.filters = 48, .kernel = 3, .stride = 2, .padding = 1}},
+    {"ResNet layer2.0.conv1-like, blocks of rows: 3x3 s2 pad 1, 16x16 -> 8x8, 32->33, batch 9, no bias", 9, 32, 16,
+     16, {.filters = 33, .kernel = 3, .stride = 2, .padding = 1, .bias = false}},
+    {"odd 9x7 -> 4x3, 3x3 s2 no padding, 33->32", 2, 33, 9, 7, {.filters = 32, .kernel = 3, .stride = 2}},
+    {"5x5 s2 pad 2, 11x10 -> 6x5, 32->36", 2, 32, 11, 10, {.filters = 36, .kernel = 5, .stride = 2, .padding = 2}},
+    {"2x2 s2 (patches side by side), 8x6 -> 4x3, 40->32", 3, 40, 8, 6, {.filters = 32, .kernel = 2, .stride = 2}},
+    {"3x3 s2 same (pads after), 8x8 -> 4x4, 32->40", 2, 32, 8, 8,
+     {.filters = 40, .kernel = 3, .stride = 2, .padding = kSame}},
+    {"3x3 s3 pad 1, 10x11 -> 4x4, 32->32, batch 3", 3, 32, 10, 11,
+     {.filters = 32, .kernel = 3, .stride = 3, .padding = 1}},
 };
 
 struct PoolCase {
@@ -742,36 +755,44 @@ void expect_bits_on_one_and_two_threads(const Sequential& model, int64_t batch, 
 
 // The GEMMs of the second model sum 96 rows deep (a batch of 96), the third's
 // (weights of 2^21 floats: per tap over gathered rows) 12 (a corner tap) to
-// 48 (the centre); the first's at most 20.
+// 48 (the centre); the first's at most 20; the fourth's 6.
 TEST_P(CpuKernels, SmallMapSameBitsOnOneAndTwoThreadsAndNotOneDnns) {
   const std::pair<Sequential, int64_t> cases[] = {
       {Sequential({40, 4, 4}, {Conv2d{.filters = 48, .kernel = 3, .stride = 2, .padding = 1}, Flatten{}}), 5},
       {Sequential({64, 2, 2}, {Conv2d{.filters = 80, .kernel = 3, .padding = 1}, Flatten{}}), 96},
       {Sequential({512, 2, 2}, {Conv2d{.filters = 528, .kernel = 3, .padding = 1}, Flatten{}}), 12},
+      // The weight gradient as GEMMs whose rows are the filters: 64 of them
+      // split in two shares changed bits on AVX2 (sgemm.h, over_row_chunks).
+      {Sequential({48, 3, 3}, {Conv2d{.filters = 64, .kernel = 3}, Flatten{}}), 6},
   };
   for (const auto& [model, batch] : cases) expect_bits_on_one_and_two_threads(model, batch, set(), true, "small-map GEMMs");
 }
 
-// The subsampled 1×1 GEMMs (subsampled_pointwise_conv.h): all three passes
+// The strided patches' GEMMs (strided_gemm_conv.h): all three passes
 // against the reference sums on two threads and on one; the same bits on
 // both (fixed blocks of rows, each weight-gradient sum the whole batch deep),
 // and not oneDNN's bits.
-TEST_P(CpuKernels, SubsampledPointwiseAllPassesMatchReferenceSums) {
-  for (const ConvCase& k : kSubsampledPointwiseCases) check_conv_gradients(k, set());
+TEST_P(CpuKernels, StridedGemmAllPassesMatchReferenceSums) {
+  for (const ConvCase& k : kStridedGemmCases) check_conv_gradients(k, set());
   on_one_thread([&] {
-    for (const ConvCase& k : kSubsampledPointwiseCases) check_conv_gradients(k, set());
+    for (const ConvCase& k : kStridedGemmCases) check_conv_gradients(k, set());
   });
 }
 
 // The second model's rows make three blocks (two of 128 output rows, one of
 // 64) over two threads. Only its bits tell ours from oneDNN's: on the first
 // (odd map, 480 rows) oneDNN's 1×1 kernels happen to sum in the same order.
-TEST_P(CpuKernels, SubsampledPointwiseSameBitsOnOneAndTwoThreadsAndNotOneDnns) {
+// The third's patches overlap: an input row's gradient sums two output rows'
+// entries, and the input rows split over the threads off the output rows'.
+TEST_P(CpuKernels, StridedGemmSameBitsOnOneAndTwoThreadsAndNotOneDnns) {
   expect_bits_on_one_and_two_threads(Sequential({48, 9, 7}, {Conv2d{.filters = 64, .kernel = 1, .stride = 2}, Flatten{}}),
-                                     24, set(), false, "subsampled GEMMs");
+                                     24, set(), false, "strided GEMMs");
   expect_bits_on_one_and_two_threads(
       Sequential({32, 16, 16}, {Conv2d{.filters = 48, .kernel = 1, .stride = 2}, Flatten{}}), 40, set(), true,
-      "subsampled GEMMs");
+      "strided GEMMs");
+  expect_bits_on_one_and_two_threads(
+      Sequential({32, 13, 11}, {Conv2d{.filters = 48, .kernel = 3, .stride = 2, .padding = 1}, Flatten{}}), 7, set(),
+      true, "strided GEMMs");
 }
 
 TEST_P(CpuKernels, DirectConvMatchesReferenceSumsOnWinogradShapes) {

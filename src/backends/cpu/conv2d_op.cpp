@@ -6,9 +6,10 @@
 // weight gradient on our own kernels (see planar_conv.h); 3×3 stride-1 pad-1
 // convolutions may run any pass by Winograd F(2×2, 3×3) or F(4×4, 3×3) (winograd_conv.h);
 // other stride-1 convolutions of few channels, by our direct kernels
-// (direct_conv.h); wide ones with output maps of at most 4 pixels, as GEMMs
-// over the batch (small_map_conv.h); 1×1 convolutions of stride 2 or more, as
-// GEMMs over the subsampled pixels (subsampled_pointwise_conv.h). In bf16 on an AMX CPU oneDNN's AMX
+// (direct_conv.h); convolutions of stride 2 or more (1×1, or wider to maps of
+// over 4 pixels), as one GEMM over the output pixels' patches
+// (strided_gemm_conv.h); other wide ones with output maps of at most 16
+// pixels, as GEMMs over the batch (small_map_conv.h). In bf16 on an AMX CPU oneDNN's AMX
 // kernels take the passes amx_passes.h names, the others run as in fp32.
 //   src [N, C, H, W], weight [O, C/G, k, k], bias [O] (optional), dst [N, O, Ho, Wo]
 #include <memory>
@@ -18,7 +19,7 @@
 #include "backends/cpu/ops.h"
 #include "backends/cpu/planar_conv.h"
 #include "backends/cpu/small_map_conv.h"
-#include "backends/cpu/subsampled_pointwise_conv.h"
+#include "backends/cpu/strided_gemm_conv.h"
 #include "backends/cpu/weighted_op.h"
 #include "backends/cpu/winograd_conv.h"
 
@@ -84,13 +85,15 @@ class Conv2dOp final : public WeightedOp {
                                                                       strides, pad_l, pad_r);
     const convolution_backward_weights::primitive_desc bwd_w_pd(bwd_w_desc, attr, env.engine, fwd_pd);
     const ConvPasses every{true, true, true};
-    if (const ConvPasses passes = SmallMapConv::chosen(g, algo) ? without(amx, every) : ConvPasses{}; passes.any()) {
-      set_primitives_and_own_kernels(fwd_pd, bwd_data_pd, bwd_w_pd, std::make_unique<SmallMapConv>(g, passes));
+    // Strided ones first: a 3×3 stride-2 conv to a map of 5–16 pixels suits both, and the patches' one GEMM
+    // beat the small-map GEMMs over the batch (strided_gemm_conv.h).
+    if (const ConvPasses passes = StridedGemmConv::chosen(g, algo) ? without(amx, every) : ConvPasses{};
+        passes.any()) {
+      set_primitives_and_own_kernels(fwd_pd, bwd_data_pd, bwd_w_pd, std::make_unique<StridedGemmConv>(g, passes));
       return;
     }
-    if (const ConvPasses passes = SubsampledPointwiseConv::chosen(g, algo) ? without(amx, every) : ConvPasses{};
-        passes.any()) {
-      set_primitives_and_own_kernels(fwd_pd, bwd_data_pd, bwd_w_pd, std::make_unique<SubsampledPointwiseConv>(g, passes));
+    if (const ConvPasses passes = SmallMapConv::chosen(g, algo) ? without(amx, every) : ConvPasses{}; passes.any()) {
+      set_primitives_and_own_kernels(fwd_pd, bwd_data_pd, bwd_w_pd, std::make_unique<SmallMapConv>(g, passes));
       return;
     }
     if (const WinogradPasses passes = without(amx, WinogradConv::passes(g, algo)); passes.any()) {

@@ -2,6 +2,9 @@
 // oneDNN's sgemm on the calling thread, and each thread's fixed share of a
 // range: what the GEMM-based convolutions (winograd_conv.h,
 // small_map_conv.h) split their work with.
+#include <omp.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 
@@ -15,6 +18,25 @@ inline void sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float
                   int64_t ldb, float* c, int64_t ldc, float beta = 0.0f) {
   if (dnnl_sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc) != dnnl_success)
     throw std::logic_error("dnnl_sgemm failed");
+}
+
+// fn(r0, r1) for chunks [r0, r1) of a GEMM's `total` rows (its M), each
+// kGemmRowChunk long (the last one the rest), dealt round `threads` threads.
+// Never split M in shares: oneDNN 2.6's AVX2 sgemm takes rows 24 at a time
+// and sums a row in another order when it lands in a call's shorter tail,
+// so its bits would depend on where the thread's share began (measured on
+// an AMD EPYC: M = 48, 64 or 80 split in two changed bits, 96 and 128 did
+// not; no split of the columns, N, changed any). Chunks of a fixed length
+// are the same calls on any thread count.
+inline constexpr int64_t kGemmRowChunk = 64;
+template <class Fn>
+void over_row_chunks(int threads, int64_t total, Fn&& fn) {
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    for (int64_t r0 = t * kGemmRowChunk; r0 < total; r0 += nt * kGemmRowChunk)
+      fn(r0, std::min(total, r0 + kGemmRowChunk));
+  }
 }
 
 // [share(total, t), share(total, t + 1)) of `total`: thread t's fixed share.
