@@ -314,7 +314,8 @@ const ConvCase kSmallMapCases[] = {
 // and column or several), stride 3, no bias, a batch whose rows make several
 // blocks with a short last one; wider kernels whose patches overlap (3×3 and
 // 5×5 at stride 2) or do not (2×2), padding on both sides or only after
-// ("same"), and input rows no patch reads.
+// ("same"), input rows no patch reads, and blocks whose patches overlap the
+// block after next.
 const ConvCase kStridedGemmCases[] = {
     {"ResNet downsample-like: 1x1 s2, 8x8 -> 4x4, 32->40", 3, 32, 8, 8, {.filters = 40, .kernel = 1, .stride = 2}},
     {"odd 7x9 -> 4x5, 1x1 s2, 33->48, no bias", 2, 33, 7, 9,
@@ -335,6 +336,10 @@ const ConvCase kStridedGemmCases[] = {
      {.filters = 40, .kernel = 3, .stride = 2, .padding = kSame}},
     {"3x3 s3 pad 1, 10x11 -> 4x4, 32->32, batch 3", 3, 32, 10, 11,
      {.filters = 32, .kernel = 3, .stride = 3, .padding = 1}},
+    // A block of one output row, whose 5x5 patches reach the rows of the
+    // block after next: the input gradient's blocks in three phases.
+    {"5x5 s2 pad 2, a row a block: 5x256 -> 3x128, 32->32, batch 2", 2, 32, 5, 256,
+     {.filters = 32, .kernel = 5, .stride = 2, .padding = 2}},
 };
 
 struct PoolCase {

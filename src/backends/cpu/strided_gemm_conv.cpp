@@ -29,6 +29,11 @@ StridedGemmConv::StridedGemmConv(const ConvGeometry& g, ConvPasses passes)
       patch_(g.kernel * g.kernel * g.channels),
       block_rows_((std::max(kBlockPixels, kBlockFloats / patch_) + g.out_width - 1) / g.out_width),
       rows_(g.batch * g.out_height) {
+  // Blocks phases_ apart read disjoint input rows: block b's last output
+  // row reads up to input row ((b + 1)·R − 1)·s − pad + k − 1, block b + φ's
+  // first from (b + φ)·R·s − pad, so k − 1 < ((φ − 1)·R + 1)·s.
+  phases_ = 2;
+  while (g.kernel - 1 >= ((phases_ - 1) * block_rows_ + 1) * g.stride) ++phases_;
   if (!suits(g)) throw std::logic_error("StridedGemmConv built for a convolution it does not suit");
   if (taps_ > 1) {
     wr_.resize(static_cast<std::size_t>(g.filters * patch_));
@@ -37,10 +42,9 @@ StridedGemmConv::StridedGemmConv(const ConvGeometry& g, ConvPasses passes)
 }
 
 std::size_t StridedGemmConv::scratchpad_bytes() const {
-  const int64_t blocks = threads_ * block_rows_ * g_.out_width * patch_;  // the forward's patches
-  const int64_t all = rows_ * g_.out_width * patch_;                      // Xp or dXp, all of it
-  return static_cast<std::size_t>(passes_.input_gradient || passes_.weight_gradient ? std::max(blocks, all) : blocks) *
-         sizeof(float);
+  const int64_t blocks = threads_ * block_rows_ * g_.out_width * patch_;  // a block's Xp or dXp per thread
+  const int64_t all = rows_ * g_.out_width * patch_;                      // the weight gradient's Xp, all of it
+  return static_cast<std::size_t>(passes_.weight_gradient ? std::max(blocks, all) : blocks) * sizeof(float);
 }
 
 void StridedGemmConv::prepare(const float* w) {
@@ -87,46 +91,49 @@ void StridedGemmConv::forward(const float* src, const float* weight, const float
   }
 }
 
-void StridedGemmConv::sum_patches(const float* dxp, int64_t row0, int64_t row1, float* diff_src) const {
+void StridedGemmConv::add_patches(const float* dxp, int64_t row0, int64_t row1, float* diff_src) const {
   const int64_t C = g_.channels, k = g_.kernel, s = g_.stride, H = g_.height, W = g_.width;
-  const int64_t Ho = g_.out_height, Wo = g_.out_width, P = patch_;
+  const int64_t Wo = g_.out_width, P = patch_;
   for (int64_t r = row0; r < row1; ++r) {
-    const int64_t n = r / H, iy = r % H;
-    float* dx = diff_src + r * W * C;
-    std::fill(dx, dx + W * C, 0.0f);
-    // Every patch entry that read a pixel of this row, by tap (ky, kx), then
-    // output column: the same order on any thread count.
-    for (int64_t ky = 0; ky < k; ++ky) {
-      const int64_t t = iy + g_.pad_top - ky;
-      if (t < 0 || t % s != 0 || t / s >= Ho) continue;
-      const float* row = dxp + ((n * Ho + t / s) * Wo) * P;
-      for (int64_t kx = 0; kx < k; ++kx)
-        for (int64_t ox = 0; ox < Wo; ++ox) {
+    const int64_t n = r / g_.out_height, oy = r % g_.out_height;
+    for (int64_t ox = 0; ox < Wo; ++ox, dxp += P)
+      for (int64_t ky = 0; ky < k; ++ky) {
+        const int64_t iy = oy * s + ky - g_.pad_top;
+        if (iy < 0 || iy >= H) continue;
+        for (int64_t kx = 0; kx < k; ++kx) {
           const int64_t ix = ox * s + kx - g_.pad_left;
           if (ix < 0 || ix >= W) continue;
-          const float* from = row + ox * P + (ky * k + kx) * C;
-          float* to = dx + ix * C;
+          const float* from = dxp + (ky * k + kx) * C;
+          float* to = diff_src + ((n * H + iy) * W + ix) * C;
           for (int64_t c = 0; c < C; ++c) to[c] += from[c];
         }
-    }
+      }
   }
 }
 
 void StridedGemmConv::input_gradient(const float* diff_dst, const float* weight, float* diff_src) {
-  const int64_t O = g_.filters, P = patch_, Wo = g_.out_width, input_rows = g_.batch * g_.height;
+  const int64_t O = g_.filters, P = patch_, Wo = g_.out_width, size = g_.batch * g_.height * g_.width * g_.channels;
   const int64_t blocks = (rows_ + block_rows_ - 1) / block_rows_;
   const float* wr = patch_weights(weight);
-  float* dxp = scratch_;
 #pragma omp parallel num_threads(threads_)
   {
-#pragma omp for schedule(static)
-    for (int64_t b = 0; b < blocks; ++b) {
-      const int64_t row0 = b * block_rows_, row1 = std::min(rows_, row0 + block_rows_);
-      sgemm('N', 'N', (row1 - row0) * Wo, P, O, diff_dst + row0 * Wo * O, O, wr, P, dxp + row0 * Wo * P, P);
-    }
-    // (the loop's implied barrier: all of dXp is in)
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    sum_patches(dxp, share(input_rows, t, nt), share(input_rows, t + 1, nt), diff_src);
+    std::fill(diff_src + share(size, t, nt), diff_src + share(size, t + 1, nt), 0.0f);
+    float* dxp = scratch_ + t * block_rows_ * Wo * P;
+    // Phase by phase, the blocks b ≡ phase (mod phases_) each a GEMM into
+    // the thread's part of the scratchpad (in its L2), added at once into
+    // dX: blocks of one phase read no input row in common, so no two
+    // threads add into one pixel, and each pixel's entries are added in
+    // one order (by phase, then output pixel and tap) on any thread count.
+    for (int64_t phase = 0; phase < phases_; ++phase) {
+#pragma omp barrier
+#pragma omp for schedule(static)
+      for (int64_t b = phase; b < blocks; b += phases_) {
+        const int64_t row0 = b * block_rows_, row1 = std::min(rows_, row0 + block_rows_);
+        sgemm('N', 'N', (row1 - row0) * Wo, P, O, diff_dst + row0 * Wo * O, O, wr, P, dxp, P);
+        add_patches(dxp, row0, row1, diff_src);
+      }
+    }
   }
 }
 

@@ -22,9 +22,9 @@
 // The forward pass runs in blocks of whole output rows (see kBlockPixels),
 // each block one GEMM of the same shape on any thread count, its patches
 // gathered into the thread's part of the scratchpad. The input gradient's
-// GEMMs run in the same blocks into all of dXp; then each thread sums whole
-// input rows, every pixel's entries in one fixed order (by tap, then
-// output pixel). The weight gradient gathers all of Xp once and deals
+// GEMMs run in the same blocks, each block's dXp added into dX at once, in
+// phases of blocks that share no input row, so every pixel's entries are
+// added in one fixed order. The weight gradient gathers all of Xp once and deals
 // chunks of 64 filters round the threads (sgemm.h: over_row_chunks; as
 // fast as halves on ResNet-18's layer3.0.conv1, 3.7 ms), each sum the
 // whole M deep in one order. So the bits do not depend on the thread count
@@ -70,8 +70,8 @@ class StridedGemmConv final : public OwnKernels {
  private:
   // The patches of output rows [row0, row1) (row = n · Ho + oy) into `to`.
   void gather(const float* src, int64_t row0, int64_t row1, float* to) const;
-  // Input rows [row0, row1) (row = n · H + iy) of dX from all of dXp.
-  void sum_patches(const float* dxp, int64_t row0, int64_t row1, float* diff_src) const;
+  // Adds the patch gradients dXp of output rows [row0, row1) into dX.
+  void add_patches(const float* dxp, int64_t row0, int64_t row1, float* diff_src) const;
   // Wr for the step: the weights as given for a 1×1 kernel, else wr_.
   const float* patch_weights(const float* weight) const { return taps_ == 1 ? weight : wr_.data(); }
 
@@ -82,6 +82,7 @@ class StridedGemmConv final : public OwnKernels {
   int64_t patch_;         // P = k · k · C
   int64_t block_rows_;    // output rows per block
   int64_t rows_;          // N · Ho
+  int64_t phases_;        // the input gradient's: blocks this far apart read disjoint input rows
   std::vector<float> wr_;   // Wr [O][P] (kernels over 1×1)
   std::vector<float> dwr_;  // dWr [O][P] (kernels over 1×1)
   float* scratch_ = nullptr;
