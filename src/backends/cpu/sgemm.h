@@ -1,7 +1,8 @@
 #pragma once
-// oneDNN's sgemm on the calling thread, and each thread's fixed share of a
-// range: what the GEMM-based convolutions (winograd_conv.h,
-// small_map_conv.h) split their work with.
+// oneDNN's sgemm on the calling thread, each thread's fixed share of a range,
+// and a GEMM's rows in fixed chunks: what the GEMM-based convolutions
+// (winograd_conv.h, small_map_conv.h, strided_gemm_conv.h) split their work
+// with.
 #include <omp.h>
 
 #include <algorithm>

@@ -84,8 +84,8 @@ class SmallMapConv final : public OwnKernels {
   // the image. Strided convolutions strided_gemm_conv.h takes (1×1, and
   // wider ones to maps of over 4 pixels) are chosen there first
   // (conv2d_op.cpp). 1×1 convolutions are not taken: the strided ones
-  // (ResNet-18's downsampling) run on strided_gemm_conv.h's GEMMs since
-  // session 19, and here they gained nothing measurable (layer3.0's 1.6 ms both ways), and MobileNetV2's
+  // (ResNet-18's downsampling) run on strided_gemm_conv.h's GEMMs (since
+  // session 19, then as subsampled_pointwise_conv.h), and here they gained nothing measurable (layer3.0's 1.6 ms both ways), and MobileNetV2's
   // summed in the new order moved a batch norm's weight gradient to 1.6e-4 of
   // PyTorch's fp64 one, past test_zoo's bound (4× PyTorch's own fp32 error). A fixed rule, as
   // Winograd's, so the bits do not depend on the machine's load. `direct`

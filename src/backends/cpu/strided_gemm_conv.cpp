@@ -21,8 +21,18 @@ bool StridedGemmConv::chosen(const ConvGeometry& g, ConvAlgo algo) {
   return g.out_height * g.out_width > 4;
 }
 
+namespace {
+
+// g, once it suits: the constructor's arithmetic divides by its sizes.
+const ConvGeometry& suited(const ConvGeometry& g) {
+  if (!StridedGemmConv::suits(g)) throw std::logic_error("StridedGemmConv built for a convolution it does not suit");
+  return g;
+}
+
+}  // namespace
+
 StridedGemmConv::StridedGemmConv(const ConvGeometry& g, ConvPasses passes)
-    : g_(g),
+    : g_(suited(g)),
       passes_(passes),
       threads_(omp_get_max_threads()),
       taps_(g.kernel * g.kernel),
@@ -32,9 +42,9 @@ StridedGemmConv::StridedGemmConv(const ConvGeometry& g, ConvPasses passes)
   // Blocks phases_ apart read disjoint input rows: block b's last output
   // row reads up to input row ((b + 1)·R − 1)·s − pad + k − 1, block b + φ's
   // first from (b + φ)·R·s − pad, so k − 1 < ((φ − 1)·R + 1)·s.
-  phases_ = 2;
+  // (One phase where k ≤ s: then no two blocks share an input row.)
+  phases_ = 1;
   while (g.kernel - 1 >= ((phases_ - 1) * block_rows_ + 1) * g.stride) ++phases_;
-  if (!suits(g)) throw std::logic_error("StridedGemmConv built for a convolution it does not suit");
   if (taps_ > 1) {
     wr_.resize(static_cast<std::size_t>(g.filters * patch_));
     if (passes.weight_gradient) dwr_.resize(static_cast<std::size_t>(g.filters * patch_));
@@ -118,6 +128,7 @@ void StridedGemmConv::input_gradient(const float* diff_dst, const float* weight,
 #pragma omp parallel num_threads(threads_)
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    // (The first phase's barrier: all of dX is zero before any block adds.)
     std::fill(diff_src + share(size, t, nt), diff_src + share(size, t + 1, nt), 0.0f);
     float* dxp = scratch_ + t * block_rows_ * Wo * P;
     // Phase by phase, the blocks b ≡ phase (mod phases_) each a GEMM into
