@@ -40,6 +40,14 @@ void over_row_chunks(int threads, int64_t total, Fn&& fn) {
   }
 }
 
+// db[o0, o1) = Σ over the `rows` rows of dy [rows][O], row by row: the GEMM
+// convolutions' bias gradient for a chunk of their filters.
+inline void bias_gradient(const float* dy, int64_t rows, int64_t O, int64_t o0, int64_t o1, float* db) {
+  std::fill(db + o0, db + o1, 0.0f);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = o0; o < o1; ++o) db[o] += dy[r * O + o];
+}
+
 // [share(total, t), share(total, t + 1)) of `total`: thread t's fixed share.
 inline int64_t share(int64_t total, int t, int threads) { return total * t / threads; }
 

@@ -169,7 +169,7 @@ void SmallMapConv::weight_gradient(const float* src, const float* diff_dst, floa
                 [&](int64_t g0, int64_t g1) { taps2x2::pack_filters(diff_dst, N, O, g0, g1, ds); });
     over_shares(threads_, O, [&](int64_t o0, int64_t o1) {
       taps2x2::weight_gradient(static_cast<int>(g_.width), xs, ds, N, C, o0, o1, dw);
-      if (db) bias_gradient(diff_dst, o0, o1, db);
+      if (db) bias_gradient(diff_dst, N * g_.out_height * g_.out_width, O, o0, o1, db);
     });
     return;
   }
@@ -201,16 +201,10 @@ void SmallMapConv::weight_gradient(const float* src, const float* diff_dst, floa
               image, dwr + o0 * taps_ + run.tap * C, taps_, 1.0f);
     }
     for (int64_t o = o0; o < o1; ++o) taps_inward(dwr + o * taps_, dw + o * C * kk, C, kk);
-    if (db) bias_gradient(diff_dst, o0, o1, db);
+    if (db) bias_gradient(diff_dst, N * g_.out_height * g_.out_width, O, o0, o1, db);
   });
 }
 
-void SmallMapConv::bias_gradient(const float* diff_dst, int64_t o0, int64_t o1, float* db) const {
-  const int64_t O = g_.filters, rows = g_.batch * g_.out_height * g_.out_width;
-  std::fill(db + o0, db + o1, 0.0f);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t o = o0; o < o1; ++o) db[o] += diff_dst[r * O + o];
-}
 
 void SmallMapConv::input_gradient(const float* diff_dst, const float* weight, float* diff_src) {
   if (taps2x2_) return taps2x2_sums(diff_dst, weight, nullptr, true, diff_src);

@@ -135,8 +135,6 @@ class SmallMapConv final : public OwnKernels {
   // taps2x2_'s forward (from = src, to = dst) or input gradient (diff_dst,
   // diff_src): the activations packed, then the sums.
   void taps2x2_sums(const float* from, const float* weight, const float* bias, bool input_gradient, float* to) const;
-  // db[o0, o1) = Σ over the rows of diff_dst.
-  void bias_gradient(const float* diff_dst, int64_t o0, int64_t o1, float* db) const;
 
   void gather(const float* from, int64_t width, int64_t map_pixels, bool outputs, float* to) const;
 

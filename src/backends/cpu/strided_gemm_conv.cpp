@@ -163,11 +163,7 @@ void StridedGemmConv::weight_gradient(const float* src, const float* diff_dst, f
     sgemm('T', 'N', o1 - o0, P, M, diff_dst + o0, O, xp, P, dwr + o0 * P, P);
     if (taps_ > 1)
       for (int64_t o = o0; o < o1; ++o) taps_inward(dwr + o * P, dw + o * C * taps_, C, taps_);
-    if (db) {
-      std::fill(db + o0, db + o1, 0.0f);
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t o = o0; o < o1; ++o) db[o] += diff_dst[m * O + o];
-    }
+    if (db) bias_gradient(diff_dst, M, O, o0, o1, db);
   });
 }
 
