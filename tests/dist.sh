@@ -31,7 +31,11 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 # Runs "$@" in the background as $job; ranks are its children.
-start() { "$@" >"$tmp/job.log" 2>&1 & job=$!; }
+# The log is emptied here, in this shell, before the job starts: the job's own
+# redirect runs in the forked child, and a wait that reads the log first would
+# find the previous job's lines in it (CI saw "epoch 1/" matched 0.4 s after a
+# start, before mpirun had any ranks).
+start() { : >"$tmp/job.log"; "$@" >>"$tmp/job.log" 2>&1 & job=$!; }
 ranks() { pgrep -P "$job" -f "convoy train" || true; }
 seconds() { date +%s.%N; }
 # Waits (up to 5 minutes, while the job runs) until the command succeeds: a

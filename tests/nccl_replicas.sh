@@ -39,7 +39,11 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-start() { "$@" >"$tmp/job.log" 2>&1 & job=$!; }
+# The log is emptied here, in this shell, before the job starts: the job's own
+# redirect runs in the forked child, and a wait that reads the log first would
+# find the previous job's lines in it (CI saw "epoch 1/" matched 0.4 s after a
+# start, before mpirun had any ranks).
+start() { : >"$tmp/job.log"; "$@" >>"$tmp/job.log" 2>&1 & job=$!; }
 ranks() { pgrep -P "$job" -f "convoy train" || true; }
 seconds() { date +%s.%N; }
 elapsed() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$1" "$(seconds)"; }
