@@ -259,15 +259,14 @@ const ConvCase kWinogradF4Cases[] = {
      1e-4},
 };
 
-// Wide 3×3 convolutions on maps over 4×4, where `automatic` runs the forward
-// pass on F(2×2) and both gradients on F(4×4) (WinogradConv::passes, a pair
-// of WinogradConvs): clipped tiles, no bias, and maps big enough that each
-// side runs its tiles in blocks, with its own block size.
-const ConvCase kWinogradPairCases[] = {
-    {"pair: ResNet layer1-like 64->64, 16x16, batch 2", 2, 64, 16, 16, {.filters = 64, .kernel = 3, .padding = 1}},
-    {"pair: 40->56, odd 9x11, no bias, batch 3", 3, 40, 9, 11,
+// Wide 3×3 convolutions on maps over 4×4, where `automatic` runs every pass
+// on F(4×4): clipped tiles, no bias, and maps big enough that the tiles run
+// in blocks.
+const ConvCase kWinogradAutomaticCases[] = {
+    {"automatic: ResNet layer1-like 64->64, 16x16, batch 2", 2, 64, 16, 16, {.filters = 64, .kernel = 3, .padding = 1}},
+    {"automatic: 40->56, odd 9x11, no bias, batch 3", 3, 40, 9, 11,
      {.filters = 56, .kernel = 3, .padding = 1, .bias = false}},
-    {"pair, blocks of tiles: 32->64, 40x40, batch 8", 8, 32, 40, 40, {.filters = 64, .kernel = 3, .padding = 1},
+    {"automatic, blocks of tiles: 32->64, 40x40, batch 8", 8, 32, 40, 40, {.filters = 64, .kernel = 3, .padding = 1},
      1e-4},
 };
 
@@ -628,13 +627,16 @@ TEST(WinogradConv, TakesF4WhereItNeedsFewerMultiplications) {
   EXPECT_EQ(tile(4, 2), 2);
   EXPECT_EQ(tile(3, 7), 4);
 }
-TEST(WinogradConv, AutomaticForwardTakesF4OnMapsOfAtMostFourByFour) {
-  auto tile = [](int64_t h, int64_t w) { return cpu::WinogradConv::automatic_forward_tile(square_3x3(h, w)); };
-  EXPECT_EQ(tile(4, 4), 4);
-  EXPECT_EQ(tile(3, 3), 4);
-  EXPECT_EQ(tile(2, 2), 2);
-  for (int64_t side : {7, 8, 16}) EXPECT_EQ(tile(side, side), 2) << side;
-  EXPECT_EQ(tile(4, 8), 2);
+TEST(WinogradConv, AutomaticRunsEveryPassOnTheTileWithFewestMultiplications) {
+  for (int64_t side : {2, 4, 5, 8, 16}) {
+    const cpu::ConvGeometry g = square_3x3(side, side);
+    const cpu::WinogradPasses p = cpu::WinogradConv::passes(g, ConvAlgo::automatic);
+    EXPECT_TRUE(p.forward && p.input_gradient && p.weight_gradient) << side;
+    EXPECT_EQ(p.tile, cpu::WinogradConv::tile_size(g)) << side;
+  }
+  cpu::ConvGeometry narrow = square_3x3(16, 16);
+  narrow.channels = narrow.filters = 16;
+  EXPECT_FALSE(cpu::WinogradConv::passes(narrow, ConvAlgo::automatic).any()) << "16->16 stays with oneDNN";
 }
 
 // F(4×4, 3×3): every pass against the reference sums, on two threads and on
@@ -660,16 +662,17 @@ TEST_P(CpuKernels, WinogradF4ConvMatchesReferenceSumsWithTheSameBitsOnOneThread)
 }
 
 // `automatic` on maps over 4×4: every pass against the reference sums, on
-// two threads and on one, and its forward pass is not forced Winograd's
-// F(4×4). (The gradients' bits cannot be compared with F(4×4)'s: the loss's
-// output gradient depends on the forward pass's rounding.)
-TEST_P(CpuKernels, AutomaticWinogradPairMatchesReferenceSums) {
-  for (const ConvCase& k : kWinogradPairCases) {
-    ConvBits pair, f4;
-    check_conv_gradients(k, set(), ConvAlgo::automatic, &pair);
+// two threads and on one, and the same bits as forced Winograd's F(4×4)
+// (one WinogradConv serves every pass).
+TEST_P(CpuKernels, AutomaticWinogradMatchesReferenceSumsAndForcedWinograd) {
+  for (const ConvCase& k : kWinogradAutomaticCases) {
+    ConvBits automatic, f4;
+    check_conv_gradients(k, set(), ConvAlgo::automatic, &automatic);
     check_conv_gradients(k, set(), ConvAlgo::winograd, &f4);
     on_one_thread([&] { check_conv_gradients(k, set()); });
-    EXPECT_FALSE(same_bits(pair.out, f4.out)) << k.name << ": the forward pass should be F(2x2)'s";
+    EXPECT_TRUE(same_bits(automatic.out, f4.out)) << k.name << ": the forward pass should be F(4x4)'s";
+    EXPECT_TRUE(same_bits(automatic.dx, f4.dx)) << k.name;
+    EXPECT_TRUE(same_bits(automatic.grads, f4.grads)) << k.name;
   }
 }
 

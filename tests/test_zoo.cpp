@@ -1,8 +1,10 @@
 // The model zoo against torchvision (and geffnet, and plant_cnn written out in
 // PyTorch): on the same weights and batch, training-mode logits and loss,
 // every parameter's gradient (norm, largest entry and 16 samples), the
-// running statistics after the step, and inference-mode logits, all within
-// 1e-4 relative. Fixtures: tests/fixtures/make_zoo_parity_fixtures.py.
+// running statistics after the step, and inference-mode logits, within
+// 1e-4 relative; the training-mode logits and the gradients against fp64's,
+// within 1e-4 or 4x PyTorch's own fp32 error. Fixtures:
+// tests/fixtures/make_zoo_parity_fixtures.py.
 #include <gtest/gtest.h>
 
 #include "convoy/backends/executable.h"
@@ -38,7 +40,15 @@ void check_against_pytorch(const std::string& name) {
   EXPECT_NEAR(loss, f("loss")[0], 1e-4 * f("loss")[0]);
   std::vector<float> out(batch * classes), grads(model.num_parameters()), state(model.num_state());
   exe->internals().read(Held::output, out);
-  EXPECT_LT(relative_error(out, f("output")), 1e-4);
+  // The logits as the gradients below: against PyTorch's fp64 logits, within
+  // 1e-4 or no worse than 4x PyTorch's own fp32 error. ResNet-50 in training
+  // mode on 2 images is ill-conditioned: PyTorch's fp32 logits are 6.1e-5 from
+  // fp64 there (1e-6 to 8e-6 on the ResNet-18/34), and Winograd F(4x4)'s
+  // rounding, the same order as other fp32 convolutions', lands 1.3e-4 from
+  // PyTorch's fp32 ones and 1.2e-4 from fp64's.
+  const double logits_error = relative_error(out, f("output64"));
+  const double torch_logits_error = f("fp32error.output")[0];
+  EXPECT_LT(logits_error, std::max(1e-4, 4 * torch_logits_error)) << "(PyTorch fp32: " << torch_logits_error << ")";
 
   // Gradients against PyTorch's fp64 ones (see the fixture script on why):
   // within 1e-4, or no worse than 4x PyTorch's own fp32 error. A tensor whose

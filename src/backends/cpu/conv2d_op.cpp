@@ -97,7 +97,7 @@ class Conv2dOp final : public WeightedOp {
       return;
     }
     if (const WinogradPasses passes = without(amx, WinogradConv::passes(g, algo)); passes.any()) {
-      set_primitives_and_own_kernels(fwd_pd, bwd_data_pd, bwd_w_pd, make_winograd_conv(g, passes));
+      set_primitives_and_own_kernels(fwd_pd, bwd_data_pd, bwd_w_pd, std::make_unique<WinogradConv>(g, passes));
       return;
     }
     if (const DirectPasses passes = without(amx, DirectConv::passes(g, algo)); passes.any()) {

@@ -283,26 +283,10 @@ constexpr Transforms kF2 = transforms_of<winograd::F2>(), kF4 = transforms_of<wi
 const Transforms& transforms(int tile) { return tile == 4 ? kF4 : kF2; }
 }  // namespace
 
-bool WinogradConv::suits(const ConvGeometry& g) {
-  return g.kernel == 3 && g.stride == 1 && g.groups == 1 && g.pad_top == 1 && g.pad_left == 1 &&
-         g.out_height == g.height && g.out_width == g.width;
-}
-
-WinogradPasses WinogradConv::passes(const ConvGeometry& g, ConvAlgo algo) {
-  if (algo == ConvAlgo::direct || !suits(g)) return {};
-  const int fewest = tile_size(g);
-  if (algo == ConvAlgo::winograd) return {{true, true, true}, fewest, fewest};
-  // auto: where it won every pass on one AVX2 core (bench/conv_algo_times,
-  // docs/architecture.md): 32→64 and wider. At 32→32 it tied, below it lost
-  // (each tile's transforms cost as much as its few multiply-adds).
-  const bool wide = g.channels >= 32 && g.filters >= 32 && g.channels * g.filters >= 32 * 64;
-  return {{wide, wide, wide}, automatic_forward_tile(g), fewest};
-}
-
 WinogradConv::WinogradConv(const ConvGeometry& g, WinogradPasses passes)
     : g_(g),
       passes_(passes),
-      tile_(passes.forward ? passes.forward_tile : passes.backward_tile),
+      tile_(passes.tile),
       positions_((tile_ + 2) * (tile_ + 2)),
       tiles_y_((g.out_height + tile_ - 1) / tile_),
       tiles_x_((g.out_width + tile_ - 1) / tile_),
@@ -310,8 +294,6 @@ WinogradConv::WinogradConv(const ConvGeometry& g, WinogradPasses passes)
       threads_(omp_get_max_threads()) {
   if (!suits(g) || (tile_ != 2 && tile_ != 4))
     throw std::logic_error("WinogradConv built for a convolution it does not suit");
-  if (passes.forward && passes.backward() && passes.forward_tile != passes.backward_tile)
-    throw std::logic_error("WinogradConv built for two tiles: make_winograd_conv pairs two");
   if (passes_.forward || passes_.input_gradient)
     u_ = AlignedBuffer(static_cast<std::size_t>(positions_ * g.channels * g.filters));
   zeros_ = AlignedBuffer(static_cast<std::size_t>(std::max(g.channels, g.filters)));
@@ -472,64 +454,6 @@ void WinogradConv::weight_gradient(const float* src, const float* diff_dst, floa
     for (int t = 0; t < used; ++t)
       for (int64_t o = 0; o < O; ++o) db[o] += bias_sums[t * O + o];
   }
-}
-
-namespace {
-
-// The forward pass on one tile, the gradients on another (WinogradConv::passes
-// under `automatic` on maps over 4×4): two WinogradConvs, each preparing its
-// own transformed weights from the step's weights.
-class WinogradTilePair final : public OwnKernels {
- public:
-  WinogradTilePair(const ConvGeometry& g, WinogradPasses passes)
-      : forward_(g, {{.forward = true}, passes.forward_tile, passes.backward_tile}),
-        backward_(g, {{.input_gradient = passes.input_gradient, .weight_gradient = passes.weight_gradient},
-                      passes.forward_tile, passes.backward_tile}),
-        passes_(passes) {}
-
-  bool runs_forward() const override { return true; }
-  bool runs_weight_gradient() const override { return passes_.weight_gradient; }
-  bool runs_input_gradient() const override { return passes_.input_gradient; }
-  // The forward pass and the gradients never run at once: one workspace serves both.
-  std::size_t scratchpad_bytes() const override {
-    return std::max(forward_.scratchpad_bytes(), backward_.scratchpad_bytes());
-  }
-  void set_scratchpad(void* scratchpad) override {
-    forward_.set_scratchpad(scratchpad);
-    backward_.set_scratchpad(scratchpad);
-  }
-  void prepare(const float* w) override {
-    forward_.prepare(w);
-    // The input gradient's U is made when that pass first runs after this: an
-    // evaluation's forward passes (evaluate, predict, the test pass) never need it.
-    input_gradient_u_stale_ = true;
-  }
-  void forward(const float* src, const float* w, const float* b, float* dst) override {
-    forward_.forward(src, w, b, dst);
-  }
-  void weight_gradient(const float* src, const float* diff_dst, float* dw, float* db) override {
-    backward_.weight_gradient(src, diff_dst, dw, db);
-  }
-  void input_gradient(const float* diff_dst, const float* w, float* diff_src) override {
-    if (input_gradient_u_stale_) {
-      backward_.prepare(w);  // the weights prepare() saw: they change only after the step's backward pass
-      input_gradient_u_stale_ = false;
-    }
-    backward_.input_gradient(diff_dst, w, diff_src);
-  }
-
- private:
-  WinogradConv forward_, backward_;
-  WinogradPasses passes_;
-  bool input_gradient_u_stale_ = true;
-};
-
-}  // namespace
-
-std::unique_ptr<OwnKernels> make_winograd_conv(const ConvGeometry& g, WinogradPasses passes) {
-  if (passes.forward && passes.backward() && passes.forward_tile != passes.backward_tile)
-    return std::make_unique<WinogradTilePair>(g, passes);
-  return std::make_unique<WinogradConv>(g, passes);
 }
 
 }  // namespace convoy::cpu

@@ -33,15 +33,16 @@
 // `winograd` runs that. Measured with bench/conv_algo_times (batch 64, one
 // thread, fwd + input grad + weight grad): 64→64 at 16×16 21.1 → 14.0 ms,
 // 128→128 at 8×8 16.6 → 10.9, 256→256 at 4×4 14.1 → 10.4; at 6×6 and 5×5
-// (the ties) F(4×4) was ~10% slower. `automatic` runs both gradients on
-// tile_size()'s tile and the forward pass on F(4×4) on maps of at most 4×4
-// only. Against an fp64 torchvision step (bench/resnet_grad_error.py: the
-// PJRT parity test's ResNet-18, batch 8) F(4×4)'s gradients are as close as
-// F(2×2)'s and XLA's (4–5e-6 of the largest), but its forward pass moves the
-// logits ~2.5× further (5.6e-6 against 2.2e-6): on the zoo's ResNet-50 past
-// test_zoo's 1e-4 against PyTorch's fp32 logits (1.33e-4; `automatic`: 6.3e-5),
-// for 1–2% of a ResNet-18 step more (docs/benchmarks.md, 2026-12-02 resnet3).
-// When the two tiles differ, make_winograd_conv() pairs two WinogradConvs.
+// (the ties) F(4×4) was ~10% slower. `automatic` runs the same tiles (where
+// its channel rule takes Winograd). Until 2026-12-03 its forward pass kept
+// F(2×2) on maps over 4×4: F(4×4) moves the logits ~2.5× further from fp64's
+// (5.6e-6 against 2.2e-6 on the PJRT parity test's ResNet-18, batch 8;
+// oneDNN's direct kernels 2.9e-6, XLA 2.5e-6), which put the zoo's ResNet-50
+// (2 images, training mode, ill-conditioned) 1.3e-4 from PyTorch's fp32
+// logits; it is 1.2e-4 from fp64's there, where PyTorch's own fp32 is 6.1e-5,
+// and test_zoo now holds the logits, as the gradients, to fp64 within 4×
+// PyTorch's fp32 error. F(4×4) forward saves ~3% of a 2-thread ResNet-18 step
+// (docs/benchmarks.md, 2026-12-03).
 // Numerics: F(4×4)'s transforms have larger constants (up to 8, and 1/15 in
 // G), so the GEMMs' fp32 sums, made on larger transformed values, round more:
 // ~3e-6 of the largest output on random 64-channel tiles against F(2×2)'s
@@ -66,7 +67,6 @@
 //   weight and dw [O, C, 3, 3], bias and db [O] (PyTorch's layouts)
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <string>
 
 #include "backends/cpu/planar_conv.h"
@@ -82,34 +82,36 @@ namespace convoy::cpu {
 // run's arithmetic and its bits do not depend on the machine's load).
 
 struct WinogradPasses : ConvPasses {
-  // m: F(2×2, 3×3) or F(4×4, 3×3), of the forward pass and of both gradients.
-  int forward_tile = 2, backward_tile = 2;
-  bool backward() const { return input_gradient || weight_gradient; }
+  // m: F(2×2, 3×3) or F(4×4, 3×3), of every pass run here.
+  int tile = 2;
 };
 
 class WinogradConv final : public OwnKernels {
  public:
   // 3×3, stride 1, padding 1 on every side, groups 1.
-  static bool suits(const ConvGeometry& g);
+  static bool suits(const ConvGeometry& g) {
+    return g.kernel == 3 && g.stride == 1 && g.groups == 1 && g.pad_top == 1 && g.pad_left == 1 &&
+           g.out_height == g.height && g.out_width == g.width;
+  }
   // The passes to run here for `g` under `algo` (none when it does not suit),
-  // and their tiles: tile_size(g) for every pass under `winograd`; under
-  // `automatic` for the gradients, and for the forward pass on maps of at
-  // most 4×4 only (see the header comment).
-  static WinogradPasses passes(const ConvGeometry& g, ConvAlgo algo);
+  // on tile_size(g)'s tile.
+  // (Inline: one rule for every kernel copy, and the tests read it.)
+  static WinogradPasses passes(const ConvGeometry& g, ConvAlgo algo) {
+    if (algo == ConvAlgo::direct || !suits(g)) return {};
+    const int fewest = tile_size(g);
+    if (algo == ConvAlgo::winograd) return {{true, true, true}, fewest};
+    // automatic: where it won every pass on one AVX2 core (bench/conv_algo_times,
+    // docs/architecture.md): 32→64 and wider. At 32→32 it tied, below it lost
+    // (each tile's transforms cost as much as its few multiply-adds).
+    const bool wide = g.channels >= 32 && g.filters >= 32 && g.channels * g.filters >= 32 * 64;
+    return {{wide, wide, wide}, fewest};
+  }
   // The tile's side m with the fewest multiplications: 4 (F(4×4, 3×3)) where
   // it takes fewer than F(2×2, 3×3), else 2.
   static int tile_size(const ConvGeometry& g) {
     auto tiles = [&](int64_t m) { return (g.out_height + m - 1) / m * ((g.out_width + m - 1) / m); };
     return 36 * tiles(4) < 16 * tiles(2) ? 4 : 2;
   }
-  // The forward pass's tile under `automatic`: tile_size() on maps of at most
-  // 4×4, else 2 (its rounding reaches the logits; see above). The gradients
-  // take tile_size().
-  static int automatic_forward_tile(const ConvGeometry& g) {
-    return g.out_height <= 4 && g.out_width <= 4 ? tile_size(g) : 2;
-  }
-
-  // The passes run must share one tile (make_winograd_conv pairs two otherwise).
   WinogradConv(const ConvGeometry& g, WinogradPasses passes);
 
   bool runs_forward() const override { return passes_.forward; }
@@ -140,10 +142,5 @@ class WinogradConv final : public OwnKernels {
   AlignedBuffer zeros_;                // max(C, O) zeros: a patch's pixels outside the image
   float* scratch_ = nullptr;
 };
-
-// The passes `passes` asks for: one WinogradConv when they share a tile,
-// else one for the forward pass and one for the gradients (each with its own
-// transformed weights; they run at different times, so they share the scratchpad).
-std::unique_ptr<OwnKernels> make_winograd_conv(const ConvGeometry& g, WinogradPasses passes);
 
 }  // namespace convoy::cpu
