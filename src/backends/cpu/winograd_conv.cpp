@@ -19,8 +19,13 @@ namespace {
 
 // All tiles' V and M above this: blocks of tiles per thread instead.
 constexpr int64_t kFusedAboveBytes = int64_t{8} << 20;
-// The most each thread's sums of the weight gradient's blocks may take.
-constexpr int64_t kOwnSumsBytes = int64_t{256} << 10;
+// The most each thread's sums of the weight gradient's blocks may take. 1 MiB
+// takes in F(4×4) on 64→64 (36 × 64 × 64 floats, 576 KiB): there all tiles'
+// V and Z (ResNet-18's layer1: 9.4 MB each) went out to memory and back, and
+// blocks cut its weight gradient 4.84 → 3.87 ms (2 threads; 8.48 → 7.42 on
+// one; bench/conv_algo_times, AMD EPYC, 2026-12-03). On 128→128 (2.4 MB of
+// sums) blocks gained nothing.
+constexpr int64_t kOwnSumsBytes = int64_t{1} << 20;
 
 // simd::kLanes channels at once (16 in the AVX-512 copy, 8 in the AVX2 one,
 // 4 in the baseline), the remainder one at a time; the transforms are

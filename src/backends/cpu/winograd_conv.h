@@ -57,7 +57,7 @@
 // 8 MiB (big maps), the forward and input gradient instead run each thread's
 // tiles in blocks of ~512 KiB: transform, P GEMMs, inverse transform (as
 // fast here, and the workspace stays small); so does the weight
-// gradient while each thread's own P O×C sums are small (≤ 256 KiB), which
+// gradient while each thread's own P O×C sums are small (≤ 1 MiB), which
 // are then added in thread order. Workspace (V, M,
 // Z, S) is the op's scratchpad; U is kept by the op from the forward pass to
 // the backward.
