@@ -21,11 +21,19 @@ namespace {
 constexpr int64_t kFusedAboveBytes = int64_t{8} << 20;
 // The most each thread's sums of the weight gradient's blocks may take. 1 MiB
 // takes in F(4×4) on 64→64 (36 × 64 × 64 floats, 576 KiB): there all tiles'
-// V and Z (ResNet-18's layer1: 9.4 MB each) went out to memory and back, and
-// blocks cut its weight gradient 4.84 → 3.87 ms (2 threads; 8.48 → 7.42 on
-// one; bench/conv_algo_times, AMD EPYC, 2026-12-03). On 128→128 (2.4 MB of
-// sums) blocks gained nothing.
+// V and Z (ResNet-18's layer1: 9.4 MB each) went out to memory and back;
+// blocks cut its weight gradient 3.40 → 2.42 ms (2 threads; 7.2 → 4.7 on one;
+// bench/conv_algo_times, AMD EPYC, 2026-12-03, with kSkew). On 128→128 (2.4 MB
+// of sums) blocks were 4% slower on 2 threads and 12% faster on one: left out.
 constexpr int64_t kOwnSumsBytes = int64_t{1} << 20;
+
+// The floats from one position's matrix (rows × cols) to the next, in every
+// workspace (V, M, Z, S, U): 64 bytes more than the matrix. Without the skew
+// the P matrices lay a power of two apart (ResNet-18's layer1: 256 KiB, layer3:
+// 64 KiB), so a tile's P stores or loads all fell in one set of L1 and of L2
+// and evicted each other.
+constexpr int64_t kSkew = 16;
+constexpr int64_t matrix_stride(int64_t rows, int64_t cols) { return rows * cols + kSkew; }
 
 // simd::kLanes channels at once (16 in the AVX-512 copy, 8 in the AVX2 one,
 // 4 in the baseline), the remainder one at a time; the transforms are
@@ -106,7 +114,7 @@ void input_transform(const Grid& g, const float* image, int64_t channels, const 
                      Rows rows, float* v) {
   constexpr int n = K::n;
   constexpr auto slot = slots<K, turned>();
-  const int64_t matrix = rows.count * channels;
+  const int64_t matrix = matrix_stride(rows.count, channels);
   for (int64_t t = t0; t < t1; ++t) {
     int64_t img, y0, x0;
     corner<K>(g, t, img, y0, x0);
@@ -145,7 +153,7 @@ void output_transform(const Grid& g, const float* m, int64_t channels, const flo
                       int64_t t0, int64_t t1, Rows rows, float* image) {
   constexpr int n = K::n, mo = K::m;
   constexpr auto slot = slots<K, turned>();
-  const int64_t matrix = rows.count * channels;
+  const int64_t matrix = matrix_stride(rows.count, channels);
   if (!bias) bias = zeros;
   for (int64_t t = t0; t < t1; ++t) {
     int64_t img, y, x;
@@ -179,7 +187,7 @@ template <class K>
 void gradient_transform(const Grid& g, const float* diff, int64_t channels, const float* zeros, int64_t t0,
                         int64_t t1, Rows rows, float* z) {
   constexpr int n = K::n, mo = K::m;
-  const int64_t matrix = rows.count * channels;
+  const int64_t matrix = matrix_stride(rows.count, channels);
   for (int64_t t = t0; t < t1; ++t) {
     int64_t img, y, x;
     corner<K>(g, t, img, y, x);
@@ -213,7 +221,7 @@ void gradient_transform(const Grid& g, const float* diff, int64_t channels, cons
 template <class K>
 void kernel_transform(const float* weight, int64_t channels, int64_t filters, int64_t o, float* u) {
   constexpr int n = K::n;
-  const int64_t matrix = filters * channels;
+  const int64_t matrix = matrix_stride(filters, channels);
   const float* w = weight + o * channels * 9;
   float* out = u + o * channels;
   over_channels(channels, [&]<class T>(int64_t c) {
@@ -235,16 +243,16 @@ void kernel_transform(const float* weight, int64_t channels, int64_t filters, in
 }
 
 // dW[o][c] = Gᵀ S[·][o][c] G for the pairs p = o · C + c in [p0, p1), kLanes
-// pairs per vector; their nine results each go out through a transposing
-// buffer, in order.
+// pairs per vector (S's positions `stride` floats apart); their nine results
+// each go out through a transposing buffer, in order.
 template <class K>
-void kernel_gradient_transform(const float* s, int64_t pairs, int64_t p0, int64_t p1, float* dw) {
+void kernel_gradient_transform(const float* s, int64_t stride, int64_t p0, int64_t p1, float* dw) {
   constexpr int n = K::n;
   over_range(p0, p1, [&]<class V>(int64_t p) {
     V r[3][n];  // Gᵀ S: column by column
     for (int j = 0; j < n; ++j) {
       V col[n], y[3];
-      for (int i = 0; i < n; ++i) col[i] = load<V>(s + (i * n + j) * pairs + p);
+      for (int i = 0; i < n; ++i) col[i] = load<V>(s + (i * n + j) * stride + p);
       K::kernel_gradient(col, y);
       for (int i = 0; i < 3; ++i) r[i][j] = y[i];
     }
@@ -300,7 +308,7 @@ WinogradConv::WinogradConv(const ConvGeometry& g, WinogradPasses passes)
   if (!suits(g) || (tile_ != 2 && tile_ != 4))
     throw std::logic_error("WinogradConv built for a convolution it does not suit");
   if (passes_.forward || passes_.input_gradient)
-    u_ = AlignedBuffer(static_cast<std::size_t>(positions_ * g.channels * g.filters));
+    u_ = AlignedBuffer(static_cast<std::size_t>(positions_ * matrix_stride(g.filters, g.channels)));
   zeros_ = AlignedBuffer(static_cast<std::size_t>(std::max(g.channels, g.filters)));
   // Blocks of tiles when all tiles' V and M pass 8 MiB (and each thread has
   // several blocks): ~512 KiB of V and M per block, at least 64 tiles so each
@@ -317,13 +325,15 @@ WinogradConv::WinogradConv(const ConvGeometry& g, WinogradPasses passes)
 }
 
 std::size_t WinogradConv::scratchpad_bytes() const {
-  const int64_t c = g_.channels, o = g_.filters, p = positions_, per_tile = p * tiles_;
+  const int64_t c = g_.channels, o = g_.filters, p = positions_, t = tiles_;
+  auto ms = matrix_stride;
   int64_t floats = 0;
   if (passes_.forward || passes_.input_gradient)  // V and M, for all tiles or each thread's block
-    floats = block_ > 0 ? threads_ * p * block_ * (c + o) : per_tile * (c + o);
+    floats = block_ > 0 ? threads_ * p * (ms(block_, c) + ms(block_, o)) : p * (ms(t, c) + ms(t, o));
   if (passes_.weight_gradient)  // V, Z and S (per thread, or for all tiles), bias sums
-    floats = std::max(floats, grad_block_ > 0 ? threads_ * (p * (grad_block_ * (c + o) + c * o) + o)
-                                              : per_tile * (c + o) + p * c * o + threads_ * o);
+    floats = std::max(floats, grad_block_ > 0
+                                  ? threads_ * (p * (ms(grad_block_, c) + ms(grad_block_, o) + ms(o, c)) + o)
+                                  : p * (ms(t, c) + ms(t, o) + ms(o, c)) + threads_ * o);
   return static_cast<std::size_t>(floats) * sizeof(float);
 }
 
@@ -360,8 +370,9 @@ void WinogradConv::convolve(const float* in, int64_t in_channels, int64_t out_ch
   const float* u = u_.data();
   const float* zeros = zeros_.data();
   auto products = [&](const float* v, Rows rows, float* m, int64_t k) {
-    sgemm('N', u_op, rows.count, out_channels, in_channels, v + k * rows.count * in_channels, in_channels,
-          u + k * O * C, C, m + k * rows.count * out_channels, out_channels);
+    sgemm('N', u_op, rows.count, out_channels, in_channels, v + k * matrix_stride(rows.count, in_channels),
+          in_channels, u + k * matrix_stride(O, C), C, m + k * matrix_stride(rows.count, out_channels),
+          out_channels);
   };
   if (block_ > 0) {
     // Each thread its fixed range of tiles, in blocks whose V and M stay in
@@ -369,8 +380,8 @@ void WinogradConv::convolve(const float* in, int64_t in_channels, int64_t out_ch
 #pragma omp parallel num_threads(threads_)
     {
       const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-      float* v = scratch_ + t * P * block_ * (in_channels + out_channels);
-      float* m = v + P * block_ * in_channels;
+      float* v = scratch_ + t * P * (matrix_stride(block_, in_channels) + matrix_stride(block_, out_channels));
+      float* m = v + P * matrix_stride(block_, in_channels);
       const int64_t end = share(T, t + 1, nt);
       for (int64_t first = share(T, t, nt); first < end; first += block_) {
         const Rows rows{first, std::min(block_, end - first)};
@@ -384,7 +395,7 @@ void WinogradConv::convolve(const float* in, int64_t in_channels, int64_t out_ch
   // All tiles at once, each thread a share of the tiles, then of the GEMMs.
   const Rows all{0, T};
   float* v = scratch_;
-  float* m = v + P * T * in_channels;
+  float* m = v + P * matrix_stride(T, in_channels);
 #pragma omp parallel num_threads(threads_)
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
@@ -398,13 +409,16 @@ void WinogradConv::convolve(const float* in, int64_t in_channels, int64_t out_ch
 
 void WinogradConv::weight_gradient(const float* src, const float* diff_dst, float* dw, float* db) {
   const int64_t C = g_.channels, O = g_.filters, T = tiles_, P = positions_, pairs = O * C;
+  const int64_t sums = matrix_stride(O, C);  // from one position's S[k] to the next
   const Grid grid{g_.height, g_.width, tiles_y_, tiles_x_, T};
   const Transforms& tf = transforms(tile_);
   const float* zeros = zeros_.data();
   // Blocks: each thread's V, Z and own sums S_t; else all tiles' V and Z, and S.
-  const int64_t per_thread = P * (grad_block_ * (C + O) + pairs);
-  float* s = grad_block_ > 0 ? scratch_ + P * grad_block_ * (C + O) : scratch_ + P * T * (C + O);
-  float* bias_sums = grad_block_ > 0 ? scratch_ + threads_ * per_thread : s + P * pairs;
+  const int64_t v_floats = P * matrix_stride(grad_block_ > 0 ? grad_block_ : T, C);
+  const int64_t z_floats = P * matrix_stride(grad_block_ > 0 ? grad_block_ : T, O);
+  const int64_t per_thread = v_floats + z_floats + P * sums;
+  float* s = scratch_ + v_floats + z_floats;
+  float* bias_sums = grad_block_ > 0 ? scratch_ + threads_ * per_thread : s + P * sums;
   int used = 1;
 #pragma omp parallel num_threads(threads_)
   {
@@ -415,20 +429,21 @@ void WinogradConv::weight_gradient(const float* src, const float* diff_dst, floa
       // S_t[k][o][c] = Σ over this thread's tiles, block by block, then
       // S = S_0 + S_1 + ... in thread order.
       float* v = scratch_ + t * per_thread;
-      float* z = v + P * grad_block_ * C;
-      float* own = z + P * grad_block_ * O;
-      if (t0 == t1) std::fill_n(own, P * pairs, 0.0f);
+      float* z = v + v_floats;
+      float* own = z + z_floats;
+      if (t0 == t1) std::fill_n(own, P * sums, 0.0f);
       for (int64_t first = t0; first < t1; first += grad_block_) {
         const Rows rows{first, std::min(grad_block_, t1 - first)};
         tf.input(grid, src, C, zeros, first, first + rows.count, rows, v);
         tf.gradient(grid, diff_dst, O, zeros, first, first + rows.count, rows, z);
         for (int64_t k = 0; k < P; ++k)
-          sgemm('T', 'N', O, C, rows.count, z + k * rows.count * O, O, v + k * rows.count * C, C, own + k * pairs, C,
+          sgemm('T', 'N', O, C, rows.count, z + k * matrix_stride(rows.count, O), O,
+                v + k * matrix_stride(rows.count, C), C, own + k * sums, C,
                 first == t0 ? 0.0f : 1.0f);
       }
     } else {
       tf.input(grid, src, C, zeros, t0, t1, {0, T}, scratch_);
-      tf.gradient(grid, diff_dst, O, zeros, t0, t1, {0, T}, scratch_ + P * T * C);
+      tf.gradient(grid, diff_dst, O, zeros, t0, t1, {0, T}, scratch_ + v_floats);
     }
     if (db) {  // this thread's rows of dY, summed in order
       float* sum = bias_sums + t * O;
@@ -439,20 +454,24 @@ void WinogradConv::weight_gradient(const float* src, const float* diff_dst, floa
     }
 #pragma omp barrier
     if (grad_block_ > 0) {
-      const int64_t n = P * pairs;
+      // This thread's share of the P · O · C sums, position by position.
+      const int64_t n = P * pairs, i0 = share(n, t, nt), i1 = share(n, t + 1, nt);
       for (int u = 1; u < nt; ++u) {
         const float* other = s + u * per_thread;
-        for (int64_t i = share(n, t, nt); i < share(n, t + 1, nt); ++i) s[i] += other[i];
+        for (int64_t k = i0 / pairs; k < P && k * pairs < i1; ++k) {
+          const int64_t j0 = std::max(i0, k * pairs) - k * pairs, j1 = std::min(i1, (k + 1) * pairs) - k * pairs;
+          for (int64_t j = j0; j < j1; ++j) s[k * sums + j] += other[k * sums + j];
+        }
       }
     } else {
       // S[k][o][c] = Σ_t Z[k][t][o] · V[k][t][c]
       const float* v = scratch_;
-      const float* z = scratch_ + P * T * C;
+      const float* z = scratch_ + v_floats;
       for (int64_t k = share(P, t, nt); k < share(P, t + 1, nt); ++k)
-        sgemm('T', 'N', O, C, T, z + k * T * O, O, v + k * T * C, C, s + k * pairs, C);
+        sgemm('T', 'N', O, C, T, z + k * matrix_stride(T, O), O, v + k * matrix_stride(T, C), C, s + k * sums, C);
     }
 #pragma omp barrier
-    tf.kernel_gradient(s, pairs, share(pairs, t, nt), share(pairs, t + 1, nt), dw);
+    tf.kernel_gradient(s, sums, share(pairs, t, nt), share(pairs, t + 1, nt), dw);
   }
   if (db) {
     std::fill_n(db, O, 0.0f);
