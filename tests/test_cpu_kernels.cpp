@@ -258,10 +258,14 @@ const ConvCase kWinogradF4Cases[] = {
     {"F(4x4) blocks of tiles: 16->16, 63x65, batch 7", 7, 16, 63, 65, {.filters = 16, .kernel = 3, .padding = 1},
      1e-4},
 };
+// ResNet-18's layer1 in blocks (464 tiles, 9.6 MB of V and M): the weight
+// gradient's own sums per thread, 576 KiB of them (one run: the reference
+// sums take seconds).
+const ConvCase kWinogradF4Layer1Blocks = {
+    "F(4x4) blocks of tiles: 64->64, 16x16, batch 29", 29, 64, 16, 16, {.filters = 64, .kernel = 3, .padding = 1}, 1e-4};
 
 // Wide 3×3 convolutions on maps over 4×4, where `automatic` runs every pass
-// on F(4×4): clipped tiles, no bias, and maps big enough that the tiles run
-// in blocks.
+// on F(4×4): clipped tiles, no bias, and (the last) tiles in blocks.
 const ConvCase kWinogradAutomaticCases[] = {
     {"automatic: ResNet layer1-like 64->64, 16x16, batch 2", 2, 64, 16, 16, {.filters = 64, .kernel = 3, .padding = 1}},
     {"automatic: 40->56, odd 9x11, no bias, batch 3", 3, 40, 9, 11,
@@ -523,11 +527,15 @@ void check_batch_norm_statistics_far_from_zero(int64_t batch, const Shape& shape
 // Runs f on one thread (each thread count splits the batch differently),
 // then restores the thread count.
 template <class F>
-void on_one_thread(F f) {
+void on_threads(int n, F f) {
   const int threads = num_threads();
-  set_num_threads(1);
+  set_num_threads(n);
   f();
   set_num_threads(threads);
+}
+template <class F>
+void on_one_thread(F f) {
+  on_threads(1, f);
 }
 
 }  // namespace
@@ -659,6 +667,17 @@ TEST_P(CpuKernels, WinogradF4ConvMatchesReferenceSumsWithTheSameBitsOnOneThread)
     EXPECT_TRUE(same_bits(two.out, again.out) && same_bits(two.dx, again.dx) && same_bits(two.grads, again.grads))
         << k.name << ": two runs on " << num_threads() << " threads";
   }
+}
+
+// Five threads (on any machine): the weight gradient's blocks add the
+// threads' own sums in shares of P · O · C that start and end inside a
+// position's matrix (36 positions, 5 shares), past its skew.
+TEST_P(CpuKernels, WinogradF4BlocksOnFiveThreadsMatchReferenceSums) {
+  const ConvCase& k = kWinogradF4Cases[std::size(kWinogradF4Cases) - 1];  // 16->16, 63x65: blocks on 5 threads
+  on_threads(5, [&] { check_conv_gradients(k, set(), ConvAlgo::winograd); });
+}
+TEST_P(CpuKernels, WinogradF4BlocksOnResNetLayer1MatchReferenceSums) {
+  check_conv_gradients(kWinogradF4Layer1Blocks, set(), ConvAlgo::winograd);
 }
 
 // `automatic` on maps over 4×4: every pass against the reference sums, on

@@ -1,10 +1,9 @@
 // The model zoo against torchvision (and geffnet, and plant_cnn written out in
-// PyTorch): on the same weights and batch, training-mode logits and loss,
-// every parameter's gradient (norm, largest entry and 16 samples), the
-// running statistics after the step, and inference-mode logits, within
-// 1e-4 relative; the training-mode logits and the gradients against fp64's,
-// within 1e-4 or 4x PyTorch's own fp32 error. Fixtures:
-// tests/fixtures/make_zoo_parity_fixtures.py.
+// PyTorch): on the same weights and batch, the loss, the running statistics
+// after the step and the inference-mode logits within 1e-4 relative of
+// PyTorch's; the training-mode logits and every parameter's gradient (norm,
+// largest entry and 16 samples) against fp64's, within 1e-4 or 4x PyTorch's
+// own fp32 error. Fixtures: tests/fixtures/make_zoo_parity_fixtures.py.
 #include <gtest/gtest.h>
 
 #include "convoy/backends/executable.h"

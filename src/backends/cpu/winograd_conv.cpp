@@ -19,12 +19,13 @@ namespace {
 
 // All tiles' V and M above this: blocks of tiles per thread instead.
 constexpr int64_t kFusedAboveBytes = int64_t{8} << 20;
-// The most each thread's sums of the weight gradient's blocks may take. 1 MiB
+// Each thread's sums of the weight gradient's blocks stay below this. 1 MiB
 // takes in F(4×4) on 64→64 (36 × 64 × 64 floats, 576 KiB): there all tiles'
 // V and Z (ResNet-18's layer1: 9.4 MB each) went out to memory and back;
 // blocks cut its weight gradient 3.40 → 2.42 ms (2 threads; 7.2 → 4.7 on one;
 // bench/conv_algo_times, AMD EPYC, 2026-12-03, with kSkew). On 128→128 (2.4 MB
-// of sums) blocks were 4% slower on 2 threads and 12% faster on one: left out.
+// of sums; F(2×2)'s is 1 MiB) blocks were 4% slower on 2 threads and 12%
+// faster on one: left out.
 constexpr int64_t kOwnSumsBytes = int64_t{1} << 20;
 
 // The floats from one position's matrix (rows × cols) to the next, in every
@@ -320,7 +321,7 @@ WinogradConv::WinogradConv(const ConvGeometry& g, WinogradPasses passes)
   if (all_bytes > kFusedAboveBytes && tiles_ >= 2 * block * threads_) {
     block_ = block;
     // The weight gradient too when each thread's own sums S_t stay small.
-    if (positions_ * g.channels * g.filters * int64_t{sizeof(float)} <= kOwnSumsBytes) grad_block_ = block;
+    if (positions_ * g.channels * g.filters * int64_t{sizeof(float)} < kOwnSumsBytes) grad_block_ = block;
   }
 }
 

@@ -57,10 +57,11 @@
 // 8 MiB (big maps), the forward and input gradient instead run each thread's
 // tiles in blocks of ~512 KiB: transform, P GEMMs, inverse transform (as
 // fast here, and the workspace stays small); so does the weight
-// gradient while each thread's own P O×C sums are small (≤ 1 MiB), which
+// gradient while each thread's own P O×C sums are small (< 1 MiB), which
 // are then added in thread order. Workspace (V, M,
 // Z, S) is the op's scratchpad; U is kept by the op from the forward pass to
-// the backward.
+// the backward. In each, the matrix of position k + 1 starts 16 floats past
+// the end of k's (winograd_conv.cpp kSkew: off one cache set).
 //
 // Which passes run here: see ConvAlgo / WinogradConv::passes().
 //   src [N, H, W, C], dst and diff_dst [N, H, W, O] (NHWC);
@@ -138,7 +139,7 @@ class WinogradConv final : public OwnKernels {
   int threads_;                        // fixed at construction: the scratchpad's per-thread parts
   int64_t block_ = 0;                  // tiles per block of the forward passes; 0: all tiles at once
   int64_t grad_block_ = 0;             // ... of the weight gradient
-  AlignedBuffer u_;                    // U[positions][O][C], from the latest prepare()
+  AlignedBuffer u_;                    // U[positions][O][C] (positions kSkew apart), from the latest prepare()
   AlignedBuffer zeros_;                // max(C, O) zeros: a patch's pixels outside the image
   float* scratch_ = nullptr;
 };
