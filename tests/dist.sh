@@ -22,22 +22,7 @@ export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo  # loopback on
 export ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0"
 mpi=(mpirun -np 2 --oversubscribe)
 data=/usr/share/datasets/fashion-mnist
-tmp=$(mktemp -d)
-job=""
-cleanup() {
-  [[ -n "$job" ]] && kill -9 "$job" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-# Runs "$@" in the background as $job; ranks are its children.
-# The log is emptied here, in this shell, before the job starts: the job's own
-# redirect runs in the forked child, and a wait that reads the log first would
-# find the previous job's lines in it (CI saw "epoch 1/" matched 0.4 s after a
-# start, before mpirun had any ranks).
-start() { : >"$tmp/job.log"; "$@" >>"$tmp/job.log" 2>&1 & job=$!; }
-ranks() { pgrep -P "$job" -f "convoy train" || true; }
-seconds() { date +%s.%N; }
+source "$(dirname "$0")/replica_job_lib.sh"  # $tmp, start, ranks, seconds, fail
 # Waits (up to 5 minutes, while the job runs) until the command succeeds: a
 # sanitizer build on a loaded machine can take well over 30 s to its first
 # epoch, and a fixed short wait failed there.

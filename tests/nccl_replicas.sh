@@ -31,21 +31,7 @@ if [[ -z "$mpi_tests" || ! -x "$mpi_tests" ]]; then
 fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1  # containers run as root
 mpi=(mpirun -np 2)
-tmp=$(mktemp -d)
-job=""
-cleanup() {
-  [[ -n "$job" ]] && kill -9 "$job" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-# The log is emptied here, in this shell, before the job starts: the job's own
-# redirect runs in the forked child, and a wait that reads the log first would
-# find the previous job's lines in it (CI saw "epoch 1/" matched 0.4 s after a
-# start, before mpirun had any ranks).
-start() { : >"$tmp/job.log"; "$@" >>"$tmp/job.log" 2>&1 & job=$!; }
-ranks() { pgrep -P "$job" -f "convoy train" || true; }
-seconds() { date +%s.%N; }
+source "$(dirname "$0")/replica_job_lib.sh"  # $tmp, start, ranks, seconds, fail
 elapsed() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$1" "$(seconds)"; }
 
 SECONDS=0

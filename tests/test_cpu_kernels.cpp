@@ -524,8 +524,8 @@ void check_batch_norm_statistics_far_from_zero(int64_t batch, const Shape& shape
   }
 }
 
-// Runs f on one thread (each thread count splits the batch differently),
-// then restores the thread count.
+// Runs f on n threads (each thread count splits the work differently), then
+// restores the thread count; on_one_thread: on one.
 template <class F>
 void on_threads(int n, F f) {
   const int threads = num_threads();

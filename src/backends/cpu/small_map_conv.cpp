@@ -205,7 +205,6 @@ void SmallMapConv::weight_gradient(const float* src, const float* diff_dst, floa
   });
 }
 
-
 void SmallMapConv::input_gradient(const float* diff_dst, const float* weight, float* diff_src) {
   if (taps2x2_) return taps2x2_sums(diff_dst, weight, nullptr, true, diff_src);
   const int64_t C = g_.channels, O = g_.filters, N = g_.batch;
